@@ -1,0 +1,34 @@
+// slabcast: stream a simulation's volume over UDP into shared memory for ParaView.
+#include "roles.h"
+#include "stop_signal.h"
+
+#include <spdlog/spdlog.h>
+
+#include <exception>
+
+int main(int argc, char** argv) {
+    CLI::App app{"slabcast: live volume streaming over UDP into shared memory, rendered by ParaView"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "slabcast 0.1.0");
+    std::string log_level = "info";
+    app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+
+    slabcast::RoleMain run;
+    slabcast::register_stage(app, run);
+    slabcast::register_shuffle(app, run);
+    slabcast::register_control(app, run);
+    slabcast::register_receive(app, run);
+    slabcast::register_clean(app, run);
+
+    CLI11_PARSE(app, argc, argv);
+    spdlog::set_level(spdlog::level::from_str(log_level));
+    spdlog::set_pattern("%H:%M:%S.%e %^%l%$ %v");
+    slabcast::install_stop_handlers();
+    try {
+        return run();
+    } catch (const std::exception& e) {
+        spdlog::error("{}", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,25 @@
+// Thread pinning and NUMA-local memory for the receiver (seeds/000 section 4.5:
+// receiver, its memory and its renderer on the NIC's NUMA node).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace slabcast {
+
+// CPUs this process may run on, in order.
+std::vector<int> allowed_cpus();
+// "0,2,4-7" -> {0,2,4,5,6,7}; throws std::invalid_argument naming the text.
+std::vector<int> parse_cpu_list(const std::string& text);
+
+// NUMA node of a CPU, or -1 when libnuma is unavailable.
+int numa_node_of(int cpu);
+// Pins the calling thread to one CPU; throws std::runtime_error on failure.
+void pin_current_thread(int cpu);
+// Binds [addr, addr+bytes) to `node` (when libnuma works and node >= 0), then
+// faults every page in for writing without changing its contents, so the first
+// packets do not pay for page faults and the pages land on that node.
+void bind_and_prefault(void* addr, std::size_t bytes, int node);
+
+}  // namespace slabcast

@@ -1,0 +1,294 @@
+// `slabcast receive`: the receiver daemon. One thread per stream, pinned to a
+// CPU, its slab in shared memory allocated and pre-faulted on that CPU's NUMA
+// node; each thread drains its UDP port with recvmmsg and places every value at
+// its offset. Writes NAME.slabcast for the ParaView reader.
+#include "numa_placement.h"
+#include "roles.h"
+#include "slab_receiver.h"
+#include "status_reporter.h"
+#include "stop_signal.h"
+#include "udp.h"
+
+#include "slabcast/descriptor.h"
+#include "slabcast/quad_packet.h"
+#include "slabcast/rate.h"
+#include "slabcast/slab_file.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <thread>
+
+namespace slabcast {
+namespace {
+
+struct ReceiveOptions {
+    std::string name;
+    std::string dims_text;
+    int slab_depth = 0;
+    std::string listen;
+    std::vector<std::string> streams;  // "K:PORT"
+    std::string shm_dir = "/dev/shm/slabcast";
+    std::string field = "density";
+    int ghost_planes = 1;
+    std::string cpus;
+    int rcvbuf_mb = 64;
+    int batch = 64;
+    int stale_window_ms = 100;
+    std::string stats_json;
+};
+
+struct StreamSpec {
+    int slab = 0;
+    int port = 0;
+};
+
+StreamSpec parse_stream(const std::string& text) {
+    const auto colon = text.find(':');
+    StreamSpec s;
+    try {
+        if (colon == std::string::npos) throw std::invalid_argument("");
+        std::size_t used = 0;
+        s.slab = std::stoi(text.substr(0, colon), &used);
+        if (used != colon) throw std::invalid_argument("");
+        s.port = std::stoi(text.substr(colon + 1), &used);
+        if (colon + 1 + used != text.size()) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+        throw std::invalid_argument("--stream '" + text + "': expected SLAB:PORT, e.g. 0:9000");
+    }
+    if (s.port < 1 || s.port > 65535) throw std::invalid_argument("--stream '" + text + "': port must be 1..65535");
+    return s;
+}
+
+// Figures a stream thread shares with the status thread.
+struct StreamCounters {
+    std::atomic<std::uint64_t> bytes{0};
+    std::atomic<std::uint64_t> finished_expected{0};
+    std::atomic<std::uint64_t> finished_records{0};
+    std::atomic<std::uint64_t> steps_finished{0};
+};
+
+struct Stream {
+    StreamSpec spec;
+    int cpu = 0;
+    int node = -1;
+    SlabMapping slab;
+    Socket socket;
+    std::unique_ptr<SlabReceiver> receiver;
+    StreamCounters counters;
+    std::thread thread;
+};
+
+constexpr std::size_t kDatagramBuffer = 9216;  // > 8968: a longer datagram shows as MSG_TRUNC
+
+void receive_loop(Stream& s, int batch) {
+    pin_current_thread(s.cpu);
+    std::vector<std::uint8_t> buffers(static_cast<std::size_t>(batch) * kDatagramBuffer);
+    std::vector<mmsghdr> msgs(batch);
+    std::vector<iovec> iovs(batch);
+    for (int i = 0; i < batch; ++i) {
+        iovs[i] = iovec{buffers.data() + static_cast<std::size_t>(i) * kDatagramBuffer, kDatagramBuffer};
+        msgs[i] = mmsghdr{};
+        msgs[i].msg_hdr.msg_iov = &iovs[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    while (!stop_requested()) {
+        const int got = ::recvmmsg(s.socket.fd(), msgs.data(), static_cast<unsigned>(batch), MSG_WAITFORONE, nullptr);
+        if (got < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+            spdlog::error("stream {}: recvmmsg: {}", s.spec.slab, std::strerror(errno));
+            break;
+        }
+        const std::int64_t now = monotonic_ns();
+        std::uint64_t bytes = 0;
+        for (int i = 0; i < got; ++i) {
+            // A truncated datagram was longer than any valid packet: pass its full
+            // length so the framing check rejects it.
+            const std::size_t length = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? kDatagramBuffer + 1 : msgs[i].msg_len;
+            s.receiver->handle(static_cast<const std::uint8_t*>(iovs[i].iov_base), length, now);
+            bytes += msgs[i].msg_len;
+            msgs[i].msg_hdr.msg_flags = 0;
+        }
+        s.receiver->publish();
+        s.counters.bytes.fetch_add(bytes, std::memory_order_relaxed);
+    }
+}
+
+// Keeps slabs that another receiver process on this host listed in the same
+// descriptor (same volume), so several daemons can share one NAME.slabcast.
+void merge_existing(const std::string& path, Descriptor& d) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return;
+    try {
+        const Descriptor old = read_descriptor(path);
+        if (!(old.dims == d.dims) || old.slab_depth != d.slab_depth || old.ghost_planes != d.ghost_planes ||
+            old.field != d.field)
+            return;
+        for (const auto& e : old.slabs) {
+            bool mine = false;
+            for (const auto& m : d.slabs) mine |= m.index == e.index;
+            if (!mine && ::access(e.path.c_str(), R_OK) == 0) d.slabs.push_back(e);
+        }
+    } catch (const std::exception& e) {
+        spdlog::warn("replacing unreadable descriptor: {}", e.what());
+    }
+}
+
+int run_receive(const ReceiveOptions& o) {
+    const Dims dims = parse_dims(o.dims_text);
+    if (o.slab_depth < 1) throw std::invalid_argument("--slab-depth must be >= 1");
+    if (o.ghost_planes < 0 || o.ghost_planes > 1) throw std::invalid_argument("--ghost-planes must be 0 or 1");
+    if (o.name.empty() || o.name.find('/') != std::string::npos)
+        throw std::invalid_argument("--name '" + o.name + "' must be a plain name");
+    if (o.batch < 1 || o.batch > 1024) throw std::invalid_argument("--batch must be 1..1024");
+    const Endpoint listen = parse_endpoint(o.listen + ":0");
+    const std::vector<int> cpus = o.cpus.empty() ? allowed_cpus() : parse_cpu_list(o.cpus);
+
+    std::vector<std::unique_ptr<Stream>> streams;
+    std::map<int, Stream*> by_slab;
+    std::map<int, bool> ports;
+    for (const auto& text : o.streams) {
+        auto s = std::make_unique<Stream>();
+        s->spec = parse_stream(text);
+        slab_geometry(dims, o.slab_depth, s->spec.slab, o.ghost_planes);  // validates the index
+        if (by_slab.count(s->spec.slab)) throw std::invalid_argument("--stream: slab " + text + " given twice");
+        if (ports[s->spec.port]) throw std::invalid_argument("--stream: port in " + text + " already used");
+        ports[s->spec.port] = true;
+        by_slab[s->spec.slab] = s.get();
+        streams.push_back(std::move(s));
+    }
+    if (streams.empty()) throw std::invalid_argument("give at least one --stream SLAB:PORT");
+
+    if (::mkdir(o.shm_dir.c_str(), 0750) != 0 && errno != EEXIST)
+        throw std::runtime_error(o.shm_dir + ": cannot create: " + std::strerror(errno));
+
+    StatusReporter status("receive", o.stats_json);
+    Descriptor descriptor;
+    descriptor.name = o.name;
+    descriptor.field = o.field;
+    descriptor.dims = dims;
+    descriptor.slab_depth = o.slab_depth;
+    descriptor.ghost_planes = o.ghost_planes;
+
+    // Allocate, place and pre-fault every slab before any data can arrive.
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+        Stream& s = *streams[i];
+        s.cpu = cpus[i % cpus.size()];
+        s.node = numa_node_of(s.cpu);
+        const SlabGeometry g = slab_geometry(dims, o.slab_depth, s.spec.slab, o.ghost_planes);
+        const std::string path = slab_file_path(o.shm_dir, o.name, s.spec.slab);
+        s.slab = SlabMapping::create(path, dims, o.slab_depth, g, o.field);
+        bind_and_prefault(s.slab.values_rw(), s.slab.header().data_bytes, s.node);
+        descriptor.slabs.push_back(SlabEntry{s.spec.slab, path});
+
+        s.socket = Socket(open_udp_socket(listen.addr.ss_family));
+        raise_buffer(s.socket.fd(), true, o.rcvbuf_mb << 20, "receive");
+        set_receive_timeout(s.socket.fd(), 100);
+        bind_socket(s.socket.fd(), with_port(listen, s.spec.port));
+        spdlog::info("stream {}: planes {}..{} (+{} ghost) on {}:{} -> {}, cpu {}, NUMA node {}", s.spec.slab,
+                     g.z_begin, g.z_end - 1, g.ghost_planes(), o.listen, s.spec.port, path, s.cpu, s.node);
+
+        StreamCounters* counters = &s.counters;
+        s.receiver = std::make_unique<SlabReceiver>(
+            s.spec.slab, s.slab,
+            [counters, &status](const StepReport& r) {
+                counters->finished_expected += r.expected;
+                counters->finished_records += r.records;
+                ++counters->steps_finished;
+                spdlog::info("stream {} step {}: {} of {} records, loss {:.3f}%, {} duplicates, {} rejected, {} stale{}",
+                             r.stream, r.step, r.records, r.expected, r.loss_percent(), r.duplicates, r.rejected,
+                             r.stale, r.complete ? "" : " (incomplete)");
+                status.event({{"kind", "step"},       {"stream", r.stream},       {"step", r.step},
+                              {"records", r.records}, {"expected", r.expected},   {"ghost_records", r.ghost_records},
+                              {"duplicates", r.duplicates}, {"rejected", r.rejected}, {"stale", r.stale},
+                              {"packets", r.packets}, {"complete", r.complete},  {"loss_percent", r.loss_percent()}});
+            },
+            static_cast<std::int64_t>(o.stale_window_ms) * 1'000'000);
+    }
+    // Seamless slabs: the top plane of slab k is also slab k+1's ghost plane.
+    if (o.ghost_planes == 1)
+        for (auto& [slab, s] : by_slab)
+            if (auto next = by_slab.find(slab + 1); next != by_slab.end())
+                s->receiver->mirror_top_plane_to(next->second->slab.values_rw());
+
+    const std::string descriptor_path = o.shm_dir + "/" + o.name + ".slabcast";
+    merge_existing(descriptor_path, descriptor);
+    write_descriptor(descriptor_path, descriptor);
+    spdlog::info("receive: {} stream(s) of {} ready; descriptor {}", streams.size(), to_string(dims), descriptor_path);
+
+    for (auto& s : streams) s->thread = std::thread(receive_loop, std::ref(*s), o.batch);
+
+    std::uint64_t last_bytes = 0;
+    std::int64_t last_ns = monotonic_ns();
+    status.start([&] {
+        std::uint64_t bytes = 0, packets = 0, rejected = 0, stale = 0, dups = 0, fexp = 0, frec = 0;
+        nlohmann::json per_stream = nlohmann::json::array();
+        std::int64_t step = -1;
+        double progress = 0;
+        for (auto& s : streams) {
+            const SlabLive& live = s->slab.header().live;
+            bytes += s->counters.bytes.load();
+            packets += live.packets.load();
+            rejected += live.rejected.load();
+            stale += live.stale.load();
+            dups += live.duplicates.load();
+            fexp += s->counters.finished_expected.load();
+            frec += s->counters.finished_records.load();
+            step = std::max<std::int64_t>(step, live.step.load());
+            const double p = static_cast<double>(live.step_records.load()) / static_cast<double>(live.step_expected.load());
+            progress += p / static_cast<double>(streams.size());
+            per_stream.push_back({{"stream", s->spec.slab}, {"step", live.step.load()}, {"progress", p},
+                                  {"packets", live.packets.load()}, {"last_step", live.last_step.load()},
+                                  {"last_step_loss_percent", live.last_step_loss_ppm.load() / 1e4}});
+        }
+        const std::int64_t now = monotonic_ns();
+        const double gbps = static_cast<double>(bytes - last_bytes) * 8 / static_cast<double>(now - last_ns);
+        last_bytes = bytes;
+        last_ns = now;
+        const double loss = fexp ? 100.0 * static_cast<double>(fexp - frec) / static_cast<double>(fexp) : 0.0;
+        return nlohmann::json{
+            {"line", fmt::format("receive: {:.2f} Gbit/s, {} packets, loss {:.3f}%, step {} ({:.0f}% placed), "
+                                 "rejected {}, stale {}, duplicates {}",
+                                 gbps, packets, loss, step, 100 * progress, rejected, stale, dups)},
+            {"gbps", gbps}, {"packets", packets}, {"loss_percent", loss}, {"step", step}, {"rejected", rejected},
+            {"stale", stale}, {"duplicates", dups}, {"streams", per_stream}};
+    });
+
+    for (auto& s : streams) s->thread.join();
+    for (auto& s : streams) s->receiver->finish_current();
+    for (auto& s : streams) s->slab.header_rw().live.writer_pid.store(0);
+    status.stop();
+    spdlog::info("receive: stopped; shared memory left in {} (slabcast clean --name {} removes it)", o.shm_dir, o.name);
+    return 0;
+}
+
+}  // namespace
+
+void register_receive(CLI::App& root, RoleMain& run) {
+    auto o = std::make_shared<ReceiveOptions>();
+    CLI::App* c = root.add_subcommand("receive", "receiver daemon: UDP streams into shared-memory slabs");
+    c->add_option("--name", o->name, "name of the volume (descriptor DIR/NAME.slabcast)")->required();
+    c->add_option("--dims", o->dims_text, "volume size NX,NY,NZ")->required();
+    c->add_option("--slab-depth", o->slab_depth, "z planes per slab (stream)")->required();
+    c->add_option("--listen", o->listen, "address to receive on, e.g. 0.0.0.0 or 127.0.0.1")->required();
+    c->add_option("--stream", o->streams, "SLAB:PORT, once per stream")->required();
+    c->add_option("--shm-dir", o->shm_dir, "directory for slabs and descriptor")->capture_default_str();
+    c->add_option("--field", o->field, "name of the field")->capture_default_str();
+    c->add_option("--ghost-planes", o->ghost_planes, "planes stored below each slab (0 or 1)")->capture_default_str();
+    c->add_option("--cpus", o->cpus, "CPUs for the stream threads, e.g. 0,2-3 (default: all allowed)");
+    c->add_option("--rcvbuf-mb", o->rcvbuf_mb, "socket receive buffer, MiB")->capture_default_str();
+    c->add_option("--batch", o->batch, "datagrams per recvmmsg call")->capture_default_str();
+    c->add_option("--stale-window-ms", o->stale_window_ms,
+                  "an earlier step's packets are stale while the current step is younger than this")
+        ->capture_default_str();
+    c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
+    c->callback([o, &run] { run = [o] { return run_receive(*o); }; });
+}
+
+}  // namespace slabcast

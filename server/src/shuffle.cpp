@@ -1,0 +1,305 @@
+// `slabcast shuffle`: one stream. Waits for sync packets; for each new one it
+// maps the staged step, packs its slab into quad packets on the fly and sends
+// them at the set rate. A newer sync abandons the step in progress at once.
+#include "roles.h"
+#include "send_order.h"
+#include "staged_step.h"
+#include "status_reporter.h"
+#include "stop_signal.h"
+#include "udp.h"
+
+#include "slabcast/control_packets.h"
+#include "slabcast/dataset.h"
+#include "slabcast/quad_packet.h"
+#include "slabcast/rate.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+namespace slabcast {
+namespace {
+
+struct ShuffleOptions {
+    int stream = -1;
+    std::string to;
+    std::string staging;
+    std::string dataset;
+    int slab_depth = 0;
+    std::string sync;
+    std::string rate = "2.81G";
+    std::string order = "scan";
+    int ghost_planes = 1;
+    int sndbuf_mb = 16;
+    int batch = 16;
+    int wait_staged_ms = 2000;
+    std::string stats_json;
+};
+
+// What the status thread reads.
+struct ShuffleCounters {
+    std::atomic<std::uint64_t> bytes{0}, packets{0}, steps_finished{0}, steps_abandoned{0}, steps_missing{0};
+    std::atomic<std::int64_t> step{-1};
+    std::atomic<std::uint64_t> step_packets{0}, step_total{1};
+};
+
+class Shuffler {
+public:
+    Shuffler(const ShuffleOptions& o, StatusReporter& status)
+        : o_(o), status_(status), dataset_(read_dataset(o.dataset)), pacer_(parse_rate_bps(o.rate)) {
+        if (o.slab_depth < 1) throw std::invalid_argument("--slab-depth must be >= 1");
+        if (o.ghost_planes < 0 || o.ghost_planes > 1) throw std::invalid_argument("--ghost-planes must be 0 or 1");
+        if (o.batch < 1 || o.batch > 256) throw std::invalid_argument("--batch must be 1..256");
+        geometry_ = slab_geometry(dataset_.dims, o.slab_depth, o.stream, o.ghost_planes);
+        walker_.emplace(dataset_.dims, geometry_.stored_z_begin, geometry_.z_end, parse_send_order(o.order));
+
+        const Endpoint to = parse_endpoint(o.to);
+        data_ = Socket(open_udp_socket(to.addr.ss_family));
+        raise_buffer(data_.fd(), false, o.sndbuf_mb << 20, "shuffle");
+        if (::connect(data_.fd(), reinterpret_cast<const sockaddr*>(&to.addr), to.length) != 0)
+            throw std::runtime_error("cannot connect UDP to " + o.to + ": " + std::strerror(errno));
+
+        const Endpoint sync = parse_endpoint(o.sync);
+        sync_ = Socket(open_udp_socket(sync.addr.ss_family));
+        bind_socket(sync_.fd(), sync);
+        set_receive_timeout(sync_.fd(), 100);
+
+        packets_.resize(static_cast<std::size_t>(o.batch) * quad::kMaxPacketBytes);
+        spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {} packets a step), {} order, {} to {}, "
+                     "sync on {}",
+                     o.stream, geometry_.stored_z_begin, geometry_.z_end - 1, to_string(dataset_.dims),
+                     walker_->total_records(), walker_->total_packets(), o.order, format_rate(parse_rate_bps(o.rate)),
+                     o.to, o.sync);
+    }
+
+    ShuffleCounters& counters() { return counters_; }
+
+    void run() {
+        while (!stop_requested()) {
+            if (!step_) {
+                poll_sync(true);
+                continue;
+            }
+            send_batch();
+            poll_sync(false);
+        }
+        if (step_) end_step(control::ReplyKind::Abandoned);
+    }
+
+private:
+    // Reads every pending sync packet; `block` waits up to the socket timeout for one.
+    void poll_sync(bool block) {
+        std::uint8_t buf[2048];
+        for (;;) {
+            sockaddr_storage from{};
+            socklen_t from_len = sizeof from;
+            const ssize_t n = ::recvfrom(sync_.fd(), buf, sizeof buf, block ? 0 : MSG_DONTWAIT,
+                                         reinterpret_cast<sockaddr*>(&from), &from_len);
+            if (n < 0) return;
+            block = false;
+            const auto sync = control::decode_sync(buf, static_cast<std::size_t>(n));
+            if (!sync) {
+                spdlog::warn("shuffle {}: dropped a malformed sync packet from {}", o_.stream, to_string(from));
+                continue;
+            }
+            controller_ = from;
+            controller_len_ = from_len;
+            if (!control::supersedes(*sync, last_sync_)) {
+                // The controller resends until it hears from us: answer again.
+                reply(step_ ? control::ReplyKind::Started : last_outcome_, *sync, sent_in_step_);
+                continue;
+            }
+            if (step_) end_step(control::ReplyKind::Abandoned);
+            last_sync_ = sync;
+            begin_step(*sync);
+        }
+    }
+
+    void begin_step(const control::Sync& sync) {
+        const std::string path = o_.staging + "/" + sync.location;
+        std::string problem;
+        StagedStep staged;
+        // The stager may be a moment behind the controller: wait a little for the file.
+        const std::int64_t give_up = monotonic_ns() + static_cast<std::int64_t>(o_.wait_staged_ms) * 1'000'000;
+        for (;;) {
+            problem.clear();
+            staged = StagedStep::open(path, dataset_.step_bytes(), problem);
+            if (staged.valid() || monotonic_ns() > give_up || stop_requested()) break;
+            ::usleep(5000);
+        }
+        if (!staged.valid()) {
+            spdlog::error("shuffle {}: step {} skipped: {}", o_.stream, sync.step, problem);
+            ++counters_.steps_missing;
+            last_outcome_ = control::ReplyKind::Missing;
+            reply(control::ReplyKind::Missing, sync, 0);
+            status_.event({{"kind", "step"}, {"stream", o_.stream}, {"step", sync.step}, {"result", "missing"},
+                           {"problem", problem}});
+            return;
+        }
+        step_ = std::move(staged);
+        walker_->reset();
+        sent_in_step_ = 0;
+        step_started_ns_ = monotonic_ns();
+        counters_.step = sync.step;
+        counters_.step_packets = 0;
+        counters_.step_total = walker_->total_packets();
+        pacer_.restart();
+        reply(control::ReplyKind::Started, sync, 0);
+        spdlog::debug("shuffle {}: step {} from {}", o_.stream, sync.step, path);
+    }
+
+    void end_step(control::ReplyKind outcome) {
+        const control::Sync& sync = *last_sync_;
+        step_.reset();
+        last_outcome_ = outcome;
+        write_done_marker(o_.staging, sync.location, o_.stream);
+        reply(outcome, sync, sent_in_step_);
+        const double seconds = static_cast<double>(monotonic_ns() - step_started_ns_) * 1e-9;
+        const double gbps = static_cast<double>(step_bytes_) * 8e-9 / std::max(seconds, 1e-9);
+        if (outcome == control::ReplyKind::Finished) ++counters_.steps_finished;
+        else ++counters_.steps_abandoned;
+        spdlog::info("shuffle {}: step {} {} after {} of {} packets, {:.3f} s, {:.2f} Gbit/s", o_.stream, sync.step,
+                     control::to_string(outcome), sent_in_step_, walker_->total_packets(), seconds, gbps);
+        status_.event({{"kind", "step"}, {"stream", o_.stream}, {"step", sync.step},
+                       {"result", control::to_string(outcome)}, {"packets_sent", sent_in_step_},
+                       {"packets_total", walker_->total_packets()}, {"seconds", seconds}, {"gbps", gbps}});
+        step_bytes_ = 0;
+    }
+
+    void send_batch() {
+        // Pack up to `batch` packets straight from the staged step.
+        std::vector<iovec>& iov = iov_;
+        iov.clear();
+        std::size_t bytes = 0;
+        for (int i = 0; i < o_.batch; ++i) {
+            std::uint8_t* p = packets_.data() + static_cast<std::size_t>(i) * quad::kMaxPacketBytes;
+            const int n = walker_->fill(p, step_->values());
+            if (n == 0) break;
+            quad::write_header(p, last_sync_->step, n);
+            iov.push_back(iovec{p, quad::packet_bytes(n)});
+            bytes += quad::packet_bytes(n);
+        }
+        if (iov.empty()) {
+            end_step(control::ReplyKind::Finished);
+            return;
+        }
+        pacer_.wait_to_send(bytes);
+        std::vector<mmsghdr>& msgs = msgs_;
+        msgs.assign(iov.size(), mmsghdr{});
+        for (std::size_t i = 0; i < iov.size(); ++i) {
+            msgs[i].msg_hdr.msg_iov = &iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        std::size_t done = 0;
+        while (done < msgs.size() && !stop_requested()) {
+            const int n = ::sendmmsg(data_.fd(), msgs.data() + done, static_cast<unsigned>(msgs.size() - done), 0);
+            if (n > 0) {
+                done += static_cast<std::size_t>(n);
+            } else if (errno == ECONNREFUSED) {
+                // ICMP port unreachable from an earlier datagram: nobody listens yet. UDP is lossy by design.
+                if (!warned_refused_) spdlog::warn("shuffle {}: receiver {} refused packets (not running?)", o_.stream, o_.to);
+                warned_refused_ = true;
+            } else if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
+                ::usleep(50);
+            } else {
+                throw std::runtime_error(std::string("sendmmsg: ") + std::strerror(errno));
+            }
+        }
+        sent_in_step_ += iov.size();
+        step_bytes_ += bytes;
+        counters_.packets += iov.size();
+        counters_.bytes += bytes;
+        counters_.step_packets = sent_in_step_;
+    }
+
+    void reply(control::ReplyKind kind, const control::Sync& sync, std::uint64_t sent) {
+        if (controller_len_ == 0) return;
+        control::Reply r;
+        r.kind = kind;
+        r.stream = o_.stream;
+        r.session = sync.session;
+        r.seq = sync.seq;
+        r.step = sync.step;
+        r.packets_sent = sent;
+        r.packets_total = walker_->total_packets();
+        const auto bytes = control::encode(r);
+        ::sendto(sync_.fd(), bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&controller_),
+                 controller_len_);
+    }
+
+    const ShuffleOptions& o_;
+    StatusReporter& status_;
+    Dataset dataset_;
+    SlabGeometry geometry_;
+    std::optional<SlabWalker> walker_;
+    Pacer pacer_;
+    Socket data_, sync_;
+    std::vector<std::uint8_t> packets_;
+    std::vector<iovec> iov_;
+    std::vector<mmsghdr> msgs_;
+    std::optional<StagedStep> step_;
+    std::optional<control::Sync> last_sync_;
+    control::ReplyKind last_outcome_ = control::ReplyKind::Finished;
+    sockaddr_storage controller_{};
+    socklen_t controller_len_ = 0;
+    std::uint64_t sent_in_step_ = 0, step_bytes_ = 0;
+    std::int64_t step_started_ns_ = 0;
+    bool warned_refused_ = false;
+    ShuffleCounters counters_;
+};
+
+int run_shuffle(const ShuffleOptions& o) {
+    StatusReporter status("shuffle", o.stats_json);
+    Shuffler shuffler(o, status);
+    ShuffleCounters& c = shuffler.counters();
+    std::uint64_t last_bytes = 0;
+    std::int64_t last_ns = monotonic_ns();
+    status.start([&, stream = o.stream] {
+        const std::int64_t now = monotonic_ns();
+        const std::uint64_t bytes = c.bytes.load();
+        const double gbps = static_cast<double>(bytes - last_bytes) * 8 / static_cast<double>(now - last_ns);
+        last_bytes = bytes;
+        last_ns = now;
+        const double progress = static_cast<double>(c.step_packets.load()) / static_cast<double>(c.step_total.load());
+        return nlohmann::json{
+            {"line", fmt::format("shuffle {}: {:.2f} Gbit/s, {} packets, step {} ({:.0f}% sent), {} finished, "
+                                 "{} abandoned, {} missing",
+                                 stream, gbps, c.packets.load(), c.step.load(), 100 * progress,
+                                 c.steps_finished.load(), c.steps_abandoned.load(), c.steps_missing.load())},
+            {"stream", stream}, {"gbps", gbps}, {"packets", c.packets.load()}, {"step", c.step.load()},
+            {"progress", progress}, {"steps_finished", c.steps_finished.load()},
+            {"steps_abandoned", c.steps_abandoned.load()}, {"steps_missing", c.steps_missing.load()}};
+    });
+    shuffler.run();
+    status.stop();
+    return 0;
+}
+
+}  // namespace
+
+void register_shuffle(CLI::App& root, RoleMain& run) {
+    auto o = std::make_shared<ShuffleOptions>();
+    CLI::App* c = root.add_subcommand("shuffle", "send one stream's slab of each synced step as UDP quad packets");
+    c->add_option("--stream", o->stream, "stream (slab) number")->required();
+    c->add_option("--to", o->to, "receiver HOST:PORT for this stream")->required();
+    c->add_option("--staging", o->staging, "staging directory (as given to stage)")->required();
+    c->add_option("--dataset", o->dataset, "dataset directory or its dataset.json")->required();
+    c->add_option("--slab-depth", o->slab_depth, "z planes per slab")->required();
+    c->add_option("--sync", o->sync, "HOST:PORT to listen on for sync packets")->required();
+    c->add_option("--rate", o->rate, "send rate of UDP payload, e.g. 2.81G; 0 = unlimited")->capture_default_str();
+    c->add_option("--order", o->order, "scan (z-slab scan order) or morton (z-order)")->capture_default_str();
+    c->add_option("--ghost-planes", o->ghost_planes, "also send this many planes below the slab (0 or 1)")
+        ->capture_default_str();
+    c->add_option("--sndbuf-mb", o->sndbuf_mb, "socket send buffer, MiB")->capture_default_str();
+    c->add_option("--batch", o->batch, "packets per sendmmsg call")->capture_default_str();
+    c->add_option("--wait-staged-ms", o->wait_staged_ms, "how long to wait for a step the stager has not staged yet")
+        ->capture_default_str();
+    c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
+    c->callback([o, &run] { run = [o] { return run_shuffle(*o); }; });
+}
+
+}  // namespace slabcast

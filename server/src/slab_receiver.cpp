@@ -1,0 +1,144 @@
+#include "slab_receiver.h"
+
+#include "slabcast/quad_packet.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <ctime>
+
+namespace slabcast {
+namespace {
+
+std::int64_t realtime_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished, std::int64_t stale_window_ns)
+    : stream_(stream),
+      slab_(slab),
+      live_(slab.header_rw().live),
+      dims_(slab.dims()),
+      geometry_(slab.geometry()),
+      values_(slab.values_rw()),
+      on_finished_(std::move(on_finished)),
+      seen_((slab.value_count() + 63) / 64, 0),
+      stale_window_ns_(stale_window_ns) {
+    current_.stream = stream;
+    current_.expected = static_cast<std::uint64_t>(dims_.plane()) * geometry_.owned_planes();
+    live_.step_expected.store(current_.expected);
+    live_.writer_pid.store(::getpid());
+}
+
+bool SlabReceiver::in_slab(const std::uint8_t* packet, int n) const {
+    // Unsigned compares fold the "< 0" tests in.
+    const auto nx = static_cast<std::uint32_t>(dims_.nx);
+    const auto ny = static_cast<std::uint32_t>(dims_.ny);
+    const auto z0 = static_cast<std::int32_t>(geometry_.stored_z_begin);
+    const auto depth = static_cast<std::uint32_t>(geometry_.stored_planes());
+    bool ok = true;
+    for (int i = 0; i < n; ++i) {
+        const quad::Record r = quad::read_record(packet, i);
+        ok &= static_cast<std::uint32_t>(r.x) < nx;
+        ok &= static_cast<std::uint32_t>(r.y) < ny;
+        ok &= static_cast<std::uint32_t>(r.z - z0) < depth;
+    }
+    return ok;
+}
+
+bool SlabReceiver::is_stale(std::int64_t batch, std::int64_t now_ns) const {
+    return current_.step >= 0 && batch < current_.step && now_ns - step_started_ns_ < stale_window_ns_;
+}
+
+PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns) {
+    quad::Header h;
+    // Steps are numbered from 0; a negative batch is as malformed as a bad length.
+    if (quad::parse_header(packet, length, h) != quad::ParseResult::Ok || h.batch < 0 || !in_slab(packet, h.n)) {
+        ++total_rejected_;
+        ++current_.rejected;
+        return PacketVerdict::Rejected;
+    }
+    if (h.batch != current_.step) {
+        if (is_stale(h.batch, now_ns)) {
+            ++total_stale_;
+            ++current_.stale;
+            return PacketVerdict::Stale;
+        }
+        begin_step(h.batch, now_ns);
+    }
+    ++total_packets_;
+    ++current_.packets;
+
+    const std::int64_t owned_from = geometry_.z_begin;
+    const std::int64_t top_plane = geometry_.z_end - 1;
+    std::uint64_t fresh = 0, fresh_ghost = 0, dups = 0;
+    for (int i = 0; i < h.n; ++i) {
+        const quad::Record r = quad::read_record(packet, i);
+        const std::int64_t at = slab_offset(dims_, geometry_, r.x, r.y, r.z);
+        std::uint64_t& word = seen_[static_cast<std::size_t>(at) >> 6];
+        const std::uint64_t bit = std::uint64_t{1} << (at & 63);
+        const bool owned = r.z >= owned_from;
+        if (word & bit) ++dups;
+        else if (owned) ++fresh;
+        else ++fresh_ghost;
+        word |= bit;
+        values_[at] = r.v;
+        if (mirror_ && r.z == top_plane) mirror_[r.y * dims_.nx + r.x] = r.v;
+    }
+    current_.records += fresh;
+    current_.ghost_records += fresh_ghost;
+    current_.duplicates += dups;
+    total_duplicates_ += dups;
+    if (active_ && current_.records == current_.expected) end_step(true);
+    return PacketVerdict::Stored;
+}
+
+void SlabReceiver::begin_step(std::int64_t step, std::int64_t now_ns) {
+    if (active_) end_step(false);
+    const std::uint64_t expected = current_.expected;
+    current_ = StepReport{};
+    current_.stream = stream_;
+    current_.step = step;
+    current_.expected = expected;
+    std::fill(seen_.begin(), seen_.end(), 0);
+    active_ = true;
+    step_started_ns_ = now_ns;
+    live_.step.store(step);
+    live_.generation.fetch_add(1);
+    publish();
+}
+
+void SlabReceiver::end_step(bool complete) {
+    active_ = false;
+    current_.complete = complete;
+    finished_expected_ += current_.expected;
+    finished_records_ += current_.records;
+    live_.last_step_records.store(current_.records);
+    live_.last_step_loss_ppm.store(static_cast<std::uint32_t>(current_.loss_percent() * 1e4));
+    live_.last_step_complete.store(complete ? 1 : 0);
+    live_.last_step.store(current_.step);
+    live_.generation.fetch_add(1);
+    publish();
+    if (on_finished_) on_finished_(current_);
+}
+
+void SlabReceiver::finish_current() {
+    if (active_) end_step(current_.records == current_.expected);
+}
+
+void SlabReceiver::publish() {
+    live_.step_records.store(current_.records, std::memory_order_relaxed);
+    live_.packets.store(total_packets_, std::memory_order_relaxed);
+    live_.rejected.store(total_rejected_, std::memory_order_relaxed);
+    live_.stale.store(total_stale_, std::memory_order_relaxed);
+    live_.duplicates.store(total_duplicates_, std::memory_order_relaxed);
+    live_.heartbeat_ns.store(realtime_ns(), std::memory_order_relaxed);
+    live_.writes.fetch_add(1, std::memory_order_release);
+}
+
+}  // namespace slabcast

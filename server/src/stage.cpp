@@ -1,0 +1,301 @@
+// `slabcast stage`: keeps the staging area (in /dev/shm) filled with the next
+// steps the controller will ask for, as many as the memory budget allows, and
+// frees a step once every local shuffler has marked it done or the controller
+// has moved past it (seeds/000 section 4.2).
+#include "numa_placement.h"
+#include "roles.h"
+#include "staged_step.h"
+#include "status_reporter.h"
+#include "step_copier.h"
+#include "stop_signal.h"
+#include "udp.h"
+
+#include "slabcast/control_packets.h"
+#include "slabcast/dataset.h"
+#include "slabcast/rate.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+namespace slabcast {
+namespace {
+
+struct StageOptions {
+    std::string dataset;
+    std::string staging;
+    std::string budget;
+    std::string streams;  // stream ids whose shufflers share this staging area
+    std::string sync;
+    bool loop = false;
+    std::string stats_json;
+};
+
+std::uint64_t parse_bytes(const std::string& text) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+        v = std::stod(text, &used);
+    } catch (const std::exception&) {
+        throw std::invalid_argument("size '" + text + "': expected e.g. 8G or 512M");
+    }
+    const std::string unit = text.substr(used);
+    double scale = 1;
+    if (unit == "K" || unit == "k") scale = 1024.0;
+    else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
+    else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
+    else if (unit == "T" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+    else if (!unit.empty()) throw std::invalid_argument("size '" + text + "': unknown unit '" + unit + "'");
+    if (v <= 0) throw std::invalid_argument("size '" + text + "' must be positive");
+    return static_cast<std::uint64_t>(v * scale);
+}
+
+struct StageCounters {
+    std::atomic<std::uint64_t> bytes_read{0};
+    std::atomic<std::int64_t> read_ns{0};
+    std::atomic<int> staged{0};
+    std::atomic<long> steps_staged{0}, steps_freed{0}, steps_skipped{0};
+    std::atomic<std::int64_t> cursor_step{-1};
+};
+
+class Stager {
+public:
+    Stager(const StageOptions& o, StatusReporter& status)
+        : o_(o), status_(status), dataset_(read_dataset(o.dataset)), streams_(parse_cpu_list(o.streams)) {
+        if (::mkdir(o.staging.c_str(), 0750) != 0 && errno != EEXIST)
+            throw std::runtime_error(o.staging + ": cannot create staging directory: " + std::strerror(errno));
+        struct statvfs fs {};
+        if (::statvfs(o.staging.c_str(), &fs) != 0)
+            throw std::runtime_error(o.staging + ": cannot stat: " + std::strerror(errno));
+        const std::uint64_t free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+        budget_ = o.budget.empty() ? free_bytes / 2 : parse_bytes(o.budget);
+        const std::uint64_t step = dataset_.step_bytes();
+        if (budget_ < step)
+            throw std::runtime_error("staging budget " + std::to_string(budget_ >> 20) + " MiB is smaller than one step (" +
+                                     std::to_string(step >> 20) + " MiB); raise --budget or free " + o.staging);
+        window_ = static_cast<long>(std::min<std::uint64_t>(budget_ / step, dataset_.steps.size()));
+        if (!o.sync.empty()) {
+            const Endpoint e = parse_endpoint(o.sync);
+            sync_ = Socket(open_udp_socket(e.addr.ss_family));
+            bind_socket(sync_.fd(), e);
+            set_receive_timeout(sync_.fd(), 5);
+        }
+        spdlog::info("stage: {} steps of {} MiB from {} into {}, budget {} MiB ({} steps ahead), {} shuffler(s){}",
+                     dataset_.steps.size(), step >> 20, dataset_.directory, o.staging, budget_ >> 20, window_,
+                     streams_.size(), o.sync.empty() ? "" : ", sync on " + o.sync);
+    }
+
+    StageCounters& counters() { return counters_; }
+
+    void run() {
+        while (!stop_requested()) {
+            poll_sync();
+            free_done_steps();
+            if (!copier_) start_next_copy();
+            if (copier_) continue_copy();
+            else if (sync_.fd() < 0) ::usleep(5000);  // nothing to do: poll_sync otherwise waits
+            counters_.staged = static_cast<int>(staged_.size());
+            if (!o_.loop && cursor_ >= static_cast<long>(dataset_.steps.size()) && staged_.empty() && !copier_) {
+                spdlog::info("stage: every step has been sent; waiting for a sync to start again");
+                while (!stop_requested() && cursor_ >= static_cast<long>(dataset_.steps.size())) {
+                    poll_sync();
+                    if (sync_.fd() < 0) ::usleep(50000);
+                }
+            }
+        }
+        // Leave nothing behind in shared memory.
+        copier_.reset();
+        for (auto& [pos, loc] : staged_) remove_step(loc);
+    }
+
+private:
+    const DatasetStep& step_at(long pos) const {
+        return dataset_.steps[static_cast<std::size_t>(pos % static_cast<long>(dataset_.steps.size()))];
+    }
+    bool in_window(long pos) const {
+        return pos >= cursor_ && pos < cursor_ + window_ && (o_.loop || pos < static_cast<long>(dataset_.steps.size()));
+    }
+
+    void poll_sync() {
+        if (sync_.fd() < 0) return;
+        std::uint8_t buf[2048];
+        for (int i = 0; i < 64; ++i) {
+            const ssize_t n = ::recv(sync_.fd(), buf, sizeof buf, i == 0 ? 0 : MSG_DONTWAIT);
+            if (n < 0) return;
+            const auto sync = control::decode_sync(buf, static_cast<std::size_t>(n));
+            if (!sync || !control::supersedes(*sync, last_sync_)) continue;
+            last_sync_ = sync;
+            move_cursor_to(sync->step);
+        }
+    }
+
+    // The controller asked for `step`: the window now starts there, and staged
+    // steps before it are no longer needed.
+    void move_cursor_to(int step) {
+        long pos = -1;
+        const long n = static_cast<long>(dataset_.steps.size());
+        if (o_.loop) {  // the next lap position of that step at or after the cursor
+            for (long p = cursor_; p < cursor_ + n && pos < 0; ++p)
+                if (step_at(p).number == step) pos = p;
+        } else {
+            for (long p = 0; p < n && pos < 0; ++p)
+                if (dataset_.steps[static_cast<std::size_t>(p)].number == step) pos = p;
+        }
+        if (pos < 0) return;
+        if (pos < cursor_) consumed_.clear();  // the controller started over
+        cursor_ = pos;
+        counters_.cursor_step = step;
+        consumed_.erase(consumed_.begin(), consumed_.lower_bound(cursor_));
+        for (auto it = staged_.begin(); it != staged_.end();) {
+            if (in_window(it->first)) {
+                ++it;
+                continue;
+            }
+            spdlog::info("stage: controller moved past step {}; freeing it", step_at(it->first).number);
+            remove_step(it->second);
+            ++counters_.steps_freed;
+            it = staged_.erase(it);
+        }
+        if (copier_ && !in_window(copying_pos_)) copier_.reset();
+    }
+
+    void free_done_steps() {
+        for (auto it = staged_.begin(); it != staged_.end();) {
+            bool all = true;
+            for (int s : streams_) all &= ::access(done_marker_path(o_.staging, it->second, s).c_str(), F_OK) == 0;
+            if (!all) {
+                ++it;
+                continue;
+            }
+            remove_step(it->second);
+            ++counters_.steps_freed;
+            consumed_.insert(it->first);
+            it = staged_.erase(it);
+        }
+        // Skip past positions already consumed so the window keeps moving.
+        while (consumed_.count(cursor_)) consumed_.erase(cursor_++);
+    }
+
+    void remove_step(const std::string& location) {
+        ::unlink((o_.staging + "/" + location).c_str());
+        for (int s : streams_) ::unlink(done_marker_path(o_.staging, location, s).c_str());
+    }
+
+    void start_next_copy() {
+        for (long pos = cursor_; in_window(pos); ++pos) {
+            if (staged_.count(pos) || consumed_.count(pos)) continue;
+            const DatasetStep& step = step_at(pos);
+            bool busy = false;  // the same file staged for another lap
+            for (auto& [p, loc] : staged_) busy |= loc == step.file;
+            if (busy) continue;
+            for (int s : streams_) ::unlink(done_marker_path(o_.staging, step.file, s).c_str());
+            try {
+                copier_ = std::make_unique<StepCopier>(dataset_.step_path(step), o_.staging + "/" + step.file,
+                                                       dataset_.step_bytes());
+                copying_pos_ = pos;
+                copy_started_ns_ = monotonic_ns();
+            } catch (const std::exception& e) {
+                spdlog::error("stage: step {} skipped: {}", step.number, e.what());
+                status_.event({{"kind", "step"}, {"step", step.number}, {"result", "skipped"}, {"problem", e.what()}});
+                ++counters_.steps_skipped;
+                consumed_.insert(pos);
+            }
+            return;
+        }
+    }
+
+    void continue_copy() {
+        const std::int64_t t0 = monotonic_ns();
+        const std::uint64_t before = copier_->copied();
+        bool done = false;
+        try {
+            done = copier_->advance(64u << 20);
+        } catch (const std::exception& e) {
+            spdlog::error("stage: step {} skipped: {}", step_at(copying_pos_).number, e.what());
+            ++counters_.steps_skipped;
+            consumed_.insert(copying_pos_);
+            copier_.reset();
+            return;
+        }
+        counters_.bytes_read += copier_->copied() - before;
+        counters_.read_ns += monotonic_ns() - t0;
+        if (!done) return;
+        const DatasetStep& step = step_at(copying_pos_);
+        const double seconds = static_cast<double>(monotonic_ns() - copy_started_ns_) * 1e-9;
+        const double gbytes_per_s = static_cast<double>(copier_->total()) / seconds * 1e-9;
+        spdlog::info("stage: step {} staged ({} MiB in {:.3f} s, {:.2f} GB/s)", step.number, copier_->total() >> 20,
+                     seconds, gbytes_per_s);
+        status_.event({{"kind", "step"}, {"step", step.number}, {"result", "staged"}, {"seconds", seconds},
+                       {"gbytes_per_s", gbytes_per_s}});
+        staged_[copying_pos_] = step.file;
+        ++counters_.steps_staged;
+        copier_.reset();
+    }
+
+    const StageOptions& o_;
+    StatusReporter& status_;
+    Dataset dataset_;
+    std::vector<int> streams_;
+    std::uint64_t budget_ = 0;
+    long window_ = 1;
+    Socket sync_;
+    std::optional<control::Sync> last_sync_;
+    long cursor_ = 0;                      // schedule position of the next step to be sent
+    std::map<long, std::string> staged_;   // schedule position -> staged file
+    std::set<long> consumed_;              // positions sent (or skipped) but not yet passed
+    std::unique_ptr<StepCopier> copier_;
+    long copying_pos_ = 0;
+    std::int64_t copy_started_ns_ = 0;
+    StageCounters counters_;
+};
+
+int run_stage(const StageOptions& o) {
+    StatusReporter status("stage", o.stats_json);
+    Stager stager(o, status);
+    StageCounters& c = stager.counters();
+    std::uint64_t last_bytes = 0;
+    std::int64_t last_ns = 0;
+    status.start([&] {
+        const std::uint64_t bytes = c.bytes_read.load();
+        const std::int64_t ns = c.read_ns.load();
+        // Read rate while reading, not diluted by idle time waiting for the shufflers.
+        const double rate = ns > last_ns ? static_cast<double>(bytes - last_bytes) / static_cast<double>(ns - last_ns) : 0;
+        last_bytes = bytes;
+        last_ns = ns;
+        return nlohmann::json{
+            {"line", fmt::format("stage: read {:.2f} GB/s, {} staged now, {} staged, {} freed, {} skipped, next step {}",
+                                 rate, c.staged.load(), c.steps_staged.load(), c.steps_freed.load(),
+                                 c.steps_skipped.load(), c.cursor_step.load())},
+            {"read_gbytes_per_s", rate}, {"staged_now", c.staged.load()}, {"steps_staged", c.steps_staged.load()},
+            {"steps_freed", c.steps_freed.load()}, {"steps_skipped", c.steps_skipped.load()}};
+    });
+    stager.run();
+    status.stop();
+    return 0;
+}
+
+}  // namespace
+
+void register_stage(CLI::App& root, RoleMain& run) {
+    auto o = std::make_shared<StageOptions>();
+    CLI::App* c = root.add_subcommand("stage", "copy the next steps into the staging area ahead of the shufflers");
+    c->add_option("--dataset", o->dataset, "dataset directory or its dataset.json")->required();
+    c->add_option("--staging", o->staging, "staging directory, e.g. /dev/shm/slabcast-staging")->required();
+    c->add_option("--streams", o->streams, "streams whose shufflers use this staging area, e.g. 0-31")->required();
+    c->add_option("--budget", o->budget, "memory for staged steps, e.g. 16G (default: half the free space)");
+    c->add_option("--sync", o->sync, "HOST:PORT to hear the controller's sync packets on");
+    c->add_flag("--loop", o->loop, "the controller loops over the steps: keep staging from the start");
+    c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
+    c->callback([o, &run] { run = [o] { return run_stage(*o); }; });
+}
+
+}  // namespace slabcast

@@ -1,0 +1,71 @@
+#include "staged_step.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace slabcast {
+
+StagedStep::StagedStep(StagedStep&& o) noexcept : base_(o.base_), size_(o.size_) {
+    o.base_ = nullptr;
+    o.size_ = 0;
+}
+
+StagedStep& StagedStep::operator=(StagedStep&& o) noexcept {
+    if (this != &o) {
+        if (base_) ::munmap(base_, size_);
+        base_ = o.base_;
+        size_ = o.size_;
+        o.base_ = nullptr;
+        o.size_ = 0;
+    }
+    return *this;
+}
+
+StagedStep::~StagedStep() {
+    if (base_) ::munmap(base_, size_);
+}
+
+StagedStep StagedStep::open(const std::string& path, std::uint64_t expected_bytes, std::string& problem) {
+    StagedStep s;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        problem = path + ": " + std::strerror(errno);
+        return s;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) != expected_bytes) {
+        problem = path + ": " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(expected_bytes);
+        ::close(fd);
+        return s;
+    }
+    void* p = ::mmap(nullptr, expected_bytes, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) {
+        problem = path + ": cannot map: " + std::strerror(errno);
+        return s;
+    }
+    ::madvise(p, expected_bytes, MADV_SEQUENTIAL);
+    s.base_ = p;
+    s.size_ = expected_bytes;
+    return s;
+}
+
+std::string done_marker_path(const std::string& staging, const std::string& location, int stream) {
+    return staging + "/" + location + ".done." + std::to_string(stream);
+}
+
+void write_done_marker(const std::string& staging, const std::string& location, int stream) {
+    const std::string path = done_marker_path(staging, location, stream);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) spdlog::warn("cannot write done marker {}: {}", path, std::strerror(errno));
+    else ::close(fd);
+}
+
+}  // namespace slabcast

@@ -1,0 +1,35 @@
+// A step file in the staging area, mapped read-only by a shuffler, and the
+// "done" markers by which shufflers tell the stager a staged step is free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace slabcast {
+
+class StagedStep {
+public:
+    StagedStep() = default;
+    StagedStep(StagedStep&& o) noexcept;
+    StagedStep& operator=(StagedStep&& o) noexcept;
+    StagedStep(const StagedStep&) = delete;
+    ~StagedStep();
+
+    // Maps `path`; returns an empty StagedStep and sets `problem` when it is
+    // missing or not `expected_bytes` long.
+    static StagedStep open(const std::string& path, std::uint64_t expected_bytes, std::string& problem);
+    const float* values() const { return static_cast<const float*>(base_); }
+    bool valid() const { return base_ != nullptr; }
+
+private:
+    void* base_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+// "<staging>/<location>.done.<stream>": written by shuffler `stream` when it has
+// finished or abandoned the staged step `location`.
+std::string done_marker_path(const std::string& staging, const std::string& location, int stream);
+void write_done_marker(const std::string& staging, const std::string& location, int stream);
+
+}  // namespace slabcast

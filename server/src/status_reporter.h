@@ -1,0 +1,46 @@
+// The once-a-second status every role prints (rate, packets, loss, step), and
+// the same figures appended as JSON lines to --stats-json FILE, along with the
+// role's events (a step finished, abandoned, staged, ...).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace slabcast {
+
+class StatusReporter {
+public:
+    // `snapshot` returns {"line": "...", ...fields}; "line" is printed, the rest
+    // (with role, time and the line itself) goes to the JSON file.
+    using Snapshot = std::function<nlohmann::json()>;
+
+    StatusReporter(std::string role, const std::string& stats_json_path);
+    ~StatusReporter();
+    StatusReporter(const StatusReporter&) = delete;
+    StatusReporter& operator=(const StatusReporter&) = delete;
+
+    void start(Snapshot snapshot, int period_ms = 1000);
+    // Stops the periodic thread after one final report.
+    void stop();
+    // Appends an event line to the JSON file (thread-safe).
+    void event(nlohmann::json fields);
+
+private:
+    void write_json(nlohmann::json j);
+    void report();
+
+    std::string role_;
+    std::FILE* json_ = nullptr;
+    std::mutex mutex_;
+    Snapshot snapshot_;
+    std::thread thread_;
+    std::atomic<bool> running_{false};
+};
+
+}  // namespace slabcast

@@ -1,0 +1,76 @@
+#include "step_copier.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace slabcast {
+
+StepCopier::StepCopier(const std::string& source, const std::string& destination, std::uint64_t expected_bytes)
+    : source_(source), destination_(destination), total_(expected_bytes) {
+    const auto slash = destination.find_last_of('/');
+    partial_ = destination.substr(0, slash + 1) + "." + destination.substr(slash + 1) + ".partial";
+    in_ = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in_ < 0) throw std::runtime_error(source + ": cannot open step file: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(in_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) != expected_bytes) {
+        ::close(in_);
+        throw std::runtime_error(source + ": step file is " + std::to_string(st.st_size) + " bytes, expected " +
+                                 std::to_string(expected_bytes) + " (NX*NY*NZ float32)");
+    }
+    ::posix_fadvise(in_, 0, 0, POSIX_FADV_SEQUENTIAL);
+    out_ = ::open(partial_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (out_ < 0 || ::ftruncate(out_, static_cast<off_t>(total_)) != 0) {
+        const std::string why = std::strerror(errno);
+        ::close(in_);
+        if (out_ >= 0) ::close(out_);
+        ::unlink(partial_.c_str());
+        throw std::runtime_error(partial_ + ": cannot create staged copy: " + why);
+    }
+    if (total_ > 0) {
+        void* p = ::mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_SHARED, out_, 0);
+        if (p == MAP_FAILED) {
+            const std::string why = std::strerror(errno);
+            ::close(in_);
+            ::close(out_);
+            ::unlink(partial_.c_str());
+            throw std::runtime_error(partial_ + ": cannot map staged copy: " + why);
+        }
+        map_ = static_cast<std::uint8_t*>(p);
+    }
+}
+
+StepCopier::~StepCopier() {
+    if (map_) ::munmap(map_, total_);
+    if (in_ >= 0) ::close(in_);
+    if (out_ >= 0) ::close(out_);
+    if (!finished_) ::unlink(partial_.c_str());
+}
+
+bool StepCopier::advance(std::uint64_t max_bytes) {
+    // read() straight into the mapped tmpfs file: one copy, page cache -> /dev/shm.
+    const std::uint64_t end = std::min(total_, copied_ + max_bytes);
+    while (copied_ < end) {
+        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(end - copied_, 16u << 20));
+        const ssize_t n = ::pread(in_, map_ + copied_, want, static_cast<off_t>(copied_));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw std::runtime_error(source_ + ": read failed at byte " + std::to_string(copied_) + ": " +
+                                             (n == 0 ? "unexpected end of file" : std::strerror(errno)));
+        // The source is read once: do not let it crowd the page cache.
+        ::posix_fadvise(in_, static_cast<off_t>(copied_), n, POSIX_FADV_DONTNEED);
+        copied_ += static_cast<std::uint64_t>(n);
+    }
+    if (copied_ < total_) return false;
+    if (::rename(partial_.c_str(), destination_.c_str()) != 0)
+        throw std::runtime_error(destination_ + ": cannot rename staged step into place: " + std::strerror(errno));
+    finished_ = true;
+    return true;
+}
+
+}  // namespace slabcast

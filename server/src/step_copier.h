@@ -1,0 +1,34 @@
+// Copies one step file into the staging area a chunk at a time, with large
+// sequential reads, so the stager stays responsive while a 4 GB step streams in.
+// The copy is written under a temporary name and renamed into place when whole:
+// a shuffler never sees half a step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace slabcast {
+
+class StepCopier {
+public:
+    // Throws std::runtime_error naming the file when the source cannot be
+    // opened, has the wrong size, or the destination cannot be created.
+    StepCopier(const std::string& source, const std::string& destination, std::uint64_t expected_bytes);
+    ~StepCopier();  // removes the partial file unless finished
+    StepCopier(const StepCopier&) = delete;
+    StepCopier& operator=(const StepCopier&) = delete;
+
+    // Copies up to `max_bytes`; returns true once the whole step is in place.
+    bool advance(std::uint64_t max_bytes);
+    std::uint64_t copied() const { return copied_; }
+    std::uint64_t total() const { return total_; }
+
+private:
+    std::string source_, destination_, partial_;
+    int in_ = -1, out_ = -1;
+    std::uint8_t* map_ = nullptr;
+    std::uint64_t total_ = 0, copied_ = 0;
+    bool finished_ = false;
+};
+
+}  // namespace slabcast

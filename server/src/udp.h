@@ -1,0 +1,49 @@
+// UDP socket helpers shared by every role.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <string>
+
+namespace slabcast {
+
+struct Endpoint {
+    sockaddr_storage addr{};
+    socklen_t length = 0;
+    std::string text;  // as given, for messages
+};
+
+// "HOST:PORT" or "[v6]:PORT"; resolves names. Throws std::invalid_argument naming the text.
+Endpoint parse_endpoint(const std::string& text);
+// Same address with another port.
+Endpoint with_port(const Endpoint& e, int port);
+std::string to_string(const sockaddr_storage& addr);
+
+// A UDP socket of the endpoint's family; bound to `bind_to` when given.
+int open_udp_socket(int family);
+void bind_socket(int fd, const Endpoint& bind_to);
+
+// Raises SO_RCVBUF/SO_SNDBUF to `bytes`, using the FORCE variants (root) past the
+// sysctl limits, and logs a warning with the fix when the kernel clamps it.
+// Returns the size the kernel granted (as reported by getsockopt, which doubles it).
+int raise_buffer(int fd, bool receive, int bytes, const std::string& role);
+
+// Wakes blocking receives every `ms` so loops can notice a stop request.
+void set_receive_timeout(int fd, int ms);
+
+class Socket {
+public:
+    explicit Socket(int fd = -1) : fd_(fd) {}
+    Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+    Socket& operator=(Socket&& o) noexcept;
+    Socket(const Socket&) = delete;
+    ~Socket();
+    int fd() const { return fd_; }
+
+private:
+    int fd_;
+};
+
+}  // namespace slabcast

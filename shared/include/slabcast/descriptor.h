@@ -1,0 +1,39 @@
+// The `.slabcast` descriptor: a small JSON file the receiver writes next to its
+// slabs and the ParaView reader opens. It names the volume, its slabs and where
+// each slab's shared memory is. See docs/shared-memory.md.
+#pragma once
+
+#include "slabcast/volume.h"
+
+#include <string>
+#include <vector>
+
+namespace slabcast {
+
+constexpr int kDescriptorVersion = 1;
+
+struct SlabEntry {
+    int index = 0;
+    std::string path;  // absolute path of the slab file
+};
+
+struct Descriptor {
+    std::string name;
+    std::string field = "density";
+    Dims dims;
+    int slab_depth = 0;
+    int ghost_planes = 1;
+    double origin[3] = {0, 0, 0};
+    double spacing[3] = {1, 1, 1};
+    std::vector<SlabEntry> slabs;  // the slabs this host holds, any subset
+};
+
+// Throws std::runtime_error("<path>: <problem>") for a missing, unreadable,
+// malformed or wrong-version descriptor.
+Descriptor read_descriptor(const std::string& path);
+Descriptor parse_descriptor(const std::string& text, const std::string& path_for_errors);
+std::string descriptor_to_json(const Descriptor& d);
+// Writes atomically (temporary file + rename) so a reader never sees half a file.
+void write_descriptor(const std::string& path, const Descriptor& d);
+
+}  // namespace slabcast

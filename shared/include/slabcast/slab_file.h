@@ -1,0 +1,99 @@
+// One slab in shared memory: a file under the shm directory (tmpfs, /dev/shm),
+// a 4 KiB header followed by the slab's float32 values, page aligned so a reader
+// can hand the mapping straight to VTK. The receiver is the only writer; readers
+// map it read-only. Layout is documented in docs/shared-memory.md.
+#pragma once
+
+#include "slabcast/volume.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace slabcast {
+
+constexpr char kSlabMagic[8] = {'S', 'L', 'A', 'B', 'C', 'A', 'S', 'T'};
+constexpr std::uint32_t kSlabVersion = 1;
+constexpr std::size_t kSlabHeaderBytes = 4096;
+constexpr std::uint32_t kValueFloat32 = 1;
+
+// Counters of the step being written and of the last finished one. All live
+// fields are lock-free atomics so another process can read them while the
+// receiver writes; they are advisory (a reader may see a mix of two updates).
+struct SlabLive {
+    std::atomic<std::uint64_t> generation;     // +1 when a step starts and when it ends
+    std::atomic<std::uint64_t> writes;         // +1 per batch of packets stored
+    std::atomic<std::int64_t> step;            // step being written, -1 before any
+    std::atomic<std::uint64_t> step_records;   // distinct owned values of `step` so far
+    std::atomic<std::uint64_t> step_expected;  // owned values of a complete step
+    std::atomic<std::int64_t> last_step;       // last finished step, -1 before any
+    std::atomic<std::uint64_t> last_step_records;
+    std::atomic<std::uint32_t> last_step_loss_ppm;  // loss of last_step, parts per million
+    std::atomic<std::uint32_t> last_step_complete;  // 1 if every owned value arrived
+    std::atomic<std::uint64_t> packets;        // accepted packets, all steps
+    std::atomic<std::uint64_t> rejected;       // malformed or out-of-slab packets
+    std::atomic<std::uint64_t> stale;          // packets of an old step
+    std::atomic<std::uint64_t> duplicates;     // records already received this step
+    std::atomic<std::int64_t> writer_pid;      // receiver process, 0 when none
+    std::atomic<std::int64_t> heartbeat_ns;    // CLOCK_REALTIME of the last update
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "shared counters need lock-free atomics");
+
+struct SlabHeader {
+    char magic[8];
+    std::uint32_t version;
+    std::uint32_t header_bytes;   // offset of the values
+    std::uint64_t data_bytes;     // bytes of values
+    std::int32_t nx, ny, nz;      // whole volume
+    std::int32_t slab_index;
+    std::int32_t slab_depth;
+    std::int32_t z_begin, z_end;  // owned planes [z_begin, z_end)
+    std::int32_t stored_z_begin;  // first stored plane (ghosts below z_begin)
+    std::uint32_t value_type;     // kValueFloat32
+    char field[64];               // field name, NUL terminated
+    std::uint8_t reserved[128];
+    SlabLive live;
+};
+static_assert(sizeof(SlabHeader) <= kSlabHeaderBytes);
+
+// A mapped slab file. Move-only; unmaps on destruction.
+class SlabMapping {
+public:
+    SlabMapping() = default;
+    SlabMapping(SlabMapping&& o) noexcept;
+    SlabMapping& operator=(SlabMapping&& o) noexcept;
+    SlabMapping(const SlabMapping&) = delete;
+    SlabMapping& operator=(const SlabMapping&) = delete;
+    ~SlabMapping();
+
+    // Creates (or re-attaches to a compatible existing) slab file for writing.
+    // Throws std::runtime_error naming the path on failure or on an incompatible file.
+    static SlabMapping create(const std::string& path, const Dims& dims, int slab_depth,
+                              const SlabGeometry& geometry, const std::string& field);
+    // Maps an existing slab read-only and validates its header against the file size.
+    // Throws std::runtime_error naming the path and the problem.
+    static SlabMapping open_read_only(const std::string& path);
+
+    const SlabHeader& header() const { return *reinterpret_cast<const SlabHeader*>(base_); }
+    SlabHeader& header_rw() { return *reinterpret_cast<SlabHeader*>(base_); }
+    const float* values() const { return reinterpret_cast<const float*>(base_ + kSlabHeaderBytes); }
+    float* values_rw() { return reinterpret_cast<float*>(base_ + kSlabHeaderBytes); }
+    std::size_t value_count() const { return header().data_bytes / sizeof(float); }
+    std::size_t mapped_bytes() const { return size_; }
+    const std::uint8_t* base() const { return base_; }
+    const std::string& path() const { return path_; }
+    bool valid() const { return base_ != nullptr; }
+
+    Dims dims() const;
+    SlabGeometry geometry() const;
+
+private:
+    std::uint8_t* base_ = nullptr;
+    std::size_t size_ = 0;
+    std::string path_;
+};
+
+std::string slab_file_path(const std::string& shm_dir, const std::string& name, int slab_index);
+
+}  // namespace slabcast
