@@ -56,6 +56,13 @@ struct SlabHeader {
     SlabLive live;
 };
 static_assert(sizeof(SlabHeader) <= kSlabHeaderBytes);
+// The byte offsets are a contract with other readers (docs/shared-memory.md, the
+// Python test tools): pin them.
+static_assert(offsetof(SlabHeader, data_bytes) == 16 && offsetof(SlabHeader, nx) == 24 &&
+              offsetof(SlabHeader, stored_z_begin) == 52 && offsetof(SlabHeader, field) == 60 &&
+              offsetof(SlabHeader, live) == 256);
+static_assert(offsetof(SlabLive, step) == 16 && offsetof(SlabLive, last_step_loss_ppm) == 56 &&
+              offsetof(SlabLive, packets) == 64 && offsetof(SlabLive, heartbeat_ns) == 104);
 
 // A mapped slab file. Move-only; unmaps on destruction.
 class SlabMapping {
