@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
-#include <sys/stat.h>
+#include <filesystem>
 #include <vector>
 
 namespace {
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
 
     try {
         const slabcast::Dims dims = slabcast::parse_dims(dims_text);
-        ::mkdir(out.c_str(), 0755);
+        std::filesystem::create_directories(out);
         std::mt19937_64 rng(seed);
         std::uniform_real_distribution<double> u(0, 1);
         std::vector<Blob> blobs(24);

@@ -2,6 +2,7 @@
 #include "roles.h"
 #include "stop_signal.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <exception>
@@ -22,6 +23,8 @@ int main(int argc, char** argv) {
     slabcast::register_clean(app, run);
 
     CLI11_PARSE(app, argc, argv);
+    // Logs and status lines go to stderr; stdout stays free for data a user pipes on.
+    spdlog::set_default_logger(spdlog::stderr_color_mt("slabcast"));
     spdlog::set_level(spdlog::level::from_str(log_level));
     spdlog::set_pattern("%H:%M:%S.%e %^%l%$ %v");
     slabcast::install_stop_handlers();

@@ -40,7 +40,7 @@ struct ReceiveOptions {
     std::string cpus;
     int rcvbuf_mb = 64;
     int batch = 64;
-    int stale_window_ms = 100;
+    int stale_window_ms = 250;
     std::string stats_json;
 };
 
@@ -285,7 +285,7 @@ void register_receive(CLI::App& root, RoleMain& run) {
     c->add_option("--rcvbuf-mb", o->rcvbuf_mb, "socket receive buffer, MiB")->capture_default_str();
     c->add_option("--batch", o->batch, "datagrams per recvmmsg call")->capture_default_str();
     c->add_option("--stale-window-ms", o->stale_window_ms,
-                  "an earlier step's packets are stale while the current step is younger than this")
+                  "packets of a step replaced less than this ago are stale (late); older ones restart it")
         ->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
     c->callback([o, &run] { run = [o] { return run_receive(*o); }; });

@@ -52,7 +52,9 @@ bool SlabReceiver::in_slab(const std::uint8_t* packet, int n) const {
 }
 
 bool SlabReceiver::is_stale(std::int64_t batch, std::int64_t now_ns) const {
-    return current_.step >= 0 && batch < current_.step && now_ns - step_started_ns_ < stale_window_ns_;
+    for (const Replaced& r : replaced_)
+        if (r.step == batch && now_ns - r.at_ns < stale_window_ns_) return true;
+    return false;
 }
 
 PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns) {
@@ -100,6 +102,10 @@ PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t lengt
 
 void SlabReceiver::begin_step(std::int64_t step, std::int64_t now_ns) {
     if (active_) end_step(false);
+    if (current_.step >= 0) {
+        replaced_[replaced_next_] = Replaced{current_.step, now_ns};
+        replaced_next_ = (replaced_next_ + 1) % replaced_.size();
+    }
     const std::uint64_t expected = current_.expected;
     current_ = StepReport{};
     current_.stream = stream_;
@@ -107,7 +113,6 @@ void SlabReceiver::begin_step(std::int64_t step, std::int64_t now_ns) {
     current_.expected = expected;
     std::fill(seen_.begin(), seen_.end(), 0);
     active_ = true;
-    step_started_ns_ = now_ns;
     live_.step.store(step);
     live_.generation.fetch_add(1);
     publish();

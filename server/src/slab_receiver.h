@@ -8,6 +8,7 @@
 #include "slabcast/slab_file.h"
 #include "slabcast/volume.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -37,11 +38,11 @@ class SlabReceiver {
 public:
     using StepFinished = std::function<void(const StepReport&)>;
 
-    // A packet of an earlier step than the one being written is stale while that
-    // step is younger than `stale_window_ns`: a late packet of the previous step.
-    // Past the window, an earlier step number means the sender looped back to it.
+    // A packet of a step that another step replaced less than `stale_window_ns`
+    // ago is stale: it was late. Past the window, a step number seen before
+    // means the sender came back to it (a controller looping over the steps).
     SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished,
-                 std::int64_t stale_window_ns = 100'000'000);
+                 std::int64_t stale_window_ns = 250'000'000);
 
     // `now_ns`: monotonic time of arrival (one clock read per receive batch).
     PacketVerdict handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns);
@@ -81,7 +82,12 @@ private:
     StepReport current_;
     bool active_ = false;  // a step is in progress and not yet reported
     std::int64_t stale_window_ns_;
-    std::int64_t step_started_ns_ = 0;
+    struct Replaced {
+        std::int64_t step = -1;
+        std::int64_t at_ns = 0;
+    };
+    std::array<Replaced, 8> replaced_{};  // the last steps replaced by a newer one
+    std::size_t replaced_next_ = 0;
     std::uint64_t total_packets_ = 0, total_rejected_ = 0, total_stale_ = 0, total_duplicates_ = 0;
     std::uint64_t finished_expected_ = 0, finished_records_ = 0;
 };

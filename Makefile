@@ -1,0 +1,26 @@
+# The two front-door commands (see README.md):
+#   make demo   the live demo on a built-in dataset
+#   make test   the whole test suite
+# Each installs its Debian dependencies when missing, then configures and builds.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps build test demo clean
+
+all: build
+
+deps:
+	bash testing/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure
+
+demo: build
+	bash server/scripts/demo.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

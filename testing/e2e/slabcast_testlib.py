@@ -1,0 +1,155 @@
+"""Helpers for slabcast's end-to-end tests: real processes, real UDP on
+loopback, real /dev/shm. Standard library only."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.environ.get("SLABCAST_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+SLABCAST = os.path.join(BUILD, "server", "slabcast")
+DATAGEN = os.path.join(BUILD, "data", "slabcast-datagen")
+
+QUAD_MAX = 560
+HEADER_BYTES = 4096
+# Offsets of the slab header (shared/include/slabcast/slab_file.h, pinned there by static_asserts).
+_LIVE = 256
+_LIVE_FIELDS = ["generation", "writes", "step", "step_records", "step_expected", "last_step",
+                "last_step_records", "last_step_loss_ppm", "last_step_complete", "packets", "rejected",
+                "stale", "duplicates", "writer_pid", "heartbeat_ns"]
+_LIVE_FORMAT = "<QQqQQqQIIQQQQqq"
+
+
+def quad_packet(batch, records):
+    """records: iterable of (x, y, z, v) -> one quad packet (little-endian)."""
+    records = list(records)
+    body = b"".join(struct.pack("<iiif", x, y, z, v) for x, y, z, v in records)
+    return struct.pack("<ii", batch, len(records)) + body
+
+
+def free_udp_ports(count):
+    socks = []
+    for _ in range(count):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def read_slab_header(path):
+    with open(path, "rb") as f:
+        raw = f.read(HEADER_BYTES)
+    h = {"magic": raw[0:8]}
+    (h["version"], h["header_bytes"], h["data_bytes"]) = struct.unpack_from("<IIQ", raw, 8)
+    (h["nx"], h["ny"], h["nz"], h["slab_index"], h["slab_depth"], h["z_begin"], h["z_end"],
+     h["stored_z_begin"]) = struct.unpack_from("<8i", raw, 24)
+    h.update(zip(_LIVE_FIELDS, struct.unpack_from(_LIVE_FORMAT, raw, _LIVE)))
+    return h
+
+
+def read_slab_values(path):
+    with open(path, "rb") as f:
+        f.seek(HEADER_BYTES)
+        return f.read()
+
+
+def read_json_lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def wait_for(predicate, timeout=20.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+
+
+class Role:
+    """One slabcast process with its log."""
+
+    def __init__(self, workspace, name, args):
+        self.name = name
+        self.log_path = os.path.join(workspace.dir, name + ".log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([SLABCAST] + args, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, timeout=15):
+        """SIGTERM, wait, and return the exit code."""
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.log.close()
+        return rc
+
+    def wait(self, timeout=60):
+        rc = self.proc.wait(timeout)
+        self.log.close()
+        return rc
+
+    def text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+
+class Workspace:
+    """A temporary directory for datasets and logs, and a private shm directory."""
+
+    def __init__(self, tag):
+        self.dir = tempfile.mkdtemp(prefix="slabcast-%s-" % tag)
+        self.shm = "/dev/shm/slabcast-test-%s-%d" % (tag, os.getpid())
+        self.staging = self.shm + "-staging"
+        self.roles = []
+
+    def start(self, name, args):
+        role = Role(self, name, args)
+        self.roles.append(role)
+        return role
+
+    def run(self, args, timeout=60):
+        return subprocess.run([SLABCAST] + args, capture_output=True, text=True, timeout=timeout)
+
+    def generate(self, name, dims, steps, seed=1):
+        out = os.path.join(self.dir, name)
+        subprocess.run([DATAGEN, "--out", out, "--dims", ",".join(map(str, dims)), "--steps", str(steps),
+                        "--seed", str(seed)], check=True, capture_output=True)
+        return out
+
+    def close(self):
+        for role in self.roles:
+            if role.alive():
+                role.stop()
+        for path in (self.shm, self.staging):
+            shutil.rmtree(path, ignore_errors=True)
+        if os.environ.get("SLABCAST_KEEP_TEST_DIR"):
+            print("kept", self.dir, file=sys.stderr)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def source_planes(dataset_dir, step_file, dims, z0, z1):
+    """Raw bytes of planes [z0, z1) of a step file."""
+    plane = dims[0] * dims[1] * 4
+    with open(os.path.join(dataset_dir, step_file), "rb") as f:
+        f.seek(z0 * plane)
+        return f.read((z1 - z0) * plane)

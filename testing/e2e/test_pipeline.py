@@ -1,0 +1,149 @@
+"""End to end on loopback: stage + 4 shufflers + controller + receiver as
+separate processes, a generated 64^3 volume of several steps in 4 slabs."""
+
+import json
+import os
+import shutil
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from slabcast_testlib import (Workspace, free_udp_ports, read_json_lines, read_slab_header, read_slab_values,
+                              source_planes, wait_for)
+
+DIMS = (64, 64, 64)
+DEPTH = 16
+STREAMS = 4
+
+
+class Deployment:
+    """Every role of one sender host and one receiver host, on loopback."""
+
+    def __init__(self, ws, dataset, rate="500M", name="e2e", wait_staged_ms=2000):
+        self.ws, self.dataset, self.name = ws, dataset, name
+        ports = free_udp_ports(2 * STREAMS + 1)
+        self.data_ports, self.sync_ports, self.stager_port = ports[:STREAMS], ports[STREAMS:2 * STREAMS], ports[-1]
+        self.recv_json = os.path.join(ws.dir, name + "-receive.json")
+        self.receiver = ws.start("receive", [
+            "receive", "--name", name, "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
+            "--listen", "127.0.0.1", "--shm-dir", ws.shm, "--stats-json", self.recv_json,
+        ] + sum((["--stream", "%d:%d" % (k, p)] for k, p in enumerate(self.data_ports)), []))
+        self.descriptor = os.path.join(ws.shm, name + ".slabcast")
+        wait_for(lambda: os.path.exists(self.descriptor), what="the receiver's descriptor")
+        self.stage_json = os.path.join(ws.dir, name + "-stage.json")
+        self.stager = ws.start("stage", [
+            "stage", "--dataset", dataset, "--staging", ws.staging, "--streams", "0-%d" % (STREAMS - 1),
+            "--budget", "3M", "--sync", "127.0.0.1:%d" % self.stager_port, "--stats-json", self.stage_json])
+        self.shuffle_json = []
+        self.shufflers = []
+        for k in range(STREAMS):
+            path = os.path.join(ws.dir, "%s-shuffle%d.json" % (name, k))
+            self.shuffle_json.append(path)
+            self.shufflers.append(ws.start("shuffle%d" % k, [
+                "shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % self.data_ports[k], "--staging", ws.staging,
+                "--dataset", dataset, "--slab-depth", str(DEPTH), "--sync", "127.0.0.1:%d" % self.sync_ports[k],
+                "--rate", rate, "--wait-staged-ms", str(wait_staged_ms), "--stats-json", path]))
+        wait_for(lambda: all("sync on" in s.text() for s in self.shufflers), what="the shufflers to start")
+
+    def control(self, *args):
+        shufflers = sum((["--shuffler", "127.0.0.1:%d" % p] for p in self.sync_ports), [])
+        r = self.ws.run(["control", "--dataset", self.dataset, "--stager", "127.0.0.1:%d" % self.stager_port,
+                         "--done-timeout", "20"] + shufflers + list(args))
+        assert r.returncode == 0, r.stderr
+        return r
+
+    def slab_path(self, k):
+        return os.path.join(self.ws.shm, "%s.slab%d" % (self.name, k))
+
+    def stop_all(self):
+        return {r.name: r.stop() for r in [self.receiver, self.stager] + self.shufflers}
+
+
+def dataset_steps(dataset):
+    with open(os.path.join(dataset, "dataset.json")) as f:
+        return {s["step"]: s["file"] for s in json.load(f)["steps"]}
+
+
+class PipelineTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace("pipeline")
+        self.dataset = self.ws.generate("ds", DIMS, 4)
+        self.files = dataset_steps(self.dataset)
+
+    def tearDown(self):
+        self.ws.close()
+
+    def assert_slabs_equal_step(self, d, step):
+        for k in range(STREAMS):
+            h = read_slab_header(d.slab_path(k))
+            expected = source_planes(self.dataset, self.files[step], DIMS, h["stored_z_begin"], h["z_end"])
+            self.assertEqual(read_slab_values(d.slab_path(k)), expected,
+                             "slab %d differs from step %d (planes %d..%d)" % (k, step, h["stored_z_begin"], h["z_end"] - 1))
+
+    def test_every_step_arrives_bit_for_bit(self):
+        d = Deployment(self.ws, self.dataset)
+        with open(d.descriptor) as f:
+            desc = json.load(f)
+        self.assertEqual(desc["dims"], list(DIMS))
+        self.assertEqual(sorted(s["index"] for s in desc["slabs"]), list(range(STREAMS)))
+        for step in range(4):
+            d.control("--steps", str(step))
+            wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == step for k in range(STREAMS)),
+                     what="step %d at every slab" % step)
+            self.assert_slabs_equal_step(d, step)
+        codes = d.stop_all()
+        self.assertEqual(set(codes.values()), {0}, codes)
+        reports = [e for e in read_json_lines(d.recv_json) if e.get("kind") == "step"]
+        self.assertEqual(len(reports), 4 * STREAMS)
+        for r in reports:
+            self.assertTrue(r["complete"], r)
+            self.assertEqual(r["loss_percent"], 0.0)
+            self.assertEqual(r["rejected"], 0)
+        for r in reports:  # the ghost plane below each slab but the first travelled with its stream
+            self.assertEqual(r["expected"], DIMS[0] * DIMS[1] * DEPTH)
+            self.assertEqual(r["ghost_records"], 0 if r["stream"] == 0 else DIMS[0] * DIMS[1])
+        staged = [e for e in read_json_lines(d.stage_json) if e.get("result") == "staged"]
+        self.assertGreaterEqual(len(staged), 4)
+        self.assertEqual(os.listdir(self.ws.staging), [], "the stager left staged steps behind")
+        self.assertIn("Gbit/s", d.receiver.text())
+
+    def test_controller_step_change_abandons_the_old_step(self):
+        # 20 Mbit/s: a slab takes ~0.45 s, the controller moves on every 0.15 s.
+        d = Deployment(self.ws, self.dataset, rate="20M")
+        d.control("--steps", "0-2", "--interval", "0.15")
+        wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
+                 what="step 2 at every slab")
+        self.assert_slabs_equal_step(d, 2)
+        codes = d.stop_all()
+        self.assertEqual(set(codes.values()), {0}, codes)
+        for k in range(STREAMS):
+            events = {e["step"]: e for e in read_json_lines(d.shuffle_json[k]) if e.get("kind") == "step"}
+            for step in (0, 1):
+                self.assertEqual(events[step]["result"], "abandoned", events)
+                self.assertLess(events[step]["packets_sent"], events[step]["packets_total"])
+            self.assertEqual(events[2]["result"], "finished")
+            self.assertEqual(events[2]["packets_sent"], events[2]["packets_total"])
+        reports = [e for e in read_json_lines(d.recv_json) if e.get("kind") == "step"]
+        for r in reports:
+            self.assertEqual(r["complete"], r["step"] == 2, r)
+
+    def test_a_missing_step_file_is_skipped(self):
+        os.remove(os.path.join(self.dataset, self.files[1]))
+        d = Deployment(self.ws, self.dataset, wait_staged_ms=300)
+        d.control("--steps", "0-2")
+        wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
+                 what="step 2 at every slab")
+        self.assert_slabs_equal_step(d, 2)
+        for role in [d.receiver, d.stager] + d.shufflers:
+            self.assertTrue(role.alive(), role.name + " died")
+        skipped = [e for e in read_json_lines(d.stage_json) if e.get("result") == "skipped"]
+        self.assertEqual([e["step"] for e in skipped], [1])
+        self.assertIn(self.files[1], skipped[0]["problem"])
+        for k in range(STREAMS):
+            missing = [e for e in read_json_lines(d.shuffle_json[k]) if e.get("result") == "missing"]
+            self.assertEqual([e["step"] for e in missing], [1])
+        self.assertEqual(set(d.stop_all().values()), {0})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,171 @@
+"""The receiver daemon against a test sender written from the wire format
+alone: loss accounting against the truth, every bad-packet class, stale and
+duplicate packets, and bad command lines."""
+
+import os
+import socket
+import struct
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from slabcast_testlib import (QUAD_MAX, Workspace, free_udp_ports, quad_packet, read_json_lines, read_slab_header,
+                              read_slab_values, wait_for)
+
+DIMS = (32, 16, 24)
+DEPTH = 8  # 3 slabs; slab 1 owns planes 8..15 and stores plane 7 as its ghost
+
+
+def value(step, x, y, z):
+    return float(step * 100000 + (z * DIMS[1] + y) * DIMS[0] + x)
+
+
+def owned_records(step, slab):
+    return [(x, y, z, value(step, x, y, z))
+            for z in range(slab * DEPTH, (slab + 1) * DEPTH) for y in range(DIMS[1]) for x in range(DIMS[0])]
+
+
+def packets_of(step, records):
+    return [quad_packet(step, records[i:i + QUAD_MAX]) for i in range(0, len(records), QUAD_MAX)]
+
+
+class ReceiverTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace("receiver")
+        self.ports = free_udp_ports(2)
+        self.json = os.path.join(self.ws.dir, "receive.json")
+        self.receiver = self.ws.start("receive", [
+            "receive", "--name", "acct", "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
+            "--listen", "127.0.0.1", "--stream", "0:%d" % self.ports[0], "--stream", "1:%d" % self.ports[1],
+            "--shm-dir", self.ws.shm, "--stats-json", self.json])
+        wait_for(lambda: os.path.exists(os.path.join(self.ws.shm, "acct.slabcast")), what="the receiver")
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+    def tearDown(self):
+        self.sock.close()
+        self.ws.close()
+
+    def slab(self, k):
+        return os.path.join(self.ws.shm, "acct.slab%d" % k)
+
+    def send(self, slab, packets):
+        for i, p in enumerate(packets):
+            self.sock.sendto(p, ("127.0.0.1", self.ports[slab]))
+            if i % 32 == 31:
+                time.sleep(0.002)  # stay far below what the socket buffer holds
+
+    def stop_and_reports(self):
+        self.assertEqual(self.receiver.stop(), 0)
+        return [e for e in read_json_lines(self.json) if e.get("kind") == "step"]
+
+    def test_reported_loss_equals_the_packets_skipped(self):
+        records = owned_records(3, 1)
+        packets = packets_of(3, records)
+        skipped = {i for i in range(len(packets)) if i % 5 == 2} | {0}
+        self.send(1, [p for i, p in enumerate(packets) if i not in skipped])
+        lost = sum(min(QUAD_MAX, len(records) - i * QUAD_MAX) for i in skipped)
+        expected = len(records)
+        wait_for(lambda: read_slab_header(self.slab(1))["step_records"] == expected - lost, what="the packets sent")
+
+        # Exactly the values that arrived are in place; the skipped ones were never written.
+        values = read_slab_values(self.slab(1))
+        plane = DIMS[0] * DIMS[1]
+        for i, (x, y, z, v) in enumerate(records):
+            got = struct.unpack_from("<f", values, 4 * ((z - 7) * plane + y * DIMS[0] + x))[0]
+            self.assertEqual(got, 0.0 if i // QUAD_MAX in skipped else v)
+
+        self.send(1, packets_of(4, owned_records(4, 1)))  # the next step closes step 3
+        wait_for(lambda: read_slab_header(self.slab(1))["last_step"] == 4, what="step 4")
+        reports = {r["step"]: r for r in self.stop_and_reports() if r["stream"] == 1}
+        self.assertEqual(reports[3]["expected"], expected)
+        self.assertEqual(reports[3]["records"], expected - lost)
+        self.assertAlmostEqual(reports[3]["loss_percent"], 100.0 * lost / expected, places=9)
+        self.assertFalse(reports[3]["complete"])
+        self.assertTrue(reports[4]["complete"])
+        self.assertEqual(reports[4]["loss_percent"], 0.0)
+        self.assertEqual(read_slab_header(self.slab(1))["last_step_loss_ppm"], 0)
+
+    def test_bad_packets_are_counted_and_never_written(self):
+        good = (8, 3, 9, 1.0)  # a record inside slab 1
+        bad = [
+            b"\x01\x00\x00",                                               # shorter than the header
+            quad_packet(1, [good, good])[:-5],                             # length is not 8 + 16n
+            quad_packet(1, [good]) + b"\x00" * 16,                         # n says 1, 2 records follow
+            struct.pack("<ii", 1, 0),                                      # n = 0
+            quad_packet(1, [good] * 561),                                  # n > 560 (and > 8968 bytes)
+            quad_packet(1, [good, (8, 3, 16, 2.0)]),                       # z in slab 2
+            quad_packet(1, [good, (8, 3, 6, 2.0)]),                        # z below the ghost plane
+            quad_packet(1, [good, (32, 3, 9, 2.0)]),                       # x past the volume
+            quad_packet(1, [good, (8, -1, 9, 2.0)]),                       # negative y
+            quad_packet(-1, [good]),                                       # negative step
+            b"\x00" * 9400,                                                # longer than any packet
+        ]
+        self.send(1, bad)
+        wait_for(lambda: read_slab_header(self.slab(1))["rejected"] == len(bad), what="all rejections counted")
+        h = read_slab_header(self.slab(1))
+        self.assertEqual(h["packets"], 0)
+        self.assertEqual(h["step"], -1)
+        for k in (0, 1):
+            self.assertEqual(os.path.getsize(self.slab(k)), 4096 + read_slab_header(self.slab(k))["data_bytes"])
+            self.assertEqual(read_slab_values(self.slab(k)).count(0), len(read_slab_values(self.slab(k))),
+                             "slab %d was written" % k)
+
+        # Stale: a packet of step 4 right after step 5 replaced it.
+        self.send(1, [quad_packet(4, [(9, 3, 9, 4.0)]), quad_packet(5, [good]), quad_packet(4, [(10, 3, 9, 4.0)])])
+        wait_for(lambda: read_slab_header(self.slab(1))["stale"] == 1, what="the stale packet")
+        # Duplicates: the same record again.
+        self.send(1, [quad_packet(5, [good, good])])
+        wait_for(lambda: read_slab_header(self.slab(1))["duplicates"] == 2, what="the duplicates")
+        values = read_slab_values(self.slab(1))
+        plane = DIMS[0] * DIMS[1]
+        self.assertEqual(struct.unpack_from("<f", values, 4 * (2 * plane + 3 * DIMS[0] + 8))[0], 1.0)
+        self.assertEqual(struct.unpack_from("<f", values, 4 * (2 * plane + 3 * DIMS[0] + 9))[0], 4.0)
+        self.assertEqual(struct.unpack_from("<f", values, 4 * (2 * plane + 3 * DIMS[0] + 10))[0], 0.0)  # stale
+        self.stop_and_reports()
+        self.assertIn("rejected %d" % len(bad), self.receiver.text())  # the final status line
+
+    def test_top_plane_fills_the_next_slabs_ghost_plane(self):
+        # A sender that sends owned planes only: slab 1's ghost plane (7) comes from slab 0.
+        self.send(0, packets_of(2, owned_records(2, 0)))
+        wait_for(lambda: read_slab_header(self.slab(0))["last_step"] == 2, what="slab 0")
+        ghost = read_slab_values(self.slab(1))[:DIMS[0] * DIMS[1] * 4]
+        expected = b"".join(struct.pack("<f", value(2, x, y, 7)) for y in range(DIMS[1]) for x in range(DIMS[0]))
+        self.assertEqual(ghost, expected)
+        self.stop_and_reports()
+
+
+class CommandLineTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace("cli")
+        self.dataset = self.ws.generate("ds", (8, 8, 8), 2)
+
+    def tearDown(self):
+        self.ws.close()
+
+    def assert_fails(self, args, message):
+        r = self.ws.run(args, timeout=20)
+        self.assertNotEqual(r.returncode, 0, args)
+        self.assertIn(message, r.stderr + r.stdout, args)
+
+    def test_bad_options_name_the_problem(self):
+        recv = ["receive", "--name", "x", "--listen", "127.0.0.1", "--shm-dir", self.ws.shm]
+        self.assert_fails(recv + ["--dims", "0,8,8", "--slab-depth", "4", "--stream", "0:9"], "dims '0,8,8'")
+        self.assert_fails(recv + ["--dims", "8,8,8", "--slab-depth", "4", "--stream", "0:abc"], "--stream '0:abc'")
+        self.assert_fails(recv + ["--dims", "8,8,8", "--slab-depth", "4", "--stream", "5:9000"], "slab 5 is outside 0..1")
+        self.assert_fails(recv + ["--dims", "8,8,8", "--slab-depth", "4"], "--stream is required")
+        shuffle = ["shuffle", "--stream", "0", "--to", "127.0.0.1:9", "--staging", self.ws.staging,
+                   "--slab-depth", "4", "--sync", "127.0.0.1:0"]
+        self.assert_fails(shuffle + ["--dataset", "/nonexistent"], "/nonexistent")
+        self.assert_fails(shuffle + ["--dataset", self.dataset, "--rate", "fast"], "rate 'fast'")
+        self.assert_fails(shuffle + ["--dataset", self.dataset, "--order", "random"], "expected scan or morton")
+        self.assert_fails(["stage", "--dataset", self.dataset, "--staging", self.ws.staging, "--streams", "0-1",
+                           "--budget", "1K"], "smaller than one step")
+        self.assert_fails(["control", "--dataset", self.dataset, "--shuffler", "127.0.0.1:9", "--steps", "7"],
+                          "step 7 is not in the dataset")
+        self.assert_fails(["control", "--dataset", self.dataset, "--shuffler", "nohost.invalid:9"], "cannot resolve")
+        self.assert_fails(["clean", "--name", "a/b"], "plain name")
+
+
+if __name__ == "__main__":
+    unittest.main()

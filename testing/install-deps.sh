@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages slabcast builds, tests and demos with: only the
+# missing ones, so a second run does nothing. Needs root (or sudo) when any is missing.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake g++ make pkg-config
+  libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libnuma-dev catch2
+  # ParaView plugin SDK (see ../shared/notes/paraview-5.11-debian.md)
+  paraview paraview-dev python3-paraview
+  libdouble-conversion-dev liblz4-dev libutfcpp-dev libopenmpi-dev
+  # tests and demo: rendering without a display, MPI ranks, network peers
+  python3 xvfb openmpi-bin iproute2 iperf3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+echo "install-deps: done"
