@@ -147,7 +147,8 @@ int run_receive(const ReceiveOptions& o) {
     if (o.name.empty() || o.name.find('/') != std::string::npos)
         throw std::invalid_argument("--name '" + o.name + "' must be a plain name");
     if (o.batch < 1 || o.batch > 1024) throw std::invalid_argument("--batch must be 1..1024");
-    const Endpoint listen = parse_endpoint(o.listen + ":0");
+    const bool bare_v6 = o.listen.find(':') != std::string::npos && o.listen.front() != '[';
+    const Endpoint listen = parse_endpoint(bare_v6 ? "[" + o.listen + "]:0" : o.listen + ":0");
     const std::vector<int> cpus = o.cpus.empty() ? allowed_cpus() : parse_cpu_list(o.cpus);
 
     std::vector<std::unique_ptr<Stream>> streams;
