@@ -30,7 +30,7 @@ std::vector<int> allowed_cpus() {
     return cpus;
 }
 
-std::vector<int> parse_cpu_list(const std::string& text) {
+std::vector<int> parse_index_list(const std::string& text, const std::string& what) {
     std::vector<int> cpus;
     std::size_t pos = 0;
     while (pos < text.size()) {
@@ -45,11 +45,11 @@ std::vector<int> parse_cpu_list(const std::string& text) {
             if (lo < 0 || hi < lo || hi >= CPU_SETSIZE) throw std::invalid_argument("range");
             for (int c = lo; c <= hi; ++c) cpus.push_back(c);
         } catch (const std::exception&) {
-            throw std::invalid_argument("cpu list '" + text + "': bad item '" + item + "'");
+            throw std::invalid_argument(what + " '" + text + "': bad item '" + item + "'");
         }
         pos = end + 1;
     }
-    if (cpus.empty()) throw std::invalid_argument("cpu list '" + text + "' is empty");
+    if (cpus.empty()) throw std::invalid_argument(what + " '" + text + "' is empty");
     return cpus;
 }
 

@@ -10,8 +10,9 @@ namespace slabcast {
 
 // CPUs this process may run on, in order.
 std::vector<int> allowed_cpus();
-// "0,2,4-7" -> {0,2,4,5,6,7}; throws std::invalid_argument naming the text.
-std::vector<int> parse_cpu_list(const std::string& text);
+// "0,2,4-7" -> {0,2,4,5,6,7} (CPUs, streams); throws std::invalid_argument
+// naming `what` and the text.
+std::vector<int> parse_index_list(const std::string& text, const std::string& what);
 
 // NUMA node of a CPU, or -1 when libnuma is unavailable.
 int numa_node_of(int cpu);

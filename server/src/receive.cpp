@@ -88,7 +88,13 @@ struct Stream {
 constexpr std::size_t kDatagramBuffer = 9216;  // > 8968: a longer datagram shows as MSG_TRUNC
 
 void receive_loop(Stream& s, int batch) {
-    pin_current_thread(s.cpu);
+    try {
+        pin_current_thread(s.cpu);
+    } catch (const std::exception& e) {
+        spdlog::error("stream {}: {}", s.spec.slab, e.what());
+        request_stop();
+        return;
+    }
     std::vector<std::uint8_t> buffers(static_cast<std::size_t>(batch) * kDatagramBuffer);
     std::vector<mmsghdr> msgs(batch);
     std::vector<iovec> iovs(batch);
@@ -149,7 +155,7 @@ int run_receive(const ReceiveOptions& o) {
     if (o.batch < 1 || o.batch > 1024) throw std::invalid_argument("--batch must be 1..1024");
     const bool bare_v6 = o.listen.find(':') != std::string::npos && o.listen.front() != '[';
     const Endpoint listen = parse_endpoint(bare_v6 ? "[" + o.listen + "]:0" : o.listen + ":0");
-    const std::vector<int> cpus = o.cpus.empty() ? allowed_cpus() : parse_cpu_list(o.cpus);
+    const std::vector<int> cpus = o.cpus.empty() ? allowed_cpus() : parse_index_list(o.cpus, "--cpus");
 
     std::vector<std::unique_ptr<Stream>> streams;
     std::map<int, Stream*> by_slab;

@@ -70,7 +70,7 @@ struct StageCounters {
 class Stager {
 public:
     Stager(const StageOptions& o, StatusReporter& status)
-        : o_(o), status_(status), dataset_(read_dataset(o.dataset)), streams_(parse_cpu_list(o.streams)) {
+        : o_(o), status_(status), dataset_(read_dataset(o.dataset)), streams_(parse_index_list(o.streams, "--streams")) {
         if (::mkdir(o.staging.c_str(), 0750) != 0 && errno != EEXIST)
             throw std::runtime_error(o.staging + ": cannot create staging directory: " + std::strerror(errno));
         struct statvfs fs {};
