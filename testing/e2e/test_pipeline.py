@@ -19,7 +19,7 @@ STREAMS = 4
 class Deployment:
     """Every role of one sender host and one receiver host, on loopback."""
 
-    def __init__(self, ws, dataset, rate="500M", name="e2e", wait_staged_ms=2000):
+    def __init__(self, ws, dataset, rate="500M", name="e2e", wait_staged_ms=2000, order="scan"):
         self.ws, self.dataset, self.name = ws, dataset, name
         ports = free_udp_ports(2 * STREAMS + 1)
         self.data_ports, self.sync_ports, self.stager_port = ports[:STREAMS], ports[STREAMS:2 * STREAMS], ports[-1]
@@ -42,7 +42,7 @@ class Deployment:
             self.shufflers.append(ws.start("shuffle%d" % k, [
                 "shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % self.data_ports[k], "--staging", ws.staging,
                 "--dataset", dataset, "--slab-depth", str(DEPTH), "--sync", "127.0.0.1:%d" % self.sync_ports[k],
-                "--rate", rate, "--wait-staged-ms", str(wait_staged_ms), "--stats-json", path]))
+                "--rate", rate, "--wait-staged-ms", str(wait_staged_ms), "--order", order, "--stats-json", path]))
         wait_for(lambda: all("sync on" in s.text() for s in self.shufflers), what="the shufflers to start")
 
     def control(self, *args):
@@ -106,6 +106,16 @@ class PipelineTest(unittest.TestCase):
         self.assertGreaterEqual(len(staged), 4)
         self.assertEqual(os.listdir(self.ws.staging), [], "the stager left staged steps behind")
         self.assertIn("Gbit/s", d.receiver.text())
+
+    def test_morton_order_arrives_bit_for_bit(self):
+        d = Deployment(self.ws, self.dataset, order="morton")
+        d.control("--steps", "1-2")
+        wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
+                 what="step 2 at every slab")
+        self.assert_slabs_equal_step(d, 2)
+        self.assertEqual(set(d.stop_all().values()), {0})
+        reports = [e for e in read_json_lines(d.recv_json) if e.get("kind") == "step"]
+        self.assertTrue(all(r["complete"] and r["duplicates"] == 0 for r in reports), reports)
 
     def test_controller_step_change_abandons_the_old_step(self):
         # 20 Mbit/s: a slab takes ~0.45 s, the controller moves on every 0.15 s.
