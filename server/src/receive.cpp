@@ -231,8 +231,8 @@ int run_receive(const ReceiveOptions& o) {
 
     for (auto& s : streams) s->thread = std::thread(receive_loop, std::ref(*s), o.batch);
 
-    std::uint64_t last_bytes = 0;
-    std::int64_t last_ns = monotonic_ns();
+    RateMeter meter;
+    meter.gbit_per_s(0);
     status.start([&] {
         std::uint64_t bytes = 0, packets = 0, rejected = 0, stale = 0, dups = 0, fexp = 0, frec = 0;
         nlohmann::json per_stream = nlohmann::json::array();
@@ -254,10 +254,7 @@ int run_receive(const ReceiveOptions& o) {
                                   {"packets", live.packets.load()}, {"last_step", live.last_step.load()},
                                   {"last_step_loss_percent", live.last_step_loss_ppm.load() / 1e4}});
         }
-        const std::int64_t now = monotonic_ns();
-        const double gbps = static_cast<double>(bytes - last_bytes) * 8 / static_cast<double>(now - last_ns);
-        last_bytes = bytes;
-        last_ns = now;
+        const double gbps = meter.gbit_per_s(bytes);
         const double loss = fexp ? 100.0 * static_cast<double>(fexp - frec) / static_cast<double>(fexp) : 0.0;
         return nlohmann::json{
             {"line", fmt::format("receive: {:.2f} Gbit/s, {} packets, loss {:.3f}%, step {} ({:.0f}% placed), "

@@ -256,14 +256,10 @@ int run_shuffle(const ShuffleOptions& o) {
     StatusReporter status("shuffle", o.stats_json);
     Shuffler shuffler(o, status);
     ShuffleCounters& c = shuffler.counters();
-    std::uint64_t last_bytes = 0;
-    std::int64_t last_ns = monotonic_ns();
+    RateMeter meter;
+    meter.gbit_per_s(0);
     status.start([&, stream = o.stream] {
-        const std::int64_t now = monotonic_ns();
-        const std::uint64_t bytes = c.bytes.load();
-        const double gbps = static_cast<double>(bytes - last_bytes) * 8 / static_cast<double>(now - last_ns);
-        last_bytes = bytes;
-        last_ns = now;
+        const double gbps = meter.gbit_per_s(c.bytes.load());
         const double progress = static_cast<double>(c.step_packets.load()) / static_cast<double>(c.step_total.load());
         return nlohmann::json{
             {"line", fmt::format("shuffle {}: {:.2f} Gbit/s, {} packets, step {} ({:.0f}% sent), {} finished, "

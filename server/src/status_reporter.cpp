@@ -2,6 +2,8 @@
 
 #include "stop_signal.h"
 
+#include "slabcast/rate.h"
+
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
@@ -19,6 +21,16 @@ double unix_time() {
     return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
 }
 }  // namespace
+
+double RateMeter::gbit_per_s(std::uint64_t total_bytes) {
+    const std::int64_t now = monotonic_ns();
+    const double gbps = last_ns_ < 0 || now == last_ns_
+                            ? 0.0
+                            : static_cast<double>(total_bytes - last_bytes_) * 8 / static_cast<double>(now - last_ns_);
+    last_bytes_ = total_bytes;
+    last_ns_ = now;
+    return gbps;
+}
 
 StatusReporter::StatusReporter(std::string role, const std::string& stats_json_path) : role_(std::move(role)) {
     if (!stats_json_path.empty()) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <mutex>
@@ -13,6 +14,16 @@
 #include <thread>
 
 namespace slabcast {
+
+// Gbit/s of a growing byte counter between two successive calls.
+class RateMeter {
+public:
+    double gbit_per_s(std::uint64_t total_bytes);
+
+private:
+    std::uint64_t last_bytes_ = 0;
+    std::int64_t last_ns_ = -1;
+};
 
 class StatusReporter {
 public:
