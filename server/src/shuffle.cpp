@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -68,7 +69,12 @@ public:
         bind_socket(sync_.fd(), sync);
         set_receive_timeout(sync_.fd(), 100);
 
-        packets_.resize(static_cast<std::size_t>(o.batch) * quad::kMaxPacketBytes);
+        // Send at most ~250 us of traffic per sendmmsg: small bursts for the
+        // receiver's socket buffer, and a sync is noticed within that time.
+        const double rate = parse_rate_bps(o.rate);
+        batch_ = rate > 0 ? std::clamp(static_cast<int>(rate * 250e-6 / (8.0 * quad::kMaxPacketBytes)), 1, o.batch)
+                          : o.batch;
+        packets_.resize(static_cast<std::size_t>(batch_) * quad::kMaxPacketBytes);
         spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {} packets a step), {} order, {} to {}, "
                      "sync on {}",
                      o.stream, geometry_.stored_z_begin, geometry_.z_end - 1, to_string(dataset_.dims),
@@ -175,7 +181,7 @@ private:
         std::vector<iovec>& iov = iov_;
         iov.clear();
         std::size_t bytes = 0;
-        for (int i = 0; i < o_.batch; ++i) {
+        for (int i = 0; i < batch_; ++i) {
             std::uint8_t* p = packets_.data() + static_cast<std::size_t>(i) * quad::kMaxPacketBytes;
             const int n = walker_->fill(p, step_->values());
             if (n == 0) break;
@@ -238,6 +244,7 @@ private:
     std::optional<SlabWalker> walker_;
     Pacer pacer_;
     Socket data_, sync_;
+    int batch_ = 1;  // packets per sendmmsg
     std::vector<std::uint8_t> packets_;
     std::vector<iovec> iov_;
     std::vector<mmsghdr> msgs_;
@@ -291,7 +298,7 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
     c->add_option("--ghost-planes", o->ghost_planes, "also send this many planes below the slab (0 or 1)")
         ->capture_default_str();
     c->add_option("--sndbuf-mb", o->sndbuf_mb, "socket send buffer, MiB")->capture_default_str();
-    c->add_option("--batch", o->batch, "packets per sendmmsg call")->capture_default_str();
+    c->add_option("--batch", o->batch, "most packets per sendmmsg call (fewer at low rates)")->capture_default_str();
     c->add_option("--wait-staged-ms", o->wait_staged_ms, "how long to wait for a step the stager has not staged yet")
         ->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
