@@ -2,6 +2,7 @@
 // CPU, its slab in shared memory allocated and pre-faulted on that CPU's NUMA
 // node; each thread drains its UDP port with recvmmsg and places every value at
 // its offset. Writes NAME.slabcast for the ParaView reader.
+#include "batch_receiver.h"
 #include "numa_placement.h"
 #include "roles.h"
 #include "slab_receiver.h"
@@ -41,6 +42,7 @@ struct ReceiveOptions {
     int rcvbuf_mb = 64;
     int batch = 64;
     int stale_window_ms = 250;
+    bool gro = true;
     std::string stats_json;
 };
 
@@ -85,9 +87,7 @@ struct Stream {
     std::thread thread;
 };
 
-constexpr std::size_t kDatagramBuffer = 9216;  // > 8968: a longer datagram shows as MSG_TRUNC
-
-void receive_loop(Stream& s, int batch) {
+void receive_loop(Stream& s, int batch, bool gro) {
     try {
         pin_current_thread(s.cpu);
     } catch (const std::exception& e) {
@@ -95,34 +95,20 @@ void receive_loop(Stream& s, int batch) {
         request_stop();
         return;
     }
-    std::vector<std::uint8_t> buffers(static_cast<std::size_t>(batch) * kDatagramBuffer);
-    std::vector<mmsghdr> msgs(batch);
-    std::vector<iovec> iovs(batch);
-    for (int i = 0; i < batch; ++i) {
-        iovs[i] = iovec{buffers.data() + static_cast<std::size_t>(i) * kDatagramBuffer, kDatagramBuffer};
-        msgs[i] = mmsghdr{};
-        msgs[i].msg_hdr.msg_iov = &iovs[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-    }
+    BatchReceiver receiver(batch, gro);
     while (!stop_requested()) {
-        const int got = ::recvmmsg(s.socket.fd(), msgs.data(), static_cast<unsigned>(batch), MSG_WAITFORONE, nullptr);
-        if (got < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+        std::int64_t now = 0;
+        const long bytes = receiver.receive(s.socket.fd(), [&](const std::uint8_t* data, std::size_t length) {
+            if (now == 0) now = monotonic_ns();  // one clock read per batch
+            s.receiver->handle(data, length, now);
+        });
+        if (bytes < 0) {
             spdlog::error("stream {}: recvmmsg: {}", s.spec.slab, std::strerror(errno));
             break;
         }
-        const std::int64_t now = monotonic_ns();
-        std::uint64_t bytes = 0;
-        for (int i = 0; i < got; ++i) {
-            // A truncated datagram was longer than any valid packet: pass its full
-            // length so the framing check rejects it.
-            const std::size_t length = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? kDatagramBuffer + 1 : msgs[i].msg_len;
-            s.receiver->handle(static_cast<const std::uint8_t*>(iovs[i].iov_base), length, now);
-            bytes += msgs[i].msg_len;
-            msgs[i].msg_hdr.msg_flags = 0;
-        }
+        if (bytes == 0) continue;
         s.receiver->publish();
-        s.counters.bytes.fetch_add(bytes, std::memory_order_relaxed);
+        s.counters.bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
     }
 }
 
@@ -183,6 +169,7 @@ int run_receive(const ReceiveOptions& o) {
     descriptor.slab_depth = o.slab_depth;
     descriptor.ghost_planes = o.ghost_planes;
 
+    bool gro_ok = true;
     // Allocate, place and pre-fault every slab before any data can arrive.
     for (std::size_t i = 0; i < streams.size(); ++i) {
         Stream& s = *streams[i];
@@ -197,6 +184,10 @@ int run_receive(const ReceiveOptions& o) {
         s.socket = Socket(open_udp_socket(listen.addr.ss_family));
         raise_buffer(s.socket.fd(), true, o.rcvbuf_mb << 20, "receive");
         set_receive_timeout(s.socket.fd(), 100);
+        if (o.gro && !enable_gro(s.socket.fd())) {
+            spdlog::warn("receive: UDP GRO unavailable here; receiving one datagram per call slot");
+            gro_ok = false;
+        }
         bind_socket(s.socket.fd(), with_port(listen, s.spec.port));
         spdlog::info("stream {}: planes {}..{} (+{} ghost) on {}:{} -> {}, cpu {}, NUMA node {}", s.spec.slab,
                      g.z_begin, g.z_end - 1, g.ghost_planes(), o.listen, s.spec.port, path, s.cpu, s.node);
@@ -229,7 +220,7 @@ int run_receive(const ReceiveOptions& o) {
     write_descriptor(descriptor_path, descriptor);
     spdlog::info("receive: {} stream(s) of {} ready; descriptor {}", streams.size(), to_string(dims), descriptor_path);
 
-    for (auto& s : streams) s->thread = std::thread(receive_loop, std::ref(*s), o.batch);
+    for (auto& s : streams) s->thread = std::thread(receive_loop, std::ref(*s), o.batch, o.gro && gro_ok);
 
     RateMeter meter;
     meter.gbit_per_s(0);
@@ -288,6 +279,8 @@ void register_receive(CLI::App& root, RoleMain& run) {
     c->add_option("--cpus", o->cpus, "CPUs for the stream threads, e.g. 0,2-3 (default: all allowed)");
     c->add_option("--rcvbuf-mb", o->rcvbuf_mb, "socket receive buffer, MiB")->capture_default_str();
     c->add_option("--batch", o->batch, "datagrams per recvmmsg call")->capture_default_str();
+    c->add_option("--gro", o->gro, "UDP receive offload: the kernel hands over coalesced datagrams")
+        ->capture_default_str();
     c->add_option("--stale-window-ms", o->stale_window_ms,
                   "packets of a step replaced less than this ago are stale (late); older ones restart it")
         ->capture_default_str();

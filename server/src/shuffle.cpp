@@ -36,7 +36,8 @@ struct ShuffleOptions {
     std::string order = "scan";
     int ghost_planes = 1;
     int sndbuf_mb = 16;
-    int batch = 16;
+    int batch = 28;
+    bool gso = true;
     int wait_staged_ms = 2000;
     std::string stats_json;
 };
@@ -61,6 +62,8 @@ public:
         const Endpoint to = parse_endpoint(o.to);
         data_ = Socket(open_udp_socket(to.addr.ss_family));
         raise_buffer(data_.fd(), false, o.sndbuf_mb << 20, "shuffle");
+        gso_ = o.gso && enable_gso(data_.fd(), static_cast<int>(quad::kMaxPacketBytes));
+        if (o.gso && !gso_) spdlog::warn("shuffle {}: UDP GSO unavailable here; sending one datagram per packet", o.stream);
         if (::connect(data_.fd(), reinterpret_cast<const sockaddr*>(&to.addr), to.length) != 0)
             throw std::runtime_error("cannot connect UDP to " + o.to + ": " + std::strerror(errno));
 
@@ -177,32 +180,40 @@ private:
     }
 
     void send_batch() {
-        // Pack up to `batch` packets straight from the staged step.
-        std::vector<iovec>& iov = iov_;
-        iov.clear();
+        // Pack up to `batch` packets straight from the staged step, back to back:
+        // every packet but a step's last is a full 8968 bytes, so consecutive
+        // packets form valid GSO super-datagrams.
+        int count = 0;
         std::size_t bytes = 0;
-        for (int i = 0; i < batch_; ++i) {
-            std::uint8_t* p = packets_.data() + static_cast<std::size_t>(i) * quad::kMaxPacketBytes;
+        for (; count < batch_; ++count) {
+            std::uint8_t* p = packets_.data() + bytes;
             const int n = walker_->fill(p, step_->values());
             if (n == 0) break;
             quad::write_header(p, last_sync_->step, n);
-            iov.push_back(iovec{p, quad::packet_bytes(n)});
             bytes += quad::packet_bytes(n);
         }
-        if (iov.empty()) {
+        if (count == 0) {
             end_step(control::ReplyKind::Finished);
             return;
         }
-        pacer_.wait_to_send(bytes);
-        std::vector<mmsghdr>& msgs = msgs_;
-        msgs.assign(iov.size(), mmsghdr{});
-        for (std::size_t i = 0; i < iov.size(); ++i) {
-            msgs[i].msg_hdr.msg_iov = &iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
+        // One message per packet, or per kGsoPackets packets that the kernel cuts
+        // into 8968-byte datagrams (UDP_SEGMENT set on the socket).
+        const int per_message = gso_ ? kGsoPackets : 1;
+        iov_.clear();
+        for (int i = 0; i < count; i += per_message) {
+            const std::size_t from = static_cast<std::size_t>(i) * quad::kMaxPacketBytes;
+            const std::size_t to = std::min(bytes, static_cast<std::size_t>(i + per_message) * quad::kMaxPacketBytes);
+            iov_.push_back(iovec{packets_.data() + from, to - from});
         }
+        msgs_.assign(iov_.size(), mmsghdr{});
+        for (std::size_t i = 0; i < iov_.size(); ++i) {
+            msgs_[i].msg_hdr.msg_iov = &iov_[i];
+            msgs_[i].msg_hdr.msg_iovlen = 1;
+        }
+        pacer_.wait_to_send(bytes);
         std::size_t done = 0;
-        while (done < msgs.size() && !stop_requested()) {
-            const int n = ::sendmmsg(data_.fd(), msgs.data() + done, static_cast<unsigned>(msgs.size() - done), 0);
+        while (done < msgs_.size() && !stop_requested()) {
+            const int n = ::sendmmsg(data_.fd(), msgs_.data() + done, static_cast<unsigned>(msgs_.size() - done), 0);
             if (n > 0) {
                 done += static_cast<std::size_t>(n);
             } else if (errno == ECONNREFUSED) {
@@ -215,9 +226,9 @@ private:
                 throw std::runtime_error(std::string("sendmmsg: ") + std::strerror(errno));
             }
         }
-        sent_in_step_ += iov.size();
+        sent_in_step_ += static_cast<std::uint64_t>(count);
         step_bytes_ += bytes;
-        counters_.packets += iov.size();
+        counters_.packets += static_cast<std::uint64_t>(count);
         counters_.bytes += bytes;
         counters_.step_packets = sent_in_step_;
     }
@@ -244,6 +255,8 @@ private:
     std::optional<SlabWalker> walker_;
     Pacer pacer_;
     Socket data_, sync_;
+    static constexpr int kGsoPackets = 7;  // 7 x 8968 bytes: the most under 64 KiB
+    bool gso_ = false;
     int batch_ = 1;  // packets per sendmmsg
     std::vector<std::uint8_t> packets_;
     std::vector<iovec> iov_;
@@ -299,6 +312,7 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
         ->capture_default_str();
     c->add_option("--sndbuf-mb", o->sndbuf_mb, "socket send buffer, MiB")->capture_default_str();
     c->add_option("--batch", o->batch, "most packets per sendmmsg call (fewer at low rates)")->capture_default_str();
+    c->add_option("--gso", o->gso, "UDP segmentation offload: one send carries 7 packets")->capture_default_str();
     c->add_option("--wait-staged-ms", o->wait_staged_ms, "how long to wait for a step the stager has not staged yet")
         ->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");

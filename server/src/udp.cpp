@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/udp.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -98,6 +99,15 @@ int raise_buffer(int fd, bool receive, int bytes, const std::string& role) {
                      receive ? "SO_RCVBUF" : "SO_SNDBUF", granted / 2, bytes, knob, bytes);
     }
     return granted;
+}
+
+bool enable_gso(int fd, int segment_bytes) {
+    return ::setsockopt(fd, SOL_UDP, UDP_SEGMENT, &segment_bytes, sizeof segment_bytes) == 0;
+}
+
+bool enable_gro(int fd) {
+    const int one = 1;
+    return ::setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
 }
 
 void set_receive_timeout(int fd, int ms) {

@@ -30,6 +30,11 @@ void bind_socket(int fd, const Endpoint& bind_to);
 // Returns the size the kernel granted (as reported by getsockopt, which doubles it).
 int raise_buffer(int fd, bool receive, int bytes, const std::string& role);
 
+// UDP segmentation offload (send) and receive offload: false where the kernel
+// lacks them, and the caller falls back to one datagram per packet.
+bool enable_gso(int fd, int segment_bytes);
+bool enable_gro(int fd);
+
 // Wakes blocking receives every `ms` so loops can notice a stop request.
 void set_receive_timeout(int fd, int ms);
 
