@@ -5,7 +5,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test demo clean
+.PHONY: all deps build test bench demo clean
 
 all: build
 
@@ -16,8 +16,13 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(BUILD) -j$(JOBS)
 
+# Benchmarks print figures and assert nothing about time: not in the test run.
 test: build
-	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD) && ctest --output-on-failure -LE benchmark
+
+bench: build
+	cd $(BUILD) && ctest --output-on-failure -L benchmark -V
+	SLABCAST_BUILD=$(BUILD) python3 testing/bench/loopback_vs_iperf3.py
 
 demo: build
 	bash server/scripts/demo.sh $(BUILD)

@@ -1,0 +1,193 @@
+"""Render a slabcast volume continuously with ParaView (pvbatch, also under mpirun).
+
+    [mpirun -np N] pvbatch [--force-offscreen-rendering] slabcast_render.py \
+        /dev/shm/slabcast/NAME.slabcast [--frames N] [--save 'frames/f_%05d.png'] ...
+
+Each frame: ask the reader whether its slabs moved to a new step (it reads the
+receiver's generation counters), re-execute it if so, render, optionally save
+the image, and print one line: frame number, step shown, frame time. Runs for
+--frames frames (0: until stopped), until --until-step is on screen, until
+--stop-file exists, or until SIGINT/SIGTERM. With several ranks each rank reads its own z-slab (without a
+copy when ranks == slabs) and ParaView composites the images sort-last (IceT).
+With --connect it is a pvpython client of `mpirun -np N pvserver`, which then
+does the reading and rendering on its ranks.
+
+The plugin is found through PV_PLUGIN_PATH (set it for mpirun so every rank
+loads it) or --plugin PATH.
+"""
+import argparse
+import math
+import os
+import signal
+import sys
+import time
+
+from paraview import servermanager
+from paraview.simple import (Connect, GetActiveViewOrCreate, GetColorTransferFunction, GetOpacityTransferFunction,
+                             LoadPlugin, Render, SaveScreenshot, Show)
+
+STOP = False
+
+
+def fail(message):
+    """Exit with an error. Not sys.exit(): that runs the process's exit-time
+    destructors before ParaView has finalised, and pvbatch then crashes while
+    tearing down its OpenGL context."""
+    print("slabcast_render: " + message, file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(2)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("descriptor", help="the .slabcast descriptor written by `slabcast receive`")
+    p.add_argument("--plugin", help="path of Slabcast.so (default: found through PV_PLUGIN_PATH)")
+    p.add_argument("--connect", metavar="HOST:PORT",
+                   help="render on a running pvserver (pvpython client; PV_PLUGIN_PATH on both sides)")
+    p.add_argument("--frames", type=int, default=0, help="frames to render, 0 = until stopped")
+    p.add_argument("--until-step", type=int, default=None, help="stop once this step is on screen")
+    p.add_argument("--timeout", type=float, default=0, help="stop after this many seconds (0: never)")
+    p.add_argument("--size", default="800x600", help="image size WxH")
+    p.add_argument("--save", default=None, help="save frames, e.g. 'out/frame_%%05d.png' (png, jpg, ppm ...)")
+    p.add_argument("--save-new-only", action="store_true", help="save only frames that show a new step")
+    p.add_argument("--range", default=None, help="colour/opacity range LO,HI (default: from the first frame)")
+    p.add_argument("--min-fraction", type=float, default=1e-3,
+                   help="lowest value mapped, as a fraction of the maximum, when the data reaches 0")
+    p.add_argument("--preset", default="Inferno (matplotlib)", help="colour preset")
+    p.add_argument("--azimuth", type=float, default=30.0)
+    p.add_argument("--elevation", type=float, default=20.0)
+    p.add_argument("--interval", type=float, default=0.0, help="minimum seconds between frames")
+    p.add_argument("--every-frame", action="store_true",
+                   help="re-execute the reader every frame, new step or not (measures the full update path)")
+    p.add_argument("--stop-file", default=None,
+                   help="stop cleanly once this file exists (under mpirun, Ctrl-C ends the other ranks abruptly)")
+    return p.parse_args(argv)
+
+
+def on_signal(signum, frame):
+    global STOP
+    STOP = True
+
+
+def make_reader(args):
+    if args.connect:
+        host, _, port = args.connect.rpartition(":")
+        if not Connect(host or "localhost", int(port)):
+            fail("cannot connect to pvserver at " + args.connect)
+    if args.plugin:
+        # remote=True: pvbatch's satellite ranks need the reader class as well.
+        LoadPlugin(args.plugin, remote=True, ns=globals())
+    if not hasattr(servermanager.sources, "SlabcastReader"):
+        fail("the Slabcast plugin is not loaded: set PV_PLUGIN_PATH to its directory or give --plugin")
+    return servermanager.sources.SlabcastReader(FileName=args.descriptor)
+
+
+def value_range(reader, field, args):
+    if args.range:
+        lo, hi = (float(v) for v in args.range.split(","))
+        return lo, hi
+    info = reader.PointData[field]
+    if info is None:
+        fail("%s has no point array '%s'" % (args.descriptor, field))
+    lo, hi = info.GetRange()
+    hi = max(hi, 1e-30)
+    # Log scale needs a positive floor; density fields often have an exact 0 background.
+    lo = lo if lo > 0 else hi * args.min_fraction
+    return lo, max(hi, lo * 1.0001)
+
+
+def apply_cosmic_preset(display, field, lo, hi, preset, box):
+    """Log-scaled colour and opacity: a density field spans decades, and faint
+    structure matters as much as dense halos. The log scale is built into the
+    control points (spread evenly in log(density)) rather than asked for with
+    UseLogScale: VTK 9.2's GPU ray caster samples a log-scale table in log
+    space but looks it up linearly over each rank's own data range, so colours
+    would change with the number of ranks. Opacity rises as the cube of the
+    log-position: the background stays clear, filaments faint, clumps glow."""
+    display.SetRepresentationType("Volume")
+    display.ColorArrayName = ["POINTS", field]
+    lut = GetColorTransferFunction(field)
+    lut.ApplyPreset(preset, True)
+    lut.AutomaticRescaleRangeMode = "Never"
+    lut.UseLogScale = 0
+    lut.RescaleTransferFunction(lo, hi)
+    lut.SMProxy.MapControlPointsToLogSpace()  # respaces the preset's points evenly in log(value)
+    pwf = GetOpacityTransferFunction(field)
+    pwf.UseLogScale = 0
+    points = []
+    steps = 32
+    for i in range(steps + 1):
+        t = i / float(steps)
+        v = math.exp(math.log(lo) + t * (math.log(hi) - math.log(lo)))
+        points += [v, 0.6 * t ** 3, 0.5, 0.0]
+    pwf.Points = points
+    display.ScalarOpacityFunction = pwf
+    # Opacity per 1/32 of the box: the look does not depend on the resolution.
+    display.ScalarOpacityUnitDistance = max(box) / 32.0 if max(box) > 0 else 1.0
+
+
+def main(argv):
+    args = parse_args(argv)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    width, height = (int(v) for v in args.size.lower().split("x"))
+
+    reader = make_reader(args)
+    reader.UpdatePipeline()
+    field = reader.PointData.keys()[0] if reader.PointData.keys() else None
+    if field is None:
+        fail("no data from %s (see the error above)" % args.descriptor)
+    lo, hi = value_range(reader, field, args)
+
+    view = GetActiveViewOrCreate("RenderView")
+    view.ViewSize = [width, height]
+    view.UseColorPaletteForBackground = 0
+    view.Background = [0.0, 0.0, 0.0]
+    view.OrientationAxesVisibility = 0
+    display = Show(reader, view)
+    b = reader.GetDataInformation().GetBounds()
+    apply_cosmic_preset(display, field, lo, hi, args.preset, (b[1] - b[0], b[3] - b[2], b[5] - b[4]))
+    view.ResetCamera()
+    camera = view.GetActiveCamera()
+    camera.Azimuth(args.azimuth)
+    camera.Elevation(args.elevation)
+    view.ResetCamera()
+
+    print("slabcast_render: %s, field %s, range %.4g..%.4g (log), %dx%d" % (
+        args.descriptor, field, lo, hi, width, height), flush=True)
+    start = time.monotonic()
+    frame = 0
+    while not STOP:
+        t0 = time.monotonic()
+        reader.UpdatePropertyInformation()
+        new = frame == 0 or reader.GetPropertyValue("NeedsUpdate") == 1
+        if new or args.every_frame:
+            reader.MarkModified(reader)  # the view re-executes the reader on every rank
+        Render(view)
+        reader.UpdatePropertyInformation()
+        step = reader.GetPropertyValue("Step")
+        t1 = time.monotonic()
+        if args.save and (new or not args.save_new_only):
+            SaveScreenshot(args.save % frame if "%" in args.save else args.save, view,
+                           ImageResolution=[width, height])
+        print("frame %d: step %d, %.1f ms%s" % (frame, step, 1000 * (t1 - t0), " (new step)" if new and frame else ""),
+              flush=True)
+        frame += 1
+        if args.frames and frame >= args.frames:
+            break
+        if args.until_step is not None and step >= args.until_step:
+            break
+        if args.stop_file and os.path.exists(args.stop_file):
+            print("slabcast_render: %s exists, stopping" % args.stop_file, flush=True)
+            break
+        if args.timeout and time.monotonic() - start > args.timeout:
+            print("slabcast_render: timeout after %.0f s" % args.timeout, flush=True)
+            break
+        if args.interval:
+            time.sleep(max(0.0, args.interval - (time.monotonic() - t0)))
+
+
+# pvbatch runs this file as a script; falling off its end lets ParaView
+# finalise in order (see fail()).
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,212 @@
+"""Shared pieces of the plugin test drivers (system python3, standard library only).
+
+The drivers orchestrate: a private Xvfb, a scratch directory in /dev/shm,
+slab files from the test writer or the real receiver, and ParaView processes
+(pvpython, pvbatch, mpirun). The checks that need ParaView run inside those
+processes (the pv_*.py scripts next to this file). Paths come from the
+environment ctest sets (see CMakeLists.txt).
+"""
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def env_path(name):
+    value = os.environ.get(name)
+    if not value:
+        sys.exit("%s is not set: run this test through ctest" % name)
+    return value
+
+
+PLUGIN = os.environ.get("SLABCAST_PLUGIN", "")            # .../Slabcast.so
+TEST_WRITER = os.environ.get("SLABCAST_TEST_WRITER", "")  # slabcast-test-writer
+SERVER = os.environ.get("SLABCAST_SERVER", "")            # slabcast (receive, clean)
+RENDER = os.environ.get("SLABCAST_RENDER", "")            # slabcast_render.py
+PVPYTHON = os.environ.get("PVPYTHON", "pvpython")
+PVBATCH = os.environ.get("PVBATCH", "pvbatch")
+PARAVIEW = os.environ.get("PARAVIEW", "paraview")
+PVSERVER = os.environ.get("PVSERVER", "pvserver")
+XVFB = os.environ.get("XVFB") or "Xvfb"
+MPIEXEC = os.environ.get("MPIEXEC", "mpirun")
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def log(message):
+    print(message, flush=True)
+
+
+@contextlib.contextmanager
+def shm_dir(tag):
+    """A private directory in real shared memory, removed with all it holds."""
+    path = "/dev/shm/slabcast-plugintest-%s-%d" % (tag, os.getpid())
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def xvfb(fbdir=None):
+    """A private X server on a free display. -noreset: without it Xvfb resets
+    when its last client leaves and MPI ranks connecting a moment later fail.
+    fbdir: keep the screen there as a file (see xvfb_screen.py)."""
+    read_fd, write_fd = os.pipe()
+    cmd = [XVFB, "-displayfd", str(write_fd), "-noreset", "-nolisten", "tcp", "-screen", "0", "1280x1024x24"]
+    if fbdir:
+        cmd += ["-fbdir", fbdir]
+    proc = subprocess.Popen(cmd, pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write_fd)
+    try:
+        number = b""
+        with os.fdopen(read_fd, "rb") as f:
+            while not number.endswith(b"\n"):
+                chunk = f.read(1)
+                if not chunk:
+                    raise Failure("Xvfb did not report a display (exit code %s)" % proc.poll())
+                number += chunk
+        yield ":" + number.decode().strip()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def paraview_env(display=None):
+    env = dict(os.environ)
+    env["PV_PLUGIN_PATH"] = os.path.dirname(env_path("SLABCAST_PLUGIN"))
+    if display:
+        env["DISPLAY"] = display
+    # Open MPI inside containers: no shared-memory segment warnings, no hwloc binding.
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    return env
+
+
+def run(cmd, env=None, timeout=240, expect_rc=0):
+    """Runs cmd, returns (stdout, stderr); shows both when it fails."""
+    cmd = [str(c) for c in cmd]
+    log("$ " + " ".join(cmd))
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise Failure("timed out after %d s: %s\n%s\n%s" % (timeout, " ".join(cmd), e.stdout, e.stderr))
+    if expect_rc is not None and p.returncode != expect_rc:
+        raise Failure("exit code %d (expected %d): %s\n--- stdout\n%s\n--- stderr\n%s" % (
+            p.returncode, expect_rc, " ".join(cmd), p.stdout, p.stderr))
+    return p.stdout, p.stderr
+
+
+def pvpython(script, *args, display=None, timeout=240, expect_rc=0):
+    return run([PVPYTHON, os.path.join(HERE, script)] + [str(a) for a in args],
+               env=paraview_env(display), timeout=timeout, expect_rc=expect_rc)
+
+
+def pvbatch_cmd(script, args, ranks=1, symmetric=False, offscreen=True):
+    cmd = [PVBATCH]
+    if offscreen:
+        cmd.append("--force-offscreen-rendering")
+    if symmetric:
+        cmd.append("--symmetric")
+    cmd += [script] + [str(a) for a in args]
+    if ranks > 1:
+        cmd = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)] + cmd
+    return cmd
+
+
+def write_volume(directory, name, dims, depth, pattern="index", step=0, slabs=None, listed=None):
+    """Slab files + descriptor from the test writer; returns the descriptor path."""
+    cmd = [env_path("SLABCAST_TEST_WRITER"), "write", "--dir", directory, "--name", name,
+           "--dims", ",".join(str(d) for d in dims), "--slab-depth", str(depth),
+           "--pattern", pattern, "--step", str(step)]
+    if slabs is not None:
+        cmd += ["--slabs", slabs]
+    if listed is not None:
+        cmd += ["--list", listed]
+    out, _ = run(cmd)
+    return out.strip()
+
+
+def corrupt(path, how):
+    run([env_path("SLABCAST_TEST_WRITER"), "corrupt", "--file", path, "--how", how])
+
+
+def free_udp_ports(count):
+    """Ports free right now on loopback (bound, then released)."""
+    socks, ports = [], []
+    for _ in range(count):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+@contextlib.contextmanager
+def receiver(directory, name, dims, depth, slabs):
+    """The real `slabcast receive` on loopback, one stream per slab; yields
+    ({slab: port}, descriptor path) and stops it with SIGTERM."""
+    ports = dict(zip(slabs, free_udp_ports(len(slabs))))
+    cmd = [env_path("SLABCAST_SERVER"), "receive", "--name", name, "--dims", ",".join(str(d) for d in dims),
+           "--slab-depth", str(depth), "--listen", "127.0.0.1", "--shm-dir", directory, "--rcvbuf-mb", "8"]
+    for k, port in ports.items():
+        cmd += ["--stream", "%d:%d" % (k, port)]
+    log("$ " + " ".join(cmd))
+    logfile = open(os.path.join(directory, name + ".receive.log"), "w+")
+    proc = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT)
+    descriptor = os.path.join(directory, name + ".slabcast")
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(descriptor):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                logfile.seek(0)
+                raise Failure("receiver did not start:\n" + logfile.read())
+            time.sleep(0.05)
+        yield ports, descriptor
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        logfile.close()
+
+
+def read_image_stats(stdout):
+    """Parses the key=value line pv_image_stats.py prints."""
+    for line in stdout.splitlines():
+        if line.startswith("STATS "):
+            return {k: float(v) for k, v in (item.split("=") for item in line[6:].split())}
+    raise Failure("no STATS line in:\n" + stdout)
+
+
+def main(body):
+    """Runs a test body, turning Failure into exit code 1 with its message."""
+    try:
+        body()
+    except Failure as e:
+        print("FAIL: %s" % e, flush=True)
+        sys.exit(1)
+    print("PASS", flush=True)

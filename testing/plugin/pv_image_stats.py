@@ -1,0 +1,41 @@
+"""pvpython: pixel statistics of a PNG, and of its difference to a reference.
+
+    pvpython pv_image_stats.py IMAGE.png [REFERENCE.png]
+
+Prints "STATS key=value ...": lit = fraction of pixels brighter than the
+black background (any channel > 16), bright = fraction with a channel > 128,
+and against REFERENCE maxdiff / meandiff in 0..255 units over all channels.
+"""
+import sys
+
+from vtkmodules.vtkIOImage import vtkPNGReader
+
+
+def load(path):
+    r = vtkPNGReader()
+    r.SetFileName(path)
+    r.Update()
+    image = r.GetOutput()
+    scalars = image.GetPointData().GetScalars()
+    if scalars is None:
+        raise SystemExit("cannot read " + path)
+    return image.GetDimensions(), scalars.GetNumberOfComponents(), bytes(memoryview(scalars).cast("B"))
+
+
+dims, comps, pixels = load(sys.argv[1])
+rgb = min(comps, 3)
+count = dims[0] * dims[1]
+lit = bright = 0
+for i in range(0, len(pixels), comps):
+    m = max(pixels[i:i + rgb])
+    lit += m > 16
+    bright += m > 128
+stats = {"width": dims[0], "height": dims[1], "lit": lit / count, "bright": bright / count}
+if len(sys.argv) > 2:
+    ref_dims, ref_comps, ref = load(sys.argv[2])
+    if ref_dims != dims or ref_comps != comps:
+        raise SystemExit("image sizes differ: %s vs %s" % (dims, ref_dims))
+    diffs = [abs(a - b) for i, (a, b) in enumerate(zip(pixels, ref)) if i % comps < rgb]
+    stats["maxdiff"] = max(diffs)
+    stats["meandiff"] = sum(diffs) / len(diffs)
+print("STATS " + " ".join("%s=%s" % kv for kv in stats.items()))

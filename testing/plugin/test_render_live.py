@@ -1,0 +1,61 @@
+"""ctest plugin_render_live: slabcast_render.py under mpirun (2 ranks) follows a
+live stream from the real receiver: each new step the driver sends shows up in
+later frames without anything but the script's own NeedsUpdate polling, and the
+picture changes with it."""
+import os
+import re
+import subprocess
+
+import plugin_testlib as t
+import quad_sender
+
+DIMS, DEPTH, LAST = (48, 48, 48), 24, 3
+
+
+def body():
+    with t.shm_dir("rlive") as d, t.xvfb() as display:
+        with t.receiver(d, "rlive", DIMS, DEPTH, [0, 1]) as (ports, descriptor):
+            quad_sender.send(ports, DIMS, DEPTH, 0, value=quad_sender.blob_value)
+            pattern = os.path.join(d, "frame_%d.png")
+            cmd = t.pvbatch_cmd(t.env_path("SLABCAST_RENDER"), [
+                descriptor, "--until-step", LAST, "--timeout", 150, "--interval", 0.2, "--size", "300x300",
+                "--range", "0.1,6.1", "--save", pattern, "--save-new-only"], ranks=2)
+            t.log("$ " + " ".join(cmd))
+            proc = subprocess.Popen(cmd, env=t.paraview_env(display), stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+            shown, sent, lines = [], 0, []
+            try:
+                for line in proc.stdout:  # the script ends by itself (--until-step / --timeout)
+                    lines.append(line.rstrip())
+                    m = re.match(r"frame (\d+): step (-?\d+)", line)
+                    if not m:
+                        continue
+                    frame, step = int(m.group(1)), int(m.group(2))
+                    shown.append((frame, step))
+                    # Next step once the previous one is on screen: paced by
+                    # what the renderer shows, not by the clock.
+                    if step == sent and sent < LAST:
+                        sent += 1
+                        quad_sender.send(ports, DIMS, DEPTH, sent, value=quad_sender.blob_value)
+                proc.wait(timeout=60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            t.log("\n".join(lines))
+            t.check(proc.returncode == 0, "slabcast_render.py exit code %s" % proc.returncode)
+            steps = [s for _, s in shown]
+            t.check(steps and steps[0] == 0 and steps[-1] == LAST, "steps shown: %s" % steps)
+            t.check(steps == sorted(steps), "steps went backwards: %s" % steps)
+            t.check(set(range(LAST + 1)) <= set(steps), "not every step was shown: %s" % steps)
+            first = pattern % shown[0][0]
+            last = pattern % [f for f, s in shown if s == LAST][0]
+            t.check(os.path.exists(first) and os.path.exists(last), "frames of the first/last step not saved")
+            s = t.read_image_stats(t.pvpython("pv_image_stats.py", last, first)[0])
+            t.log("step %d vs step 0 image: max diff %d/255, mean %.2f/255, %.1f%% lit" % (
+                LAST, s["maxdiff"], s["meandiff"], 100 * s["lit"]))
+            t.check(s["lit"] > 0.01, "the last frame is blank")
+            t.check(s["maxdiff"] > 64 and s["meandiff"] > 1, "the picture did not change with the steps")
+
+
+t.main(body)
