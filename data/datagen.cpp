@@ -1,88 +1,95 @@
-// slabcast-datagen: deterministic synthetic volumes in the dataset layout.
-// "blobs": density-like Gaussian clumps that drift and grow from step to step,
-// plus per-voxel noise so every value is distinct (bit-exact transfer tests).
+// slabcast-datagen: deterministic synthetic volumes in the dataset layout
+// (dataset.json + one raw little-endian float32 file per step, x fastest).
+// Kinds: "cosmo" (default), a Zel'dovich dark-matter density field whose
+// structure grows step by step; "blobs", drifting Gaussian clumps. The writer
+// streams one step at a time, one plane at a time, and prints a line per step.
+#include "generator.h"
 #include "slabcast/dataset.h"
 #include "slabcast/volume.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
-#include <random>
 #include <filesystem>
+#include <fstream>
 #include <vector>
-
-namespace {
-
-std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-struct Blob {
-    double x, y, z, vx, vy, vz, radius, mass;
-};
-
-}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"slabcast-datagen: write a synthetic float32 volume dataset"};
-    std::string out, name = "blobs", dims_text = "64,64,64";
+    std::string out, name, kind = "cosmo", dims_text = "64,64,64";
     int steps = 4;
     std::uint64_t seed = 1;
+    datagen::CosmoOptions cosmo;
     app.add_option("--out", out, "dataset directory to create")->required();
     app.add_option("--dims", dims_text, "NX,NY,NZ")->capture_default_str();
     app.add_option("--steps", steps, "number of timesteps")->capture_default_str()->check(CLI::Range(1, 100000));
     app.add_option("--seed", seed, "random seed")->capture_default_str();
-    app.add_option("--name", name, "dataset name")->capture_default_str();
+    app.add_option("--name", name, "dataset name (default: the kind)");
+    app.add_option("--kind", kind, "cosmo: Zel'dovich dark-matter density; blobs: drifting Gaussian clumps")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"cosmo", "blobs"}));
+    app.add_option("--cell", cosmo.cell, "cosmo: cell size in Mpc/h")->capture_default_str();
+    app.add_option("--z-start", cosmo.z_start, "cosmo: redshift of the first step")->capture_default_str();
+    app.add_option("--z-end", cosmo.z_end, "cosmo: redshift of the last step")->capture_default_str();
+    app.add_option("--smoothing", cosmo.smoothing, "cosmo: Gaussian smoothing of the linear field, cells")
+        ->capture_default_str();
+    app.add_option("--particles", cosmo.particles, "cosmo: particles a cell, 1 or 8 (smoother voids, slower)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({1, 8}));
     CLI11_PARSE(app, argc, argv);
+    if (name.empty()) name = kind;
 
     try {
         const slabcast::Dims dims = slabcast::parse_dims(dims_text);
-        std::filesystem::create_directories(out);
-        std::mt19937_64 rng(seed);
-        std::uniform_real_distribution<double> u(0, 1);
-        std::vector<Blob> blobs(24);
-        for (auto& b : blobs)
-            b = Blob{u(rng) * dims.nx, u(rng) * dims.ny, u(rng) * dims.nz, (u(rng) - .5) * 2, (u(rng) - .5) * 2,
-                     (u(rng) - .5) * 2, (0.03 + 0.07 * u(rng)) * dims.nx, 0.5 + 2 * u(rng)};
-
+        // Fail on an unusable --out now, not after a long setup.
+        std::error_code ec;
+        std::filesystem::create_directories(out, ec);
+        if (ec) throw std::runtime_error("--out " + out + ": cannot create the directory: " + ec.message());
+        const std::string probe = out + "/.datagen-probe";
+        if (!std::ofstream(probe)) throw std::runtime_error("--out " + out + ": directory is not writable");
+        std::filesystem::remove(probe);
+        const auto generator = kind == "blobs" ? datagen::make_blobs(dims, seed)
+                                               : datagen::make_cosmo(dims, steps, seed, cosmo);
         slabcast::Dataset d;
         d.directory = out;
         d.name = name;
         d.field = "density";
-        d.units = "arbitrary";
+        d.units = generator->units();
         d.dims = dims;
         std::vector<float> plane(static_cast<std::size_t>(dims.plane()));
+        const auto start = std::chrono::steady_clock::now();
         for (int s = 0; s < steps; ++s) {
+            const auto t0 = std::chrono::steady_clock::now();
             char file[64];
             std::snprintf(file, sizeof file, "step_%05d.raw", s);
+            const std::string what = generator->begin_step(s);
             std::ofstream f(out + "/" + file, std::ios::binary | std::ios::trunc);
             if (!f) throw std::runtime_error(out + "/" + file + ": cannot write");
+            double lo = INFINITY, hi = -INFINITY, sum = 0, sum_sq = 0;
             for (std::int64_t z = 0; z < dims.nz; ++z) {
-                for (std::int64_t y = 0; y < dims.ny; ++y)
-                    for (std::int64_t x = 0; x < dims.nx; ++x) {
-                        double v = 0.1;
-                        for (const auto& b : blobs) {
-                            const double r = b.radius * (1 + 0.05 * s);
-                            const double dx = x - (b.x + b.vx * s), dy = y - (b.y + b.vy * s), dz = z - (b.z + b.vz * s);
-                            const double q = (dx * dx + dy * dy + dz * dz) / (r * r);
-                            if (q < 9) v += b.mass * std::exp(-q);
-                        }
-                        const std::uint64_t h = mix(seed ^ mix(static_cast<std::uint64_t>(
-                                                                  slabcast::volume_offset(dims, x, y, z)) ^
-                                                              (static_cast<std::uint64_t>(s) << 40)));
-                        v *= 1 + 0.01 * (static_cast<double>(h >> 11) * 0x1.0p-53);
-                        plane[static_cast<std::size_t>(y * dims.nx + x)] = static_cast<float>(v);
-                    }
+                generator->plane(z, plane.data());
+                for (const float v : plane) {
+                    lo = std::min<double>(lo, v);
+                    hi = std::max<double>(hi, v);
+                    sum += v;
+                    sum_sq += static_cast<double>(v) * v;
+                }
                 f.write(reinterpret_cast<const char*>(plane.data()), static_cast<std::streamsize>(plane.size() * 4));
             }
+            f.close();
             if (!f) throw std::runtime_error(out + "/" + file + ": write failed");
             d.steps.push_back(slabcast::DatasetStep{s, file});
+            const double n = static_cast<double>(dims.count()), mean = sum / n;
+            const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::printf("step %d/%d %s: min %.4g max %.4g mean %.6g sd %.4g, %.2f s (about %.0f s left)\n", s + 1,
+                        steps, what.c_str(), lo, hi, mean, std::sqrt(std::max(0.0, sum_sq / n - mean * mean)),
+                        step_s, elapsed / (s + 1) * (steps - s - 1));
+            std::fflush(stdout);
         }
         slabcast::write_dataset_descriptor(d);
         std::printf("wrote %d steps of %s to %s\n", steps, slabcast::to_string(dims).c_str(), out.c_str());

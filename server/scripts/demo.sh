@@ -25,7 +25,7 @@ if [ "$shm_free" -lt 262144 ]; then
 fi
 
 # A generated dataset is cached, not regenerated every run.
-dataset="data/cache/blobs-${dims//,/x}-20"
+dataset="data/cache/cosmo-${dims//,/x}-20"
 if [ ! -f "$dataset/dataset.json" ]; then
   echo "demo: generating 20 steps of $dims into $dataset (once)"
   "$datagen" --out "$dataset" --dims "$dims" --steps 20

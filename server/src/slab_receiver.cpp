@@ -33,6 +33,9 @@ SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finish
     current_.expected = static_cast<std::uint64_t>(dims_.plane()) * geometry_.owned_planes();
     live_.step_expected.store(current_.expected);
     live_.writer_pid.store(::getpid());
+    // A re-attached slab keeps its values and step numbers; the traffic
+    // counters are this receiver's own and start from zero.
+    publish();
 }
 
 bool SlabReceiver::in_slab(const std::uint8_t* packet, int n) const {
