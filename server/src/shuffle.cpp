@@ -149,6 +149,9 @@ private:
                            {"problem", problem}});
             return;
         }
+        const std::size_t plane_bytes = static_cast<std::size_t>(dataset_.dims.plane()) * sizeof(float);
+        staged.prefault(static_cast<std::size_t>(geometry_.stored_z_begin) * plane_bytes,
+                        static_cast<std::size_t>(geometry_.stored_planes()) * plane_bytes);
         step_ = std::move(staged);
         walker_->reset();
         sent_in_step_ = 0;

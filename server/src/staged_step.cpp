@@ -7,8 +7,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 
 namespace slabcast {
 
@@ -55,6 +60,12 @@ StagedStep StagedStep::open(const std::string& path, std::uint64_t expected_byte
     s.base_ = p;
     s.size_ = expected_bytes;
     return s;
+}
+
+void StagedStep::prefault(std::size_t offset, std::size_t length) const {
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t begin = offset / page * page;
+    ::madvise(static_cast<std::uint8_t*>(base_) + begin, std::min(size_, offset + length) - begin, MADV_POPULATE_READ);
 }
 
 std::string done_marker_path(const std::string& staging, const std::string& location, int stream) {

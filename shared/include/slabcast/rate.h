@@ -20,7 +20,7 @@ std::int64_t monotonic_ns();
 // does not turn into a burst that overruns the receiver.
 class Pacer {
 public:
-    explicit Pacer(double bits_per_second, std::int64_t max_burst_ns = 1'000'000);
+    explicit Pacer(double bits_per_second, std::int64_t max_burst_ns = 5'000'000);
     void restart();
     void wait_to_send(std::size_t bytes);
     bool unlimited() const { return ns_per_byte_ <= 0; }
