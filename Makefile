@@ -24,8 +24,10 @@ bench: build
 	cd $(BUILD) && ctest --output-on-failure -L benchmark -V
 	SLABCAST_BUILD=$(BUILD) python3 testing/bench/loopback_vs_iperf3.py
 
+# The live demo: ParaView's GUI when there is a display, else frames in demo-output/.
+# Pass options through DEMO_ARGS, e.g. make demo DEMO_ARGS="--head-to-head --forever".
 demo: build
-	bash server/scripts/demo.sh $(BUILD)
+	$(BUILD)/server/slabcast demo --cache data/cache $(DEMO_ARGS)
 
 clean:
 	rm -rf $(BUILD)

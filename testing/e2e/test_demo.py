@@ -1,0 +1,70 @@
+"""`slabcast demo` end to end, headless: every role, pvbatch under the demo's
+own Xvfb, frames saved. The frames must show the volume and change from step
+to step. Needs the plugin build and pvpython (for reading the PNGs)."""
+
+import glob
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from slabcast_testlib import SLABCAST  # noqa: E402
+
+IMAGE_STATS = os.path.join(os.path.dirname(__file__), "..", "plugin", "pv_image_stats.py")
+
+
+def image_stats(path, reference=None):
+    out = subprocess.run(["pvpython", IMAGE_STATS, path] + ([reference] if reference else []),
+                         capture_output=True, text=True, timeout=120)
+    line = [l for l in out.stdout.splitlines() if l.startswith("STATS ")]
+    assert line, out.stdout + out.stderr
+    return {k: float(v) for k, v in (kv.split("=") for kv in line[0].split()[1:])}
+
+
+class DemoTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="slabcast-demo-test-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run_demo(self, *extra):
+        out = os.path.join(self.dir, "out")
+        r = subprocess.run([SLABCAST, "demo", "--headless", "--dims", "64,64,64", "--dataset-steps", "6",
+                            "--count", "20", "--rate", "50M", "--step-interval", "0.4", "--size", "480x360", "--out", out,
+                            "--cache", os.path.join(self.dir, "cache"),
+                            "--base-port", str(random.randrange(20000, 60000, 1000))] + list(extra),
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return out, r.stdout + r.stderr
+
+    def test_short_demo_renders_changing_frames_of_the_volume(self):
+        out, text = self.run_demo()
+        self.assertRegex(text, r"full: step \d+ [0-9.]+ Gbit/s loss [0-9.]+%")
+        self.assertRegex(text, r"frame \d+: step \d+")
+        frames = sorted(glob.glob(os.path.join(out, "frames", "*.png")))
+        self.assertGreaterEqual(len(frames), 2, text)
+        for f in frames:
+            stats = image_stats(f)
+            self.assertEqual((stats["width"], stats["height"]), (480, 360))
+            self.assertGreater(stats["lit"], 0.02, "no volume visible in " + f)
+        diff = image_stats(frames[-1], frames[0])
+        self.assertGreater(diff["meandiff"], 0.05, "the frames do not change from step to step")
+        shown = re.findall(r"frame \d+: step (\d+)", open(os.path.join(out, "logs", "render.log")).read())
+        self.assertGreater(len(set(shown)), 1, "the renderer showed one step only")
+        self.assertFalse(os.path.exists("/dev/shm/slabcast-demo"), "the demo left its slabs behind")
+
+    def test_missing_dataset_is_named(self):
+        r = subprocess.run([SLABCAST, "demo", "--headless", "--dataset", "/nonexistent/ds", "--out",
+                            os.path.join(self.dir, "out")], capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("/nonexistent/ds", r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
