@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 struct DemoOptions {
     std::string dims = "256,256,256";
     int dataset_steps = 20;
-    long count = 40;
+    long count = 20;
     bool forever = false;
     int streams = 4;
     std::string rate = "1G";
@@ -44,7 +44,8 @@ struct DemoOptions {
     std::string cache;
     std::string dataset;
     int ranks = 1;
-    double step_interval = 0;
+    // Like SC11 (1.4 s to move a step, 2.5 s to render it): time to see each step.
+    double step_interval = 3;
     bool headless = false;
     bool keep_shm = false;
     int base_port = 47000;
