@@ -16,5 +16,6 @@ void register_control(CLI::App& root, RoleMain& run);
 void register_receive(CLI::App& root, RoleMain& run);
 void register_clean(CLI::App& root, RoleMain& run);
 void register_demo(CLI::App& root, RoleMain& run);
+void register_plan(CLI::App& root, RoleMain& run);
 
 }  // namespace slabcast

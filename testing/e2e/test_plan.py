@@ -1,0 +1,100 @@
+"""`slabcast plan`: a deployment file of two sender "hosts" and two receiver
+"hosts" (all on loopback) becomes commands; run exactly as printed, they move
+the volume bit for bit. Bad files name the problem."""
+
+import json
+import os
+import shlex
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from slabcast_testlib import (SLABCAST, Workspace, free_udp_ports, read_slab_header, read_slab_values, source_planes,
+                              wait_for)
+
+DIMS = (32, 32, 32)
+DEPTH = 8
+
+
+class PlanTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace("plan")
+        self.dataset = self.ws.generate("ds", DIMS, 2)
+        base = free_udp_ports(1)[0] // 100 * 100 % 50000 + 10000
+        self.config = {
+            "name": "planned", "dataset": self.dataset, "dims": list(DIMS), "slab_depth": DEPTH, "rate": "200M",
+            "ports": {"data": base, "sync": base + 20, "stager": base + 40},
+            "controller": {"host": "ctl"},
+            "senders": [
+                {"host": "s1", "address": "127.0.0.1", "streams": "0-1", "staging": self.ws.staging + "1",
+                 "budget": "1M", "stager_port": base + 41},
+                {"host": "s2", "address": "127.0.0.1", "streams": "2-3", "staging": self.ws.staging + "2",
+                 "budget": "1M", "stager_port": base + 42},
+            ],
+            "receivers": [
+                {"host": "r1", "address": "127.0.0.1", "streams": "0,2", "shm_dir": self.ws.shm},
+                {"host": "r2", "address": "127.0.0.1", "streams": "1,3", "shm_dir": self.ws.shm + "-r2"},
+            ],
+        }
+
+    def tearDown(self):
+        self.ws.close()
+        import shutil
+        for extra in (self.ws.shm + "-r2", self.ws.staging + "1", self.ws.staging + "2"):
+            shutil.rmtree(extra, ignore_errors=True)
+
+    def plan(self, config, *args):
+        path = os.path.join(self.ws.dir, "deploy.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        return self.ws.run(["plan", path] + list(args))
+
+    def test_printed_commands_move_the_volume(self):
+        for host in ("r1", "r2", "s1", "s2"):
+            r = self.plan(self.config, "--host", host)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for i, line in enumerate(r.stdout.splitlines()):
+                argv = shlex.split(line)
+                self.assertEqual(argv[0], "slabcast")
+                self.ws.start("%s-%d" % (host, i), argv[1:])
+            if host.startswith("r"):
+                shm = self.config["receivers"][int(host[1]) - 1]["shm_dir"]
+                wait_for(lambda: os.path.exists(os.path.join(shm, "planned.slabcast")), what=host)
+        time.sleep(0.5)
+        control = shlex.split(self.plan(self.config, "--host", "ctl").stdout.strip())
+        r = self.ws.run(control[1:] + ["--steps", "1"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.dataset, "dataset.json")) as f:
+            step_file = json.load(f)["steps"][1]["file"]
+        for k in range(4):
+            shm = self.ws.shm if k in (0, 2) else self.ws.shm + "-r2"
+            slab = os.path.join(shm, "planned.slab%d" % k)
+            wait_for(lambda: read_slab_header(slab)["last_step"] == 1, what="slab %d" % k)
+            h = read_slab_header(slab)
+            self.assertEqual(read_slab_values(slab),
+                             source_planes(self.dataset, step_file, DIMS, h["stored_z_begin"], h["z_end"]))
+
+    def test_whole_plan_lists_every_host_in_start_order(self):
+        r = self.plan(self.config)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        hosts = [l.split(":")[0][2:] for l in r.stdout.splitlines() if l.startswith("# ")]
+        self.assertEqual(hosts, ["r1", "r2", "s1", "s2", "ctl"])
+
+    def test_bad_deployments_name_the_problem(self):
+        c = json.loads(json.dumps(self.config))
+        c["receivers"][1]["streams"] = "1"
+        r = self.plan(c)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no receiver for stream 3", r.stderr)
+        c = json.loads(json.dumps(self.config))
+        c["senders"][1]["streams"] = "1-3"
+        self.assertIn("stream 1 is on senders s1 and s2", self.plan(c).stderr)
+        c = json.loads(json.dumps(self.config))
+        del c["senders"][0]["address"]
+        self.assertIn("senders s1 has no \"address\"", self.plan(c).stderr)
+        self.assertIn("no host named 'nobody'", self.plan(self.config, "--host", "nobody").stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
