@@ -139,6 +139,7 @@ private:
         if (o_.dataset.empty()) need_file(build_ + "/data/slabcast-datagen", "the data generator");
         if (gui()) {
             need_program("paraview", "paraview");
+            need_file(build_ + "/plugin/slabcast_gui_open.py", "the GUI start-up script");
         } else {
             need_program("pvbatch", "paraview");
             need_program("Xvfb", "xvfb");
