@@ -136,6 +136,7 @@ private:
         };
         need_file(plugin_dir() + "/Slabcast.so", "the ParaView plugin");
         need_file(build_ + "/plugin/slabcast_render.py", "the render program");
+        if (o_.head_to_head) need_file(build_ + "/plugin/slabcast_head_to_head.py", "the head-to-head program");
         if (o_.dataset.empty()) need_file(build_ + "/data/slabcast-datagen", "the data generator");
         if (gui()) {
             need_program("paraview", "paraview");
@@ -294,18 +295,20 @@ private:
                                   "PV_PLUGIN_PATH"};
         if (o_.ranks > 1 && ::geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
         for (const char* a : {"pvbatch", "--force-offscreen-rendering"}) argv.push_back(a);
-        argv.push_back(build_ + "/plugin/slabcast_render.py");
-        argv.push_back(descriptor(sides_[0]));
+        if (sides_.size() > 1) {  // both volumes side by side in one frame
+            argv.push_back(build_ + "/plugin/slabcast_head_to_head.py");
+            argv.push_back(descriptor(sides_[0]));
+            argv.push_back(descriptor(sides_[1]));
+            argv.push_back("--labels");
+            argv.push_back(labels);
+        } else {
+            argv.push_back(build_ + "/plugin/slabcast_render.py");
+            argv.push_back(descriptor(sides_[0]));
+        }
         for (const std::string& a : {std::string("--save"), o_.out + "/frames/frame_%05d.png", std::string("--save-new-only"),
                                      std::string("--stop-file"), stop_file(), std::string("--size"), size_,
                                      std::string("--range"), range_})
             argv.push_back(a);
-        if (sides_.size() > 1) {
-            argv.push_back("--compare");
-            argv.push_back(descriptor(sides_[1]));
-            argv.push_back("--labels");
-            argv.push_back(labels);
-        }
         renderer_ = ChildProcess::start(argv, log("render"), env);
         spdlog::info("demo: rendering with pvbatch ({} rank(s)) on its own Xvfb :{}, frames into {}/frames",
                      o_.ranks, display_, o_.out);

@@ -59,6 +59,17 @@ class DemoTest(unittest.TestCase):
         self.assertGreater(len(set(shown)), 1, "the renderer showed one step only")
         self.assertFalse(os.path.exists("/dev/shm/slabcast-demo"), "the demo left its slabs behind")
 
+    def test_head_to_head_shows_both_volumes_in_one_frame(self):
+        out, text = self.run_demo("--head-to-head", "--streams", "8", "--size", "640x240")
+        self.assertRegex(text, r"full: step \d+ .* \| eighth: step \d+")
+        frames = sorted(glob.glob(os.path.join(out, "frames", "*.png")))
+        self.assertGreaterEqual(len(frames), 2, text)
+        stats = image_stats(frames[-1])
+        self.assertEqual((stats["width"], stats["height"]), (640, 240))
+        self.assertGreater(stats["lit"], 0.02)
+        shown = re.findall(r"frame \d+: step (\d+) \| step (\d+)", open(os.path.join(out, "logs", "render.log")).read())
+        self.assertTrue(shown, "no head-to-head frame lines")
+
     def test_missing_dataset_is_named(self):
         r = subprocess.run([SLABCAST, "demo", "--headless", "--dataset", "/nonexistent/ds", "--out",
                             os.path.join(self.dir, "out")], capture_output=True, text=True, timeout=60)
