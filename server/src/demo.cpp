@@ -118,8 +118,9 @@ public:
     }
 
 private:
-    std::string shm_dir() const { return "/dev/shm/slabcast-demo"; }
-    std::string staging(const Side& s) const { return "/dev/shm/slabcast-demo-staging-" + s.name; }
+    // Named by the base port, so that two demos on one host do not collide.
+    std::string shm_dir() const { return fmt::format("/dev/shm/slabcast-demo-{}", o_.base_port); }
+    std::string staging(const Side& s) const { return shm_dir() + "-staging-" + s.name; }
     std::string descriptor(const Side& s) const { return shm_dir() + "/" + s.name + ".slabcast"; }
     std::string log(const std::string& name) const { return o_.out + "/logs/" + name + ".log"; }
     std::string stop_file() const { return o_.out + "/stop"; }

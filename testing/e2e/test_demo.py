@@ -35,10 +35,11 @@ class DemoTest(unittest.TestCase):
 
     def run_demo(self, *extra):
         out = os.path.join(self.dir, "out")
+        self.port = random.randrange(20000, 60000, 1000)
         r = subprocess.run([SLABCAST, "demo", "--headless", "--dims", "64,64,64", "--dataset-steps", "6",
                             "--count", "20", "--rate", "50M", "--step-interval", "0.4", "--size", "480x360", "--out", out,
                             "--cache", os.path.join(self.dir, "cache"),
-                            "--base-port", str(random.randrange(20000, 60000, 1000))] + list(extra),
+                            "--base-port", str(self.port)] + list(extra),
                            capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return out, r.stdout + r.stderr
@@ -57,15 +58,15 @@ class DemoTest(unittest.TestCase):
         self.assertGreater(diff["meandiff"], 0.05, "the frames do not change from step to step")
         shown = re.findall(r"frame \d+: step (\d+)", open(os.path.join(out, "logs", "render.log")).read())
         self.assertGreater(len(set(shown)), 1, "the renderer showed one step only")
-        self.assertFalse(os.path.exists("/dev/shm/slabcast-demo"), "the demo left its slabs behind")
+        self.assertEqual(glob.glob("/dev/shm/slabcast-demo-%d*" % self.port), [], "the demo left shared memory behind")
 
     def test_head_to_head_shows_both_volumes_in_one_frame(self):
-        out, text = self.run_demo("--head-to-head", "--streams", "8", "--size", "640x240")
+        out, text = self.run_demo("--head-to-head", "--streams", "8")
         self.assertRegex(text, r"full: step \d+ .* \| eighth: step \d+")
         frames = sorted(glob.glob(os.path.join(out, "frames", "*.png")))
         self.assertGreaterEqual(len(frames), 2, text)
         stats = image_stats(frames[-1])
-        self.assertEqual((stats["width"], stats["height"]), (640, 240))
+        self.assertEqual((stats["width"], stats["height"]), (480, 360))
         self.assertGreater(stats["lit"], 0.02)
         shown = re.findall(r"frame \d+: step (\d+) \| step (\d+)", open(os.path.join(out, "logs", "render.log")).read())
         self.assertTrue(shown, "no head-to-head frame lines")
