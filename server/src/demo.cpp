@@ -275,7 +275,10 @@ private:
             env.push_back("SLABCAST_DESCRIPTOR=" + descriptor(sides_[0]));
             if (sides_.size() > 1) env.push_back("SLABCAST_COMPARE=" + descriptor(sides_[1]));
             env.push_back("SLABCAST_LABELS=" + labels);
-            renderer_ = ChildProcess::start({"paraview", "--script=" + build_ + "/plugin/slabcast_gui_open.py"},
+            env.push_back("SLABCAST_RANGE=" + range_);
+            env.push_back("SLABCAST_SCRIPT_DIR=" + build_ + "/plugin");
+            // --dr: start from default settings, not a user's saved layout.
+            renderer_ = ChildProcess::start({"paraview", "--dr", "--script=" + build_ + "/plugin/slabcast_gui_open.py"},
                                             log("paraview"), env);
             spdlog::info("demo: ParaView is open on {}, showing the stream live; close it or press Ctrl-C to stop",
                          std::getenv("DISPLAY"));

@@ -1,0 +1,63 @@
+"""Run by the ParaView GUI at start-up (`paraview --script=slabcast_gui_open.py`,
+as `slabcast demo` does when there is a display): opens the live slabcast
+volume named by SLABCAST_DESCRIPTOR as a volume rendering with the density
+preset of slabcast_render.py, and with SLABCAST_COMPARE a second volume in a
+view beside it (the head-to-head), captions from SLABCAST_LABELS ("LEFT|RIGHT")
+and the colour range from SLABCAST_RANGE ("LO,HI"). Then it returns to the
+event loop: the reader's LiveSource hint keeps the view following the stream
+with no Apply."""
+import os
+import sys
+
+# The GUI runs this file as a string, without __file__: the demo says where it is.
+sys.path.insert(0, os.environ["SLABCAST_SCRIPT_DIR"] if "SLABCAST_SCRIPT_DIR" in os.environ
+                else os.path.dirname(os.path.abspath(__file__)))
+from slabcast_render import apply_cosmic_preset  # noqa: E402
+
+from paraview.simple import (AssignViewToLayout, CreateView, GetActiveViewOrCreate, GetLayout, OpenDataFile,  # noqa: E402
+                             Render, Show, Text)
+
+
+def show_volume(descriptor, view, caption, value_range):
+    reader = OpenDataFile(descriptor)
+    reader.UpdatePipeline()
+    field = reader.PointData.keys()[0]
+    lo, hi = value_range or reader.PointData[field].GetRange()
+    lo = lo if lo > 0 else hi * 1e-3
+    b = reader.GetDataInformation().GetBounds()
+    view.OrientationAxesVisibility = 0
+    view.UseColorPaletteForBackground = 0
+    view.Background = [0.0, 0.0, 0.0]
+    apply_cosmic_preset(Show(reader, view), field, lo, hi, "Inferno (matplotlib)",
+                        (b[1] - b[0], b[3] - b[2], b[5] - b[4]))
+    if caption:
+        label = Show(Text(Text=caption), view)
+        label.WindowLocation = "Upper Center"
+        label.FontSize = 24
+    return reader
+
+
+value_range = None
+if os.environ.get("SLABCAST_RANGE"):
+    value_range = tuple(float(v) for v in os.environ["SLABCAST_RANGE"].split(","))
+labels = (os.environ.get("SLABCAST_LABELS", "").split("|") + ["", ""])[:2]
+
+left = GetActiveViewOrCreate("RenderView")
+show_volume(os.environ["SLABCAST_DESCRIPTOR"], left, labels[0], value_range)
+left.ResetCamera()
+left.GetActiveCamera().Azimuth(30)
+left.GetActiveCamera().Elevation(20)
+left.ResetCamera()
+if os.environ.get("SLABCAST_COMPARE"):
+    layout = GetLayout(left)
+    layout.SplitHorizontal(0, 0.5)
+    right = CreateView("RenderView")
+    AssignViewToLayout(view=right, layout=layout, hint=2)
+    show_volume(os.environ["SLABCAST_COMPARE"], right, labels[1], value_range)
+    # The same camera: the 1/8 volume sits where it would in the full one.
+    right.CameraPosition = left.CameraPosition
+    right.CameraFocalPoint = left.CameraFocalPoint
+    right.CameraViewUp = left.CameraViewUp
+    right.CameraParallelScale = left.CameraParallelScale
+    Render(right)
+Render(left)
