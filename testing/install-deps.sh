@@ -7,6 +7,9 @@ packages=(
   # build
   cmake g++ make pkg-config
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libnuma-dev catch2 libfftw3-dev
+  libsodium-dev libxxhash-dev
+  # fuzzing: clang's libFuzzer and sanitizer runtimes
+  clang libclang-rt-14-dev
   # ParaView plugin SDK (see ../shared/notes/paraview-5.11-debian.md)
   paraview paraview-dev python3-paraview
   libdouble-conversion-dev liblz4-dev libutfcpp-dev libopenmpi-dev
