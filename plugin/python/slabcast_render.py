@@ -96,6 +96,39 @@ def value_range(reader, field, args):
     return lo, max(hi, lo * 1.0001)
 
 
+# The GPU ray caster turns each transfer function into a texture sampled linearly
+# over [lo, hi], as wide as the range divided by the closest pair of points, and
+# at most 16384 texels here (Mesa); past that VTK warns and maps colours wrongly.
+# Points spread evenly in log(value) crowd together at the low end, where the
+# opacity is near zero anyway, so those closer than 1/8192 of the range are
+# dropped: the table stays within 8192 texels whatever the range.
+TRANSFER_POINTS = 33
+MAX_TEXELS = 8192
+
+
+def log_positions(lo, hi, count=TRANSFER_POINTS):
+    """(value, position in [0, 1]) pairs, evenly spaced in log(value) from lo to hi."""
+    min_gap = (hi - lo) / MAX_TEXELS
+    kept = []
+    for i in range(count):
+        t = i / float(count - 1)
+        v = math.exp(math.log(lo) + t * (math.log(hi) - math.log(lo)))
+        if kept and i < count - 1 and v - kept[-1][0] < min_gap:
+            continue
+        kept.append((v, t))
+    return kept
+
+
+def preset_colour_at(points, t):
+    """The colour of a preset (flat x,r,g,b list over x in [0, 1]) at position t."""
+    quads = [points[i:i + 4] for i in range(0, len(points), 4)]
+    for (x0, *c0), (x1, *c1) in zip(quads, quads[1:]):
+        if t <= x1:
+            f = 0.0 if x1 <= x0 else max(0.0, (t - x0) / (x1 - x0))
+            return [a + f * (b - a) for a, b in zip(c0, c1)]
+    return quads[-1][1:]
+
+
 def apply_cosmic_preset(display, field, lo, hi, preset, box):
     """Log-scaled colour and opacity: a density field spans decades, and faint
     structure matters as much as dense halos. The log scale is built into the
@@ -110,17 +143,19 @@ def apply_cosmic_preset(display, field, lo, hi, preset, box):
     lut.ApplyPreset(preset, True)
     lut.AutomaticRescaleRangeMode = "Never"
     lut.UseLogScale = 0
-    lut.RescaleTransferFunction(lo, hi)
-    lut.SMProxy.MapControlPointsToLogSpace()  # respaces the preset's points evenly in log(value)
+    lut.RescaleTransferFunction(0.0, 1.0)  # the preset's points at their positions in [0, 1]
+    preset_points = list(lut.RGBPoints)
+    points = log_positions(lo, hi)
+    rgb = []
+    for v, t in points:
+        rgb += [v] + preset_colour_at(preset_points, t)
+    lut.RGBPoints = rgb
     pwf = GetOpacityTransferFunction(field)
     pwf.UseLogScale = 0
-    points = []
-    steps = 32
-    for i in range(steps + 1):
-        t = i / float(steps)
-        v = math.exp(math.log(lo) + t * (math.log(hi) - math.log(lo)))
-        points += [v, 0.6 * t ** 3, 0.5, 0.0]
-    pwf.Points = points
+    opacity = []
+    for v, t in points:
+        opacity += [v, 0.6 * t ** 3, 0.5, 0.0]
+    pwf.Points = opacity
     display.ScalarOpacityFunction = pwf
     # Opacity per 1/32 of the box: the look does not depend on the resolution.
     display.ScalarOpacityUnitDistance = max(box) / 32.0 if max(box) > 0 else 1.0

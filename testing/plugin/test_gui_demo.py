@@ -1,0 +1,80 @@
+"""ctest plugin_gui_demo: `slabcast demo` with a display, as a user at a desk
+runs it. Under a private Xvfb the demo opens the ParaView GUI with the stream
+already showing; the screen must keep changing as new steps arrive, ParaView
+must log no warning or error (the GUI pops those up in an Output Messages
+window over the view), and Ctrl-C must stop everything with exit code 0 and no
+shared memory left behind. Saves gui_demo.png for a person to look at."""
+import glob
+import os
+import random
+import signal
+import subprocess
+import time
+
+import plugin_testlib as t
+import xvfb_screen
+
+
+def wait_for_window(fbdir, deadline):
+    bare = xvfb_screen.snapshot(fbdir)
+    while True:
+        shot = xvfb_screen.snapshot(fbdir)
+        if xvfb_screen.changed_fraction(bare, shot) > 0.3:
+            return shot
+        t.check(time.monotonic() < deadline, "the ParaView window never appeared")
+        time.sleep(0.5)
+
+
+def count_view_changes(fbdir, seconds):
+    """How many times the screen changed by more than 0.5% over `seconds`."""
+    changes, last = 0, xvfb_screen.snapshot(fbdir)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.5)
+        now = xvfb_screen.snapshot(fbdir)
+        if now[2] != last[2] and xvfb_screen.changed_fraction(last, now) > 0.005:
+            changes += 1
+            last = now
+    return changes, last
+
+
+def body():
+    with t.shm_dir("guidemo") as d, t.xvfb(fbdir=d) as display:
+        env = t.paraview_env(display)
+        env.pop("PV_PLUGIN_PATH", None)  # the demo must find its plugin by itself
+        env["XDG_CONFIG_HOME"] = os.path.join(d, "config")  # leave the user's settings alone
+        env["XDG_RUNTIME_DIR"] = d
+        port = random.randrange(20000, 60000, 1000)
+        out = os.path.join(d, "out")
+        cmd = [t.SERVER, "demo", "--dims", "64,64,64", "--dataset-steps", "6", "--forever", "--rate", "50M",
+               "--step-interval", "1", "--out", out, "--cache", os.path.join(d, "cache"), "--base-port", str(port)]
+        t.log("$ " + " ".join(cmd))
+        log = open(os.path.join(d, "demo.log"), "w+")
+        demo = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for_window(d, time.monotonic() + 180)
+            changes, shot = count_view_changes(d, 12)
+            xvfb_screen.write_png("gui_demo.png", shot)
+            t.check(changes >= 3, "the view changed %d time(s) in 12 s of streaming, one step a second" % changes)
+            t.log("ok: the GUI view changed %d times in 12 s" % changes)
+            demo.send_signal(signal.SIGINT)
+            rc = demo.wait(timeout=60)
+            t.check(rc == 0, "demo exited with %d after Ctrl-C" % rc)
+            paraview_log = open(os.path.join(out, "logs", "paraview.log"), errors="replace").read()
+            noisy = [line for line in paraview_log.splitlines() if "WARN" in line or "ERR" in line]
+            t.check(not noisy, "ParaView logged warnings or errors (an Output Messages popup):\n" + "\n".join(noisy[:5]))
+            left = glob.glob("/dev/shm/slabcast-demo-%d*" % port)
+            t.check(not left, "the demo left shared memory behind: %s" % left)
+            t.log("ok: Ctrl-C stopped the demo cleanly, ParaView logged no warning")
+        except t.Failure:
+            log.seek(0)
+            t.log("--- demo output\n" + log.read()[-4000:])
+            raise
+        finally:
+            if demo.poll() is None:
+                demo.kill()
+                demo.wait()
+            log.close()
+
+
+t.main(body)
