@@ -7,7 +7,7 @@ packages=(
   # build
   cmake g++ make pkg-config
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libnuma-dev catch2 libfftw3-dev
-  libsodium-dev libxxhash-dev
+  libsodium-dev libxxhash-dev libbenchmark-dev
   # fuzzing: clang's libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
   # ParaView plugin SDK (see ../shared/notes/paraview-5.11-debian.md)

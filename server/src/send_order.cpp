@@ -45,9 +45,13 @@ int SlabWalker::fill_scan(std::uint8_t* packet, const float* volume) {
     auto y = static_cast<std::int32_t>((i / dims_.nx) % dims_.ny);
     auto z = static_cast<std::int32_t>(z_begin_ + i / dims_.plane());
     const float* v = volume + first + i;
-    for (int k = 0; k < n; ++k) {
-        quad::write_record(packet, k, quad::Record{x, y, z, v[k]});
-        if (++x == dims_.nx) {
+    // Row by row: within a row only x changes, a loop the compiler keeps tight.
+    for (int k = 0; k < n;) {
+        const int run = static_cast<int>(std::min<std::int64_t>(n - k, dims_.nx - x));
+        for (int j = 0; j < run; ++j) quad::write_record(packet, k + j, quad::Record{x + j, y, z, v[k + j]});
+        k += run;
+        x += run;
+        if (x == dims_.nx) {
             x = 0;
             if (++y == dims_.ny) {
                 y = 0;

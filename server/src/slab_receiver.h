@@ -64,7 +64,12 @@ public:
     std::uint64_t finished_records() const { return finished_records_; }
 
 private:
-    bool in_slab(const std::uint8_t* packet, int n) const;
+    bool inside(const std::uint8_t* packet, int n) const;
+    bool is_scan_run(const std::uint8_t* packet, int n) const;
+    void store_run(const std::uint8_t* packet, int n, std::int64_t first);
+    void store_scattered(const std::uint8_t* packet, int n);
+    std::uint64_t mark_seen(std::int64_t begin, std::int64_t end);
+    void count(std::uint64_t fresh, std::uint64_t fresh_ghost, std::uint64_t dups);
     bool is_stale(std::int64_t batch, std::int64_t now_ns) const;
     void begin_step(std::int64_t step, std::int64_t now_ns);
     void end_step(bool complete);

@@ -10,6 +10,7 @@ Prints a table; not part of the default ctest run (timings vary with the host).
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -18,35 +19,32 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import slabcast_testlib as lib  # noqa: E402
 
 
-def run_slabcast(ws, dataset, dims, rate, steps, sender_cpu, receiver_cpu):
-    data_port, sync_port, stager_port = lib.free_udp_ports(3)
+def run_slabcast(ws, dataset, dims, rate, steps, sender_cpu, receiver_cpu, receive_args):
+    data_port, sync_port = lib.free_udp_ports(2)
     recv_json = os.path.join(ws.dir, "receive.json")
     shuffle_json = os.path.join(ws.dir, "shuffle.json")
     receiver = ws.start("receive", ["receive", "--name", "bench", "--dims", ",".join(map(str, dims)),
                                     "--slab-depth", str(dims[2]), "--listen", "127.0.0.1",
                                     "--stream", "0:%d" % data_port, "--shm-dir", ws.shm,
-                                    "--cpus", str(receiver_cpu), "--stats-json", recv_json])
+                                    "--cpus", str(receiver_cpu), "--stats-json", recv_json] + receive_args, cpu=receiver_cpu)
     lib.wait_for(lambda: os.path.exists(os.path.join(ws.shm, "bench.slabcast")), what="receiver")
-    stager = ws.start("stage", ["stage", "--dataset", dataset, "--staging", ws.staging, "--streams", "0",
-                                "--sync", "127.0.0.1:%d" % stager_port, "--loop"])
-    shuffler = lib.Role(ws, "shuffle", [])  # placeholder replaced below to pin with taskset
-    shuffler.log.close()
-    log = open(os.path.join(ws.dir, "shuffle.log"), "w")
-    shuffler.proc = subprocess.Popen(["taskset", "-c", str(sender_cpu), lib.SLABCAST, "shuffle", "--stream", "0",
-                                      "--to", "127.0.0.1:%d" % data_port, "--staging", ws.staging,
-                                      "--dataset", dataset, "--slab-depth", str(dims[2]),
-                                      "--sync", "127.0.0.1:%d" % sync_port, "--rate", rate,
-                                      "--stats-json", shuffle_json], stdout=log, stderr=log)
-    shuffler.log = log
-    ws.roles.append(shuffler)
+    # The steps are staged once, before: the stager's copies are not what this
+    # measures, and on a two-core machine they would steal the sender's time.
+    os.makedirs(ws.staging, exist_ok=True)
+    for name in os.listdir(dataset):
+        if name != "dataset.json":
+            shutil.copyfile(os.path.join(dataset, name), os.path.join(ws.staging, name))
+    ws.start("shuffle", ["shuffle", "--stream", "0", "--to", "127.0.0.1:%d" % data_port, "--staging", ws.staging,
+                         "--dataset", dataset, "--slab-depth", str(dims[2]), "--sync", "127.0.0.1:%d" % sync_port,
+                         "--rate", rate, "--stats-json", shuffle_json], cpu=sender_cpu)
     time.sleep(1.0)
     t0 = time.monotonic()
     r = ws.run(["control", "--dataset", dataset, "--shuffler", "127.0.0.1:%d" % sync_port,
-                "--stager", "127.0.0.1:%d" % stager_port, "--loop", "--count", str(steps)], timeout=600)
+                "--loop", "--count", str(steps)], timeout=600)
     wall = time.monotonic() - t0
     assert r.returncode == 0, r.stderr
     time.sleep(0.3)
-    for role in (shuffler, stager, receiver):
+    for role in reversed(ws.roles):
         role.stop()
     sent = [e for e in lib.read_json_lines(shuffle_json) if e.get("kind") == "step" and e.get("result") == "finished"]
     reports = [e for e in lib.read_json_lines(recv_json) if e.get("kind") == "step"]
@@ -107,6 +105,7 @@ def main():
     ap.add_argument("--rate", default="0", help="shuffler rate, 0 = unlimited")
     ap.add_argument("--steps", type=int, default=24)
     ap.add_argument("--dims", default="256,256,256")
+    ap.add_argument("--receive-args", default="", help="more options for slabcast receive, e.g. '--batch 8'")
     ap.add_argument("--seconds", type=int, default=5, help="iperf3 run length")
     args = ap.parse_args()
     dims = tuple(int(v) for v in args.dims.split(","))
@@ -116,7 +115,7 @@ def main():
         if not os.path.exists(os.path.join(cache, "dataset.json")):
             subprocess.run([lib.DATAGEN, "--out", cache, "--dims", args.dims, "--steps", "4"], check=True)
         with RaisedSocketLimits():
-            ours = run_slabcast(ws, cache, dims, args.rate, args.steps, 0, 1)
+            ours = run_slabcast(ws, cache, dims, args.rate, args.steps, 0, 1, args.receive_args.split())
             peer = run_iperf3(args.seconds, 0, 1)
     finally:
         ws.close()

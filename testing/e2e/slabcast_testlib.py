@@ -81,11 +81,12 @@ def wait_for(predicate, timeout=20.0, what="condition"):
 class Role:
     """One slabcast process with its log."""
 
-    def __init__(self, workspace, name, args):
+    def __init__(self, workspace, name, args, cpu=None):
         self.name = name
         self.log_path = os.path.join(workspace.dir, name + ".log")
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([SLABCAST] + args, stdout=self.log, stderr=subprocess.STDOUT)
+        pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+        self.proc = subprocess.Popen(pin + [SLABCAST] + args, stdout=self.log, stderr=subprocess.STDOUT)
 
     def alive(self):
         return self.proc.poll() is None
@@ -121,8 +122,9 @@ class Workspace:
         self.staging = self.shm + "-staging"
         self.roles = []
 
-    def start(self, name, args):
-        role = Role(self, name, args)
+    def start(self, name, args, cpu=None):
+        """Starts `slabcast ARGS`, pinned to `cpu` if given."""
+        role = Role(self, name, args, cpu)
         self.roles.append(role)
         return role
 

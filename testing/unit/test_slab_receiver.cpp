@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -106,6 +107,31 @@ TEST_CASE_METHOD(Fixture, "every malformed packet is counted as rejected and wri
     CHECK(slab.header().live.rejected == receiver.total_rejected());
     CHECK(slab_is_all(0.f));
     CHECK(slab.header().live.step == -1);  // a rejected packet starts no step
+}
+
+TEST_CASE_METHOD(Fixture, "packets that are almost a scan-order run are stored value by value, or rejected whole") {
+    // Rows of 8 values; the stored planes are 3..7. A run from (6,3,3) crosses a row and a plane.
+    std::vector<quad::Record> records;
+    for (int i = 0; i < 6; ++i) records.push_back({(6 + i) % 8, i < 2 ? 3 : 0, i < 2 ? 3 : 4, 10.0f + i});
+    CHECK(send(Packet(0, records)) == PacketVerdict::Stored);
+    CHECK(receiver.current().records == 4);  // (0..3,0,4) owned; (6..7,3,3) ghost
+    CHECK(receiver.current().ghost_records == 2);
+    CHECK(slab.values()[slab_offset(kDims, geometry, 7, 3, 3)] == 11.0f);
+    CHECK(slab.values()[slab_offset(kDims, geometry, 3, 0, 4)] == 15.0f);
+
+    // One record out of sequence but inside: every value still lands where its coordinates say.
+    std::vector<quad::Record> skewed{{0, 1, 5, 1.0f}, {1, 1, 5, 2.0f}, {5, 2, 6, 3.0f}, {3, 1, 5, 4.0f}};
+    CHECK(send(Packet(0, skewed)) == PacketVerdict::Stored);
+    CHECK(slab.values()[slab_offset(kDims, geometry, 5, 2, 6)] == 3.0f);
+    CHECK(slab.values()[slab_offset(kDims, geometry, 3, 1, 5)] == 4.0f);
+    CHECK(slab.values()[slab_offset(kDims, geometry, 2, 1, 5)] == 0.0f);
+
+    // x = 8 is the next row's first offset, but outside: the packet is rejected.
+    const std::vector<float> before(slab.values(), slab.values() + slab.value_count());
+    CHECK(send(Packet(0, {{7, 0, 6, 1.0f}, {8, 0, 6, 2.0f}})) == PacketVerdict::Rejected);
+    // A run that walks off the last stored plane (7) is rejected whole.
+    CHECK(send(Packet(0, {{7, 3, 7, 1.0f}, {0, 0, 8, 2.0f}})) == PacketVerdict::Rejected);
+    CHECK(std::equal(before.begin(), before.end(), slab.values()));
 }
 
 TEST_CASE_METHOD(Fixture, "duplicates are counted, not double-counted as records") {

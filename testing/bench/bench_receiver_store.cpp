@@ -1,0 +1,139 @@
+// Benchmark: the receiver's per-packet work (validate, place every value in a
+// real /dev/shm slab, duplicate bitmap, accounting) against its floor, a plain
+// memcpy of the same packet bytes into the same slab memory. One core, no
+// sockets: this isolates the store path from the kernel's UDP path.
+//
+//   build/testing/bench_receiver_store [--benchmark_min_time=1]
+//
+// Prints Google Benchmark's table (bytes_per_second is packet bytes, as they
+// arrive off the wire) and then the ratios.
+#include "send_order.h"
+#include "slab_receiver.h"
+
+#include "slabcast/quad_packet.h"
+#include "slabcast/slab_file.h"
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace slabcast;
+
+const Dims kDims{256, 256, 256};
+constexpr int kDepth = 64;  // 4 slabs; the benchmark receives slab 1 (one ghost plane below)
+
+struct Workload {
+    std::string dir = "/dev/shm/slabcast-bench-store-" + std::to_string(::getpid());
+    SlabGeometry geometry = slab_geometry(kDims, kDepth, 1, 1);
+    std::vector<float> volume;
+    std::map<SendOrder, std::vector<std::vector<std::uint8_t>>> packets;
+
+    Workload() : volume(static_cast<std::size_t>(kDims.nx) * kDims.ny * kDims.nz) {
+        std::filesystem::create_directories(dir);
+        for (std::size_t i = 0; i < volume.size(); ++i) volume[i] = static_cast<float>(i % 977);
+        for (SendOrder order : {SendOrder::Scan, SendOrder::Morton}) {
+            SlabWalker walker(kDims, geometry.stored_z_begin, geometry.z_end, order);
+            std::vector<std::uint8_t> buffer(quad::kMaxPacketBytes);
+            while (int n = walker.fill(buffer.data(), volume.data())) {
+                quad::write_header(buffer.data(), 0, n);
+                packets[order].emplace_back(buffer.begin(), buffer.begin() + quad::packet_bytes(n));
+            }
+        }
+    }
+    ~Workload() { std::filesystem::remove_all(dir); }
+    SlabMapping slab(const std::string& name) {
+        return SlabMapping::create(dir + "/" + name, kDims, kDepth, geometry, "density");
+    }
+};
+
+Workload& workload() {
+    static Workload w;
+    return w;
+}
+
+std::int64_t packet_bytes(const std::vector<std::vector<std::uint8_t>>& packets) {
+    std::int64_t total = 0;
+    for (const auto& p : packets) total += static_cast<std::int64_t>(p.size());
+    return total;
+}
+
+// One whole step per iteration; the step number changes so each is a new step.
+void receiver_handle(benchmark::State& state, SendOrder order) {
+    Workload& w = workload();
+    SlabMapping slab = w.slab(order == SendOrder::Scan ? "scan.slab1" : "morton.slab1");
+    std::uint64_t completed = 0;
+    SlabReceiver receiver(1, slab, [&](const StepReport& r) { completed += r.complete; });
+    auto& packets = w.packets[order];
+    std::int32_t step = 0;
+    for (auto _ : state) {
+        ++step;
+        for (auto& p : packets) {
+            std::memcpy(p.data(), &step, 4);
+            receiver.handle(p.data(), p.size(), 0);
+        }
+        receiver.publish();
+    }
+    if (completed != static_cast<std::uint64_t>(step)) state.SkipWithError("a step did not complete");
+    state.SetBytesProcessed(state.iterations() * packet_bytes(packets));
+}
+
+// The floor: the same bytes copied into the same slab, nothing decoded.
+void memcpy_peer(benchmark::State& state) {
+    Workload& w = workload();
+    SlabMapping slab = w.slab("memcpy.slab1");
+    auto* dst = reinterpret_cast<std::uint8_t*>(slab.values_rw());
+    const std::size_t capacity = slab.value_count() * sizeof(float);
+    auto& packets = w.packets[SendOrder::Scan];
+    for (auto _ : state) {
+        std::size_t at = 0;
+        for (const auto& p : packets) {
+            if (at + p.size() > capacity) at = 0;
+            std::memcpy(dst + at, p.data(), p.size());
+            at += p.size() / 4;  // the values are a quarter of the packet bytes
+        }
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * packet_bytes(packets));
+}
+
+BENCHMARK_CAPTURE(receiver_handle, scan_order, SendOrder::Scan)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(receiver_handle, morton_order, SendOrder::Morton)->Unit(benchmark::kMillisecond);
+BENCHMARK(memcpy_peer)->Unit(benchmark::kMillisecond);
+
+// Collects the rates to print the ratios after the table.
+class RatioReporter : public benchmark::ConsoleReporter {
+public:
+    void ReportRuns(const std::vector<Run>& runs) override {
+        ConsoleReporter::ReportRuns(runs);
+        for (const Run& r : runs)
+            if (!r.error_occurred) rates_[r.benchmark_name()] = r.counters.at("bytes_per_second");
+    }
+    void Finalize() override {
+        ConsoleReporter::Finalize();
+        const double floor = rates_["memcpy_peer"];
+        std::printf("\nstore path, Gbit/s of quad packets handled on one core (peer: memcpy of the same bytes)\n");
+        for (const auto& [name, rate] : rates_)
+            std::printf("  %-32s %8.2f Gbit/s   %.2fx memcpy\n", name.c_str(), rate * 8e-9, floor > 0 ? rate / floor : 0.0);
+    }
+
+private:
+    std::map<std::string, double> rates_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    RatioReporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    benchmark::Shutdown();
+    return 0;
+}
