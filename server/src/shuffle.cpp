@@ -149,17 +149,19 @@ private:
                            {"problem", problem}});
             return;
         }
-        const std::size_t plane_bytes = static_cast<std::size_t>(dataset_.dims.plane()) * sizeof(float);
-        staged.prefault(static_cast<std::size_t>(geometry_.stored_z_begin) * plane_bytes,
-                        static_cast<std::size_t>(geometry_.stored_planes()) * plane_bytes);
         step_ = std::move(staged);
+        prefaulted_to_ = slab_begin_bytes();
+        records_in_step_ = 0;
+        prefault_ahead();
         walker_->reset();
         sent_in_step_ = 0;
         step_started_ns_ = monotonic_ns();
         counters_.step = sync.step;
         counters_.step_packets = 0;
         counters_.step_total = walker_->total_packets();
-        pacer_.restart();
+        // The pacer is not restarted: with steps back to back, the moments spent
+        // between them are made up (within its burst limit) and the rate holds
+        // over any window, not only within a step.
         reply(control::ReplyKind::Started, sync, 0);
         spdlog::debug("shuffle {}: step {} from {}", o_.stream, sync.step, path);
     }
@@ -182,16 +184,40 @@ private:
         step_bytes_ = 0;
     }
 
+    std::size_t slab_begin_bytes() const {
+        return static_cast<std::size_t>(geometry_.stored_z_begin) * static_cast<std::size_t>(dataset_.dims.plane()) *
+               sizeof(float);
+    }
+
+    // Maps the staged pages a little ahead of the packets being built: faulting
+    // them one by one costs more than building the packets, and mapping a whole
+    // slab up front stalls the stream between steps (64 MiB: several ms).
+    // Scan order reads the slab front to back; other orders get it all at once.
+    void prefault_ahead() {
+        constexpr std::size_t kAhead = 8 << 20;
+        const std::size_t slab_end = slab_begin_bytes() + static_cast<std::size_t>(geometry_.stored_planes()) *
+                                                              static_cast<std::size_t>(dataset_.dims.plane()) *
+                                                              sizeof(float);
+        const bool scan = parse_send_order(o_.order) == SendOrder::Scan;
+        const std::size_t reading = slab_begin_bytes() + records_in_step_ * sizeof(float);
+        if (prefaulted_to_ >= slab_end || (scan && prefaulted_to_ > reading + kAhead / 2)) return;
+        const std::size_t to = scan ? std::min(slab_end, reading + kAhead) : slab_end;
+        step_->prefault(prefaulted_to_, to - prefaulted_to_);
+        prefaulted_to_ = to;
+    }
+
     void send_batch() {
         // Pack up to `batch` packets straight from the staged step, back to back:
         // every packet but a step's last is a full 8968 bytes, so consecutive
         // packets form valid GSO super-datagrams.
         int count = 0;
         std::size_t bytes = 0;
+        prefault_ahead();
         for (; count < batch_; ++count) {
             std::uint8_t* p = packets_.data() + bytes;
             const int n = walker_->fill(p, step_->values());
             if (n == 0) break;
+            records_in_step_ += static_cast<std::uint64_t>(n);
             quad::write_header(p, last_sync_->step, n);
             bytes += quad::packet_bytes(n);
         }
@@ -257,6 +283,8 @@ private:
     SlabGeometry geometry_;
     std::optional<SlabWalker> walker_;
     Pacer pacer_;
+    std::size_t prefaulted_to_ = 0;      // staged bytes mapped so far
+    std::uint64_t records_in_step_ = 0;  // values packed so far this step
     Socket data_, sync_;
     static constexpr int kGsoPackets = 7;  // 7 x 8968 bytes: the most under 64 KiB
     bool gso_ = false;

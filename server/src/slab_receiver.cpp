@@ -91,6 +91,13 @@ bool SlabReceiver::is_scan_run(const std::uint8_t* packet, int n) const {
     return true;
 }
 
+bool SlabReceiver::starts_slab(const std::uint8_t* packet) const {
+    // Both send orders begin at (0, 0) of the first plane sent: the ghost plane,
+    // or the first owned plane for a sender that sends no ghost plane.
+    const quad::Record r = quad::read_record(packet, 0);
+    return r.x == 0 && r.y == 0 && (r.z == geometry_.stored_z_begin || r.z == geometry_.z_begin);
+}
+
 bool SlabReceiver::is_stale(std::int64_t batch, std::int64_t now_ns) const {
     for (const Replaced& r : replaced_)
         if (r.step == batch && now_ns - r.at_ns < stale_window_ns_) return true;
@@ -114,7 +121,9 @@ PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t lengt
         return PacketVerdict::Rejected;
     }
     if (h.batch != current_.step) {
-        if (is_stale(h.batch, now_ns)) {
+        // A step the controller comes back to starts again with its first
+        // packet; any other packet of a step replaced moments ago is late.
+        if (is_stale(h.batch, now_ns) && !starts_slab(packet)) {
             ++total_stale_;
             ++current_.stale;
             return PacketVerdict::Stale;

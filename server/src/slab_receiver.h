@@ -39,8 +39,9 @@ public:
     using StepFinished = std::function<void(const StepReport&)>;
 
     // A packet of a step that another step replaced less than `stale_window_ns`
-    // ago is stale: it was late. Past the window, a step number seen before
-    // means the sender came back to it (a controller looping over the steps).
+    // ago is stale: it was late. A step number seen before means the sender
+    // came back to it (a controller looping over the steps) when it comes past
+    // the window, or within it with the packet that starts the slab.
     SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished,
                  std::int64_t stale_window_ns = 250'000'000);
 
@@ -71,6 +72,7 @@ private:
     std::uint64_t mark_seen(std::int64_t begin, std::int64_t end);
     void count(std::uint64_t fresh, std::uint64_t fresh_ghost, std::uint64_t dups);
     bool is_stale(std::int64_t batch, std::int64_t now_ns) const;
+    bool starts_slab(const std::uint8_t* packet) const;
     void begin_step(std::int64_t step, std::int64_t now_ns);
     void end_step(bool complete);
 

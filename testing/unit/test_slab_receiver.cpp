@@ -203,9 +203,21 @@ TEST_CASE_METHOD(Fixture, "a controller looping over the steps comes back to ste
         now += 300'000'000;
     }
     now -= 299'000'000;  // 1 ms into step 2 the loop restarts
-    CHECK(send(slab_packets(1, geometry, 64)[0]) == PacketVerdict::Stale);  // step 1: replaced 1 ms ago
+    CHECK(send(slab_packets(1, geometry, 64)[1]) == PacketVerdict::Stale);  // step 1: replaced 1 ms ago
     for (const auto& p : slab_packets(0, geometry, 64)) CHECK(send(p) == PacketVerdict::Stored);
     REQUIRE(reports.size() == 4);
     CHECK(reports[3].step == 0);
     CHECK(reports[3].complete);
+}
+
+TEST_CASE_METHOD(Fixture, "a short loop comes back to a step within the stale window, from its first packet") {
+    // Steps 0 and 1 alternate every 10 ms: step 0 was replaced 10 ms ago when
+    // it comes back, but it comes back from the start of the slab.
+    for (int round = 0; round < 3; ++round)
+        for (int step = 0; step < 2; ++step) {
+            for (const auto& p : slab_packets(step, geometry, 16)) CHECK(send(p) == PacketVerdict::Stored);
+            now += 10'000'000;
+        }
+    REQUIRE(reports.size() == 6);
+    for (const auto& r : reports) CHECK(r.complete);
 }

@@ -1,0 +1,154 @@
+"""What the benchmarks under testing/bench/ share: a cached dataset, one
+slabcast stream on loopback with each side pinned to its own core, iperf3 as
+the peer, and socket limits raised for the peer's sake."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+import slabcast_testlib as lib  # noqa: E402,F401  (re-exported for the scripts)
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SENDER_CPU, RECEIVER_CPU = 0, 1
+
+
+def dataset(dims, steps=4):
+    """A generated dataset, kept in data/cache between runs."""
+    path = os.path.join(REPO, "data", "cache", "bench-" + "x".join(map(str, dims)) + ("" if steps == 4 else "-%d" % steps))
+    if not os.path.exists(os.path.join(path, "dataset.json")):
+        subprocess.run([lib.DATAGEN, "--out", path, "--dims", ",".join(map(str, dims)), "--steps", str(steps)],
+                       check=True)
+    return path
+
+
+def prestage(ws, dataset_dir):
+    """Copies the steps into the staging directory once: the stager's copies are
+    not what the benchmarks measure, and on two cores they would steal the
+    sender's time."""
+    os.makedirs(ws.staging, exist_ok=True)
+    for name in os.listdir(dataset_dir):
+        if name != "dataset.json":
+            shutil.copyfile(os.path.join(dataset_dir, name), os.path.join(ws.staging, name))
+
+
+def start_receiver(ws, dims, streams, slab_depth, extra=()):
+    """`slabcast receive` on RECEIVER_CPU; returns (ports, stats json path)."""
+    ports = lib.free_udp_ports(streams)
+    stats = os.path.join(ws.dir, "receive.json")
+    args = ["receive", "--name", "bench", "--dims", ",".join(map(str, dims)), "--slab-depth", str(slab_depth),
+            "--listen", "127.0.0.1", "--shm-dir", ws.shm, "--cpus", str(RECEIVER_CPU), "--stats-json", stats]
+    for k, port in enumerate(ports):
+        args += ["--stream", "%d:%d" % (k, port)]
+    ws.start("receive", args + list(extra), cpu=RECEIVER_CPU)
+    lib.wait_for(lambda: os.path.exists(os.path.join(ws.shm, "bench.slabcast")), what="receiver")
+    return ports, stats
+
+
+def start_shufflers(ws, dataset_dir, slab_depth, ports, rate, extra=()):
+    """One `slabcast shuffle` a stream on SENDER_CPU; returns (sync ports, stats json paths)."""
+    sync_ports = lib.free_udp_ports(len(ports))
+    stats = []
+    for k, (port, sync) in enumerate(zip(ports, sync_ports)):
+        stats.append(os.path.join(ws.dir, "shuffle%d.json" % k))
+        ws.start("shuffle%d" % k, ["shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % port,
+                                   "--staging", ws.staging, "--dataset", dataset_dir, "--slab-depth", str(slab_depth),
+                                   "--sync", "127.0.0.1:%d" % sync, "--rate", rate, "--stats-json", stats[-1]]
+                 + list(extra), cpu=SENDER_CPU)
+    return sync_ports, stats
+
+
+def control(ws, dataset_dir, sync_ports, steps, extra=()):
+    args = ["control", "--dataset", dataset_dir, "--loop", "--count", str(steps)]
+    for p in sync_ports:
+        args += ["--shuffler", "127.0.0.1:%d" % p]
+    r = ws.run(args + list(extra), timeout=900)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def run_stream(dims, rate, steps, receive_args=(), shuffle_args=()):
+    """One stream of the whole volume, shuffler -> receiver, steps back to back;
+    returns summarize()'s figures."""
+    ws = lib.Workspace("bench")
+    try:
+        data = dataset(dims)
+        ports, recv_json = start_receiver(ws, dims, 1, dims[2], receive_args)
+        prestage(ws, data)
+        sync_ports, shuffle_json = start_shufflers(ws, data, dims[2], ports, rate, shuffle_args)
+        time.sleep(1.0)
+        control(ws, data, sync_ports, steps)
+        time.sleep(0.3)
+        for role in reversed(ws.roles):
+            role.stop()
+        return summarize(shuffle_json[0], recv_json)
+    finally:
+        ws.close()
+
+
+def summarize(shuffle_json, recv_json):
+    sent = [e for e in lib.read_json_lines(shuffle_json) if e.get("kind") == "step" and e.get("result") == "finished"]
+    reports = [e for e in lib.read_json_lines(recv_json) if e.get("kind") == "step"]
+    send_seconds = sum(e["seconds"] for e in sent)
+    sent_bytes = sum(e["gbps"] * e["seconds"] / 8e-9 for e in sent)
+    records = sum(e["expected"] for e in reports)
+    received = sum(e["records"] for e in reports)
+    loss = 100.0 * (records - received) / max(records, 1)
+    # Whole seconds of sending only: the first and last status lines are partial.
+    windows = [e["gbps"] for e in lib.read_json_lines(shuffle_json) if e.get("kind") == "status" and e.get("gbps", 0) > 0][1:-1]
+    return {"sent_gbps": sent_bytes * 8e-9 / max(send_seconds, 1e-9),
+            "recv_gbps": sent_bytes * 8e-9 / max(send_seconds, 1e-9) * received / max(records, 1),
+            "loss": loss, "packets": sum(e["packets_sent"] for e in sent), "steps": len(reports), "windows": windows}
+
+
+def iperf3(seconds, rate="0", length=8972):
+    """iperf3 UDP, client on SENDER_CPU, server on RECEIVER_CPU."""
+    port = lib.free_udp_ports(1)[0]
+    server = subprocess.Popen(["taskset", "-c", str(RECEIVER_CPU), "iperf3", "-s", "-1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    out = subprocess.run(["taskset", "-c", str(SENDER_CPU), "iperf3", "-c", "127.0.0.1", "-p", str(port), "-u",
+                          "-b", rate, "-l", str(length), "-w", "64M", "-t", str(seconds), "-J"],
+                         capture_output=True, text=True, timeout=seconds + 30)
+    server.wait(10)
+    result = json.loads(out.stdout)
+    if "error" in result:
+        raise SystemExit("iperf3: " + result["error"])
+    s = result["end"]["sum"]
+    sent = s["bits_per_second"] / 1e9
+    windows = [i["sum"]["bits_per_second"] / 1e9 for i in result.get("intervals", [])]
+    return {"sent_gbps": sent, "recv_gbps": sent * (1 - s["lost_percent"] / 100), "loss": s["lost_percent"],
+            "windows": windows, "cpu_sender": result["end"].get("cpu_utilization_percent", {}).get("host_total", 0.0)}
+
+
+class RaisedSocketLimits:
+    """iperf3 -w 64M needs net.core.{r,w}mem_max >= 64 MiB (slabcast uses the FORCE
+    socket options instead). Raised for the run when root, then restored."""
+
+    KNOBS = ("/proc/sys/net/core/rmem_max", "/proc/sys/net/core/wmem_max")
+
+    def __enter__(self):
+        self.saved = {}
+        if os.geteuid() == 0:
+            for k in self.KNOBS:
+                with open(k) as f:
+                    self.saved[k] = f.read().strip()
+                if int(self.saved[k]) < 64 << 20:
+                    with open(k, "w") as f:
+                        f.write(str(64 << 20))
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            with open(k, "w") as f:
+                f.write(v)
+
+
+def parse_rate(text):
+    """"2.81G" -> 2.81e9 bit/s, as slabcast and iperf3 read it."""
+    scale = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+    text = text.strip().lower()
+    return float(text[:-1]) * scale[text[-1]] if text[-1] in scale else float(text)
