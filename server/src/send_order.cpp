@@ -3,6 +3,7 @@
 #include "slabcast/quad_packet.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 namespace slabcast {
@@ -48,7 +49,17 @@ int SlabWalker::fill_scan(std::uint8_t* packet, const float* volume) {
     // Row by row: within a row only x changes, a loop the compiler keeps tight.
     for (int k = 0; k < n;) {
         const int run = static_cast<int>(std::min<std::int64_t>(n - k, dims_.nx - x));
-        for (int j = 0; j < run; ++j) quad::write_record(packet, k + j, quad::Record{x + j, y, z, v[k + j]});
+        // Each record as two little-endian 64-bit words, (x, y) and (z, v):
+        // x counts up within the row, so the first word is a plain increment.
+        std::uint8_t* out = packet + quad::kHeaderBytes + quad::kRecordBytes * static_cast<std::size_t>(k);
+        const std::uint64_t xy = static_cast<std::uint32_t>(x) | std::uint64_t{static_cast<std::uint32_t>(y)} << 32;
+        const std::uint64_t z_low = static_cast<std::uint32_t>(z);
+        for (int j = 0; j < run; ++j, out += quad::kRecordBytes) {
+            std::uint32_t bits;
+            std::memcpy(&bits, v + k + j, sizeof bits);
+            const std::uint64_t words[2] = {xy + static_cast<std::uint64_t>(j), z_low | std::uint64_t{bits} << 32};
+            std::memcpy(out, words, sizeof words);
+        }
         k += run;
         x += run;
         if (x == dims_.nx) {
