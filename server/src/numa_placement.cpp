@@ -1,5 +1,9 @@
 #include "numa_placement.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <numa.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -11,6 +15,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #ifndef MADV_POPULATE_WRITE
@@ -51,6 +57,75 @@ std::vector<int> parse_index_list(const std::string& text, const std::string& wh
     }
     if (cpus.empty()) throw std::invalid_argument(what + " '" + text + "' is empty");
     return cpus;
+}
+
+namespace {
+
+std::string first_line(const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+std::string default_route_interface() {
+    std::ifstream in("/proc/net/route");
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+        std::istringstream f(line);
+        std::string name, destination;
+        if (f >> name >> destination && destination == "00000000") return name;
+    }
+    return "";
+}
+
+}  // namespace
+
+std::string interface_of_address(const std::string& ip) {
+    in6_addr want6{};
+    in_addr want4{};
+    const bool v4 = ::inet_pton(AF_INET, ip.c_str(), &want4) == 1;
+    const bool v6 = !v4 && ::inet_pton(AF_INET6, ip.c_str(), &want6) == 1;
+    if ((v4 && want4.s_addr == INADDR_ANY) || (v6 && IN6_IS_ADDR_UNSPECIFIED(&want6))) return default_route_interface();
+    ifaddrs* list = nullptr;
+    if (!(v4 || v6) || ::getifaddrs(&list) != 0) return "";
+    std::string found;
+    for (ifaddrs* a = list; a && found.empty(); a = a->ifa_next) {
+        if (!a->ifa_addr) continue;
+        if (v4 && a->ifa_addr->sa_family == AF_INET &&
+            reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == want4.s_addr)
+            found = a->ifa_name;
+        if (v6 && a->ifa_addr->sa_family == AF_INET6 &&
+            std::memcmp(&reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, &want6, sizeof want6) == 0)
+            found = a->ifa_name;
+    }
+    ::freeifaddrs(list);
+    // 127.0.0.2 and the rest of 127/8 answer on loopback without being listed.
+    if (found.empty() && v4 && (ntohl(want4.s_addr) >> 24) == 127) found = "lo";
+    return found;
+}
+
+int numa_node_of_interface(const std::string& interface) {
+    if (interface.empty()) return -1;
+    const std::string text = first_line("/sys/class/net/" + interface + "/device/numa_node");
+    try {
+        return text.empty() ? -1 : std::stoi(text);
+    } catch (const std::exception&) {
+        return -1;
+    }
+}
+
+std::vector<int> allowed_cpus_of_node(int node) {
+    if (node < 0) return {};
+    const std::string list = first_line("/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
+    if (list.empty()) return {};
+    std::vector<int> out;
+    const std::vector<int> allowed = allowed_cpus();
+    for (int cpu : parse_index_list(list, "cpulist of node " + std::to_string(node)))
+        for (int a : allowed)
+            if (a == cpu) out.push_back(cpu);
+    return out;
 }
 
 int numa_node_of(int cpu) {

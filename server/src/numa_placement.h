@@ -14,6 +14,16 @@ std::vector<int> allowed_cpus();
 // naming `what` and the text.
 std::vector<int> parse_index_list(const std::string& text, const std::string& what);
 
+// The network interface that holds local address `ip` (IPv4 or IPv6); for a
+// wildcard address (0.0.0.0, ::), the interface of the default route. Empty
+// when none matches.
+std::string interface_of_address(const std::string& ip);
+// The NUMA node a NIC is attached to, from /sys/class/net/IF/device/numa_node;
+// -1 for a virtual interface (loopback, veth) or a machine without NUMA.
+int numa_node_of_interface(const std::string& interface);
+// The allowed CPUs of a NUMA node (empty if none).
+std::vector<int> allowed_cpus_of_node(int node);
+
 // NUMA node of a CPU, or -1 when libnuma is unavailable.
 int numa_node_of(int cpu);
 // Pins the calling thread to one CPU; throws std::runtime_error on failure.

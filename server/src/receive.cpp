@@ -3,6 +3,7 @@
 // node; each thread drains its UDP port with recvmmsg and places every value at
 // its offset. Writes NAME.slabcast for the ParaView reader.
 #include "batch_receiver.h"
+#include "host_checks.h"
 #include "numa_placement.h"
 #include "roles.h"
 #include "slab_receiver.h"
@@ -39,6 +40,7 @@ struct ReceiveOptions {
     std::string field = "density";
     int ghost_planes = 1;
     std::string cpus;
+    std::string interface;
     int rcvbuf_mb = 64;
     int batch = 64;
     int stale_window_ms = 250;
@@ -86,6 +88,29 @@ struct Stream {
     StreamCounters counters;
     std::thread thread;
 };
+
+std::string listen_address(const std::string& listen) {
+    std::string a = listen;
+    if (a.size() > 2 && a.front() == '[' && a.back() == ']') a = a.substr(1, a.size() - 2);
+    return a;
+}
+
+// --cpus, else the CPUs of the NUMA node of the NIC that carries the listen
+// address (seeds/000 section 4.5: receiver and memory on the NIC's node), else
+// every allowed CPU. Says which and why, since placement makes or breaks line rate.
+std::vector<int> choose_cpus(const ReceiveOptions& o, const std::string& address) {
+    if (!o.cpus.empty()) return parse_index_list(o.cpus, "--cpus");
+    const std::string nic = o.interface.empty() ? interface_of_address(address) : o.interface;
+    const int node = numa_node_of_interface(nic);
+    const std::vector<int> local = allowed_cpus_of_node(node);
+    if (!local.empty()) {
+        spdlog::info("receive: NIC {} is on NUMA node {}: stream threads and slabs there", nic, node);
+        return local;
+    }
+    spdlog::info("receive: NIC {} has no NUMA node ({}): stream threads on every allowed CPU",
+                 nic.empty() ? "?" : nic, nic.empty() ? "no interface holds " + address : "virtual, or one node");
+    return allowed_cpus();
+}
 
 void receive_loop(Stream& s, int batch, bool gro) {
     try {
@@ -141,7 +166,13 @@ int run_receive(const ReceiveOptions& o) {
     if (o.batch < 1 || o.batch > 1024) throw std::invalid_argument("--batch must be 1..1024");
     const bool bare_v6 = o.listen.find(':') != std::string::npos && o.listen.front() != '[';
     const Endpoint listen = parse_endpoint(bare_v6 ? "[" + o.listen + "]:0" : o.listen + ":0");
-    const std::vector<int> cpus = o.cpus.empty() ? allowed_cpus() : parse_index_list(o.cpus, "--cpus");
+    const std::vector<int> cpus = choose_cpus(o, listen_address(o.listen));
+    {
+        const std::string nic = o.interface.empty() ? interface_of_address(listen_address(o.listen)) : o.interface;
+        std::vector<HostFinding> limits{check_sysctl(kWantedSysctls[2]), check_irqbalance(), check_governor()};
+        if (!nic.empty() && nic != "lo") limits.push_back(check_mtu(nic));
+        warn_limits("receive", limits);
+    }
 
     std::vector<std::unique_ptr<Stream>> streams;
     std::map<int, Stream*> by_slab;
@@ -276,7 +307,8 @@ void register_receive(CLI::App& root, RoleMain& run) {
     c->add_option("--shm-dir", o->shm_dir, "directory for slabs and descriptor")->capture_default_str();
     c->add_option("--field", o->field, "name of the field")->capture_default_str();
     c->add_option("--ghost-planes", o->ghost_planes, "planes stored below each slab (0 or 1)")->capture_default_str();
-    c->add_option("--cpus", o->cpus, "CPUs for the stream threads, e.g. 0,2-3 (default: all allowed)");
+    c->add_option("--cpus", o->cpus, "CPUs for the stream threads, e.g. 0,2-3 (default: the NIC's NUMA node)");
+    c->add_option("--interface", o->interface, "NIC whose NUMA node gets the threads (default: the one with --listen)");
     c->add_option("--rcvbuf-mb", o->rcvbuf_mb, "socket receive buffer, MiB")->capture_default_str();
     c->add_option("--batch", o->batch, "datagrams per recvmmsg call")->capture_default_str();
     c->add_option("--gro", o->gro, "UDP receive offload: the kernel hands over coalesced datagrams")

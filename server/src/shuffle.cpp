@@ -2,6 +2,8 @@
 // maps the staged step, packs its slab into quad packets on the fly and sends
 // them at the set rate. A newer sync abandons the step in progress at once.
 #include "roles.h"
+#include "host_checks.h"
+#include "numa_placement.h"
 #include "send_order.h"
 #include "staged_step.h"
 #include "status_reporter.h"
@@ -78,6 +80,13 @@ public:
         batch_ = rate > 0 ? std::clamp(static_cast<int>(rate * 250e-6 / (8.0 * quad::kMaxPacketBytes)), 1, o.batch)
                           : o.batch;
         packets_.resize(static_cast<std::size_t>(batch_) * quad::kMaxPacketBytes);
+        warn_limits(fmt::format("shuffle {}", o.stream), {check_staging_pages(o.staging)});
+        sockaddr_storage local{};
+        socklen_t local_len = sizeof local;
+        if (::getsockname(data_.fd(), reinterpret_cast<sockaddr*>(&local), &local_len) == 0) {
+            const std::string nic = interface_of_address(address_only(local));
+            if (!nic.empty() && nic != "lo") warn_limits(fmt::format("shuffle {}", o.stream), {check_mtu(nic)});
+        }
         spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {} packets a step), {} order, {} to {}, "
                      "sync on {}",
                      o.stream, geometry_.stored_z_begin, geometry_.z_end - 1, to_string(dataset_.dims),

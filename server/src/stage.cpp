@@ -3,6 +3,7 @@
 // frees a step once every local shuffler has marked it done or the controller
 // has moved past it (seeds/000 section 4.2).
 #include "numa_placement.h"
+#include "host_checks.h"
 #include "roles.h"
 #include "staged_step.h"
 #include "status_reporter.h"
@@ -93,6 +94,7 @@ public:
             bind_socket(sync_.fd(), e);
             set_receive_timeout(sync_.fd(), 5);
         }
+        warn_limits("stage", {check_staging_pages(o.staging)});
         spdlog::info("stage: {} steps of {} MiB from {} into {}, budget {} MiB ({} steps ahead), {} shuffler(s){}",
                      dataset_.steps.size(), step >> 20, dataset_.directory, o.staging, budget_ >> 20, window_,
                      streams_.size(), o.sync.empty() ? "" : ", sync on " + o.sync);

@@ -56,6 +56,15 @@ Endpoint with_port(const Endpoint& e, int port) {
     return out;
 }
 
+std::string address_only(const sockaddr_storage& addr) {
+    char host[INET6_ADDRSTRLEN] = "";
+    if (addr.ss_family == AF_INET6)
+        ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr, host, sizeof host);
+    else
+        ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(addr).sin_addr, host, sizeof host);
+    return host;
+}
+
 std::string to_string(const sockaddr_storage& addr) {
     char host[INET6_ADDRSTRLEN] = "?";
     int port = 0;

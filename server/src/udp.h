@@ -20,6 +20,7 @@ Endpoint parse_endpoint(const std::string& text);
 // Same address with another port.
 Endpoint with_port(const Endpoint& e, int port);
 std::string to_string(const sockaddr_storage& addr);
+std::string address_only(const sockaddr_storage& addr);  // "10.0.0.1", "::1": no port
 
 // A UDP socket of the endpoint's family; bound to `bind_to` when given.
 int open_udp_socket(int family);

@@ -25,14 +25,24 @@ def dataset(dims, steps=4):
     return path
 
 
-def prestage(ws, dataset_dir):
+def prestage(ws, dataset_dir, huge_pages=True):
     """Copies the steps into the staging directory once: the stager's copies are
     not what the benchmarks measure, and on two cores they would steal the
-    sender's time."""
+    sender's time. With huge_pages (and root) the staging directory is a tmpfs
+    of its own with huge pages, as `slabcast tune --staging` advises; returns
+    whether it is."""
     os.makedirs(ws.staging, exist_ok=True)
+    mounted = False
+    if huge_pages and os.geteuid() == 0:
+        size = sum(os.path.getsize(os.path.join(dataset_dir, n)) for n in os.listdir(dataset_dir)) + (64 << 20)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "huge=within_size,size=%d" % size, "tmpfs",
+                                  ws.staging]).returncode == 0
+        if mounted:
+            ws.cleanups.append(lambda: subprocess.run(["umount", ws.staging]))
     for name in os.listdir(dataset_dir):
         if name != "dataset.json":
             shutil.copyfile(os.path.join(dataset_dir, name), os.path.join(ws.staging, name))
+    return mounted
 
 
 def start_receiver(ws, dims, streams, slab_depth, extra=()):
@@ -70,22 +80,25 @@ def control(ws, dataset_dir, sync_ports, steps, extra=()):
     return r
 
 
-def run_stream(dims, rate, steps, receive_args=(), shuffle_args=()):
+def run_stream(dims, rate, steps, receive_args=(), shuffle_args=(), huge_pages=True):
     """One stream of the whole volume, shuffler -> receiver, steps back to back;
-    returns summarize()'s figures."""
+    returns summarize()'s figures and whether staging had huge pages."""
     ws = lib.Workspace("bench")
+    ws.cleanups = []
     try:
         data = dataset(dims)
         ports, recv_json = start_receiver(ws, dims, 1, dims[2], receive_args)
-        prestage(ws, data)
+        huge = prestage(ws, data, huge_pages)
         sync_ports, shuffle_json = start_shufflers(ws, data, dims[2], ports, rate, shuffle_args)
         time.sleep(1.0)
         control(ws, data, sync_ports, steps)
         time.sleep(0.3)
         for role in reversed(ws.roles):
             role.stop()
-        return summarize(shuffle_json[0], recv_json)
+        return dict(summarize(shuffle_json[0], recv_json), huge_staging=huge)
     finally:
+        for cleanup in ws.cleanups:
+            cleanup()
         ws.close()
 
 

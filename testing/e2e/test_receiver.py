@@ -135,6 +135,27 @@ class ReceiverTest(unittest.TestCase):
         self.stop_and_reports()
 
 
+    def test_slab_memory_is_bound_to_the_numa_node_of_its_thread(self):
+        """The kernel's own account (/proc/PID/numa_maps): each slab mapping
+        carries a bind policy to a node, and its pages are all there. On a
+        one-node machine that is node 0, but an unbound mapping would say
+        'default' and fail."""
+        with open("/proc/%d/numa_maps" % self.receiver.proc.pid) as f:
+            maps = [line for line in f if "acct.slab" in line]
+        log = open(self.receiver.log_path).read()
+        self.assertRegex(log, r"receive: NIC lo has no NUMA node|receive: NIC \S+ is on NUMA node \d+")
+        for k in (0, 1):
+            lines = [line.split() for line in maps if line.split()[2].endswith("acct.slab%d" % k)]
+            bound = [f for f in lines if f[1].startswith("bind:")]
+            self.assertEqual(len(bound), 1, "slab %d: values not bound to a node: %s" % (k, lines))
+            node = int(bound[0][1].split(":")[1])
+            pages = {f.split("=")[0]: int(f.split("=")[1]) for f in bound[0] if f.startswith("N") and "=" in f}
+            self.assertEqual(set(pages), {"N%d" % node}, "slab %d pages off node %d: %s" % (k, node, bound))
+            # Only the 4 KiB header page is left to the default policy.
+            self.assertLessEqual(len(lines), 2, lines)
+            self.assertRegex(log, r"stream %d: .* NUMA node %d" % (k, node))
+
+
 class CommandLineTest(unittest.TestCase):
     def setUp(self):
         self.ws = Workspace("cli")

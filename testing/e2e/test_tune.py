@@ -2,17 +2,33 @@
 interface, and --apply inside a network namespace of the test's own (where
 these sysctls are read-only) says so instead of failing or touching the host."""
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from slabcast_testlib import SLABCAST  # noqa: E402
+from slabcast_testlib import DATAGEN, SLABCAST  # noqa: E402
 
 
 def tune(*args, prefix=()):
     return subprocess.run(list(prefix) + [SLABCAST, "tune"] + list(args), capture_output=True, text=True, timeout=30)
+
+
+@contextlib.contextmanager
+def tmpfs(options):
+    """A private tmpfs mounted for the test, unmounted after."""
+    path = tempfile.mkdtemp(prefix="slabcast-tune-tmpfs-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", path], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", path], check=False)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class TuneTest(unittest.TestCase):
@@ -43,6 +59,46 @@ class TuneTest(unittest.TestCase):
         if int(before) < 64 << 20:
             self.assertIn("--apply could not set it", r.stdout)
         self.assertEqual(open("/proc/sys/net/core/rmem_max").read(), before, "the host's setting changed")
+
+
+def stage_log(data, staging):
+    """What the stager says at startup (it runs until stopped)."""
+    log = os.path.join(staging, "..", os.path.basename(staging) + ".log")
+    with open(log, "w+") as out:
+        p = subprocess.Popen([SLABCAST, "stage", "--dataset", data, "--staging", staging, "--streams", "0"],
+                             stdout=out, stderr=subprocess.STDOUT)
+        try:
+            for _ in range(200):
+                out.seek(0)
+                text = out.read()
+                if "stage: 1 steps" in text:
+                    return text
+                time.sleep(0.05)
+            raise AssertionError("the stager did not start: " + text)
+        finally:
+            p.terminate()
+            p.wait(10)
+            os.unlink(log)
+
+
+class StagingPagesTest(unittest.TestCase):
+    """A staging tmpfs with 4 KiB pages is reported by tune and warned about
+    by the stager at startup; one with huge pages is not."""
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to mount a tmpfs")
+    def test_small_pages_are_named_and_huge_pages_are_not(self):
+        data = tempfile.mkdtemp(prefix="slabcast-tune-data-")
+        try:
+            subprocess.run([DATAGEN, "--out", data, "--dims", "8,8,8", "--steps", "1"], check=True, capture_output=True)
+            for options, limited in (("size=64m", True), ("size=64m,huge=within_size", False)):
+                with tmpfs(options) as staging:
+                    r = tune("--interface", "lo", "--staging", staging)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    line = [l for l in r.stdout.splitlines() if "staging pages" in l][0]
+                    self.assertEqual(line.strip().startswith("change"), limited, r.stdout)
+                    self.assertEqual("staging pages" in stage_log(data, staging), limited)
+        finally:
+            shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,47 @@
+// Host settings that limit line-rate UDP, each read and judged in one place:
+// `slabcast tune` prints them all, and each role warns at startup about the
+// ones that limit it (seeds/000 section 4.5: the demo needed hand tuning).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace slabcast {
+
+struct HostFinding {
+    std::string what, now, advice;  // advice empty: fine as it is
+};
+
+struct SysctlWant {
+    const char* name;
+    long want;
+    const char* why;
+};
+// Receiver buffers of 64 MiB (receive --rcvbuf-mb), sender 16 MiB, and a
+// backlog deep enough for bursts of 9000-byte frames at 100 Gbit/s.
+constexpr SysctlWant kWantedSysctls[] = {
+    {"net.core.rmem_max", 64L << 20, "receive socket buffers (receive asks for 64 MiB)"},
+    {"net.core.wmem_max", 16L << 20, "send socket buffers (shuffle asks for 16 MiB)"},
+    {"net.core.netdev_max_backlog", 250000, "packets queued per CPU before the kernel drops them"},
+};
+
+std::string read_first_line(const std::string& path);
+long read_long(const std::string& path);  // -1 when missing or not a number
+std::string sysctl_path(const std::string& name);
+std::string default_interface();  // the default route's, else "lo"
+
+HostFinding check_sysctl(const SysctlWant& s);
+HostFinding check_mtu(const std::string& interface);
+HostFinding check_irqbalance();
+HostFinding check_irqs(const std::string& interface);
+HostFinding check_governor();
+HostFinding check_numa(const std::string& interface);
+HostFinding check_offloads();
+// A staging directory on tmpfs with 4 KiB pages costs a page-table entry per
+// 4 KiB of every new step, each first touched by the shuffler.
+HostFinding check_staging_pages(const std::string& staging);
+
+// Logs a warning for each finding that has advice, prefixed by `role`.
+void warn_limits(const std::string& role, const std::vector<HostFinding>& findings);
+
+}  // namespace slabcast
