@@ -146,6 +146,7 @@ int run_control(const ControlOptions& o) {
         ++sent_steps;
         c.steps_sent = sent_steps;
         int stager_copies = 0;
+        status.event({{"kind", "sync"}, {"step", step.number}, {"seq", seq}});  // its time: when the step was asked for
         for (;;) {
             const std::int64_t now = monotonic_ns();
             if (now - last_send > 200'000'000) {  // (re)send to whoever has not answered

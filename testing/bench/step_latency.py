@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Benchmark: step latency, from the controller's sync to 99.9% of the step
+placed in every one of the receiver's slabs, for 256^3 and 512^3 volumes in 8 streams on
+loopback (8 shufflers on cpu0, the receiver's 8 threads on cpu1, unpaced).
+
+Usage: SLABCAST_BUILD=build testing/bench/step_latency.py [--sizes 256,512] [--steps 6]
+
+The controller stamps each sync in its --stats-json; this script watches the
+slab headers' live counters (every ~0.5 ms) for the moment the step's placed
+records pass 99.9% of the expected ones. The floor for comparison is the
+step's bytes at the rate measured in the same run (what any transfer of that
+data at that speed would take). Not part of the default ctest run.
+"""
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import benchlib  # noqa: E402
+from benchlib import lib  # noqa: E402
+
+STREAMS = 8
+
+
+def watch(slab_paths, steps_wanted, deadline):
+    """step -> realtime when every slab had 99.9% of the step placed, from the
+    live counters: the step being written (step_records) or, if the watcher
+    looked a moment late, the step just finished (last_step_records)."""
+    per_slab = [dict() for _ in slab_paths]
+    while time.monotonic() < deadline:
+        now = time.time()
+        for seen, path in zip(per_slab, slab_paths):
+            h = lib.read_slab_header(path)
+            expected = h["step_expected"]
+            if h["step"] >= 0 and h["step_records"] >= 0.999 * expected:
+                seen.setdefault(h["step"], now)
+            if h["last_step"] >= 0 and h["last_step_records"] >= 0.999 * expected:
+                seen.setdefault(h["last_step"], now)
+        done = set.intersection(*(set(seen) for seen in per_slab))
+        if len(done) >= steps_wanted:
+            break
+        time.sleep(0.0005)
+    return {step: max(seen[step] for seen in per_slab) for step in set.intersection(*(set(s) for s in per_slab))}
+
+
+def run(n, steps):
+    dims = (n, n, n)
+    depth = n // STREAMS
+    ws = lib.Workspace("latency")
+    ws.cleanups = []
+    try:
+        data = benchlib.dataset(dims, steps=steps)
+        ports, _ = benchlib.start_receiver(ws, dims, STREAMS, depth)
+        benchlib.prestage(ws, data)
+        sync_ports, shuffle_json = benchlib.start_shufflers(ws, data, depth, ports, "0")
+        time.sleep(1.5)
+        control_json = os.path.join(ws.dir, "control.json")
+        slabs = [os.path.join(ws.shm, "bench.slab%d" % k) for k in range(STREAMS)]
+        result = {}
+        watcher = threading.Thread(target=lambda: result.update(watch(slabs, steps, time.monotonic() + 300)))
+        watcher.start()
+        benchlib.control(ws, data, sync_ports, steps, extra=["--stats-json", control_json])
+        watcher.join()
+        syncs = {e["step"]: e["time"] for e in lib.read_json_lines(control_json) if e.get("kind") == "sync"}
+        latencies = [result[s] - syncs[s] for s in syncs if s in result]
+        sent = [e for path in shuffle_json for e in lib.read_json_lines(path)
+                if e.get("kind") == "step" and e.get("result") == "finished"]
+        # Aggregate rate: all streams' bytes of a step over the step's wall time.
+        by_step = {}
+        for e in sent:
+            by_step.setdefault(e["step"], []).append(e)
+        rates = [sum(x["gbps"] * x["seconds"] for x in v) / max(x["seconds"] for x in v) for v in by_step.values()]
+        for role in reversed(ws.roles):
+            role.stop()
+        step_gbit = n ** 3 * 16 * 8 / 1e9
+        return {"latencies": latencies, "gbps": statistics.median(rates), "step_gbit": step_gbit,
+                "missed": steps - len(latencies)}
+    finally:
+        for cleanup in ws.cleanups:
+            cleanup()
+        ws.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="256,512")
+    ap.add_argument("--steps", type=int, default=6)
+    args = ap.parse_args()
+    rows = [(n, run(n, args.steps)) for n in (int(v) for v in args.sizes.split(","))]
+    print("\nstep latency: sync -> 99.9%% placed, %d streams on loopback (8 shufflers on cpu0, receiver on cpu1)"
+          % STREAMS)
+    print("%-8s %8s %12s %10s %10s %14s %8s" % ("volume", "steps", "median ms", "min ms", "max ms",
+                                               "floor ms (rate)", "ratio"))
+    for n, r in rows:
+        lat = r["latencies"]
+        floor = r["step_gbit"] / r["gbps"] * 1e3
+        print("%-8s %8d %12.1f %10.1f %10.1f %8.1f (%4.1fG) %8.2f%s"
+              % ("%d^3" % n, len(lat), 1e3 * statistics.median(lat), 1e3 * min(lat), 1e3 * max(lat), floor,
+                 r["gbps"], 1e3 * statistics.median(lat) / floor,
+                 "" if not r["missed"] else "  (%d step(s) never reached 99.9%%)" % r["missed"]))
+
+
+if __name__ == "__main__":
+    main()
