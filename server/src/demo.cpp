@@ -380,6 +380,7 @@ private:
             std::this_thread::sleep_for(std::chrono::seconds(3));
             std::ofstream(stop_file()).put('\n');
             if (!renderer_.wait_for(30000)) spdlog::warn("demo: the renderer did not stop by itself; killing it");
+            fs::remove(stop_file());
         }
         return rc;
     }

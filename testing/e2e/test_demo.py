@@ -59,6 +59,9 @@ class DemoTest(unittest.TestCase):
         shown = re.findall(r"frame \d+: step (\d+)", open(os.path.join(out, "logs", "render.log")).read())
         self.assertGreater(len(set(shown)), 1, "the renderer showed one step only")
         self.assertEqual(glob.glob("/dev/shm/slabcast-demo-%d*" % self.port), [], "the demo left shared memory behind")
+        if shutil.which("ffmpeg"):
+            video = os.path.join(out, "demo.mp4")
+            self.assertTrue(os.path.exists(video) and os.path.getsize(video) > 1000, "no video although ffmpeg is here")
 
     def test_head_to_head_shows_both_volumes_in_one_frame(self):
         out, text = self.run_demo("--head-to-head", "--streams", "8")
