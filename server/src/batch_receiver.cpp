@@ -17,7 +17,8 @@ BatchReceiver::BatchReceiver(int batch, bool gro)
       buffers_(static_cast<std::size_t>(batch) * buffer_bytes_),
       controls_(static_cast<std::size_t>(batch) * kControlBytes),
       iovs_(batch),
-      msgs_(batch) {
+      msgs_(batch),
+      sources_(batch) {
     for (int i = 0; i < batch; ++i) iovs_[i] = iovec{buffers_.data() + i * buffer_bytes_, buffer_bytes_};
 }
 
@@ -26,6 +27,10 @@ long BatchReceiver::receive(int fd, const std::function<void(const std::uint8_t*
         msgs_[i] = mmsghdr{};
         msgs_[i].msg_hdr.msg_iov = &iovs_[i];
         msgs_[i].msg_hdr.msg_iovlen = 1;
+        if (filter_) {
+            msgs_[i].msg_hdr.msg_name = &sources_[i];
+            msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+        }
         if (gro_) {
             msgs_[i].msg_hdr.msg_control = controls_.data() + i * kControlBytes;
             msgs_[i].msg_hdr.msg_controllen = kControlBytes;
@@ -39,6 +44,10 @@ long BatchReceiver::receive(int fd, const std::function<void(const std::uint8_t*
         const auto* data = static_cast<const std::uint8_t*>(iovs_[i].iov_base);
         const std::size_t length = msgs_[i].msg_len;
         bytes += static_cast<long>(length);
+        if (filter_ && !filter_->allows(sources_[i])) {
+            ++foreign_;
+            continue;
+        }
         if (h.msg_flags & MSG_TRUNC) {
             on_datagram(data, kMaxDatagram + 1);
             continue;

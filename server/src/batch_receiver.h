@@ -3,6 +3,8 @@
 // No allocation per call: buffers are made once.
 #pragma once
 
+#include "address_filter.h"
+
 #include <sys/socket.h>
 
 #include <cstddef>
@@ -26,6 +28,11 @@ public:
 
     static constexpr std::size_t kMaxDatagram = 9216;  // > 8968, the largest quad packet
 
+    // Only datagrams from senders the filter allows reach on_datagram; the
+    // others are counted in foreign() and dropped. Null (the default): all pass.
+    void set_filter(const AddressFilter* filter) { filter_ = filter; }
+    std::uint64_t foreign() const { return foreign_; }
+
 private:
     bool gro_;
     std::size_t buffer_bytes_;
@@ -33,6 +40,9 @@ private:
     std::vector<std::uint8_t> controls_;
     std::vector<iovec> iovs_;
     std::vector<mmsghdr> msgs_;
+    std::vector<sockaddr_storage> sources_;
+    const AddressFilter* filter_ = nullptr;
+    std::uint64_t foreign_ = 0;
 };
 
 }  // namespace slabcast

@@ -2,6 +2,7 @@
 // CPU, its slab in shared memory allocated and pre-faulted on that CPU's NUMA
 // node; each thread drains its UDP port with recvmmsg and places every value at
 // its offset. Writes NAME.slabcast for the ParaView reader.
+#include "address_filter.h"
 #include "batch_receiver.h"
 #include "host_checks.h"
 #include "numa_placement.h"
@@ -41,6 +42,7 @@ struct ReceiveOptions {
     int ghost_planes = 1;
     std::string cpus;
     std::string interface;
+    std::vector<std::string> allow;  // "CIDR,..." or "K=CIDR,..."
     int rcvbuf_mb = 64;
     int batch = 64;
     int stale_window_ms = 250;
@@ -86,6 +88,7 @@ struct Stream {
     Socket socket;
     std::unique_ptr<SlabReceiver> receiver;
     StreamCounters counters;
+    AddressFilter allowed;  // senders this stream takes data from; empty: any
     std::thread thread;
 };
 
@@ -112,6 +115,26 @@ std::vector<int> choose_cpus(const ReceiveOptions& o, const std::string& address
     return allowed_cpus();
 }
 
+// --allow CIDR[,CIDR...] for every stream, --allow K=CIDR[,...] for stream K.
+void apply_allowlist(const std::vector<std::string>& items, const std::map<int, Stream*>& by_slab) {
+    for (const std::string& item : items) {
+        const auto eq = item.find('=');
+        if (eq == std::string::npos) {
+            for (auto& [slab, s] : by_slab) s->allowed.add_list(item);
+            continue;
+        }
+        const int slab = parse_index_list(item.substr(0, eq), "--allow stream")[0];
+        if (!by_slab.count(slab)) throw std::invalid_argument("--allow '" + item + "': no --stream for slab " +
+                                                              std::to_string(slab));
+        by_slab.at(slab)->allowed.add_list(item.substr(eq + 1));
+    }
+    for (auto& [slab, s] : by_slab)
+        if (s->allowed.empty())
+            spdlog::warn("stream {}: no --allow list: any host that can reach the port can write into the slab", slab);
+        else
+            spdlog::info("stream {}: accepting packets from {}", slab, s->allowed.to_string());
+}
+
 void receive_loop(Stream& s, int batch, bool gro) {
     try {
         pin_current_thread(s.cpu);
@@ -121,6 +144,9 @@ void receive_loop(Stream& s, int batch, bool gro) {
         return;
     }
     BatchReceiver receiver(batch, gro);
+    if (!s.allowed.empty()) receiver.set_filter(&s.allowed);
+    SlabLive& live = s.slab.header_rw().live;
+    live.foreign.store(0);  // this receiver's own count, as for the other traffic counters
     while (!stop_requested()) {
         std::int64_t now = 0;
         const long bytes = receiver.receive(s.socket.fd(), [&](const std::uint8_t* data, std::size_t length) {
@@ -133,6 +159,7 @@ void receive_loop(Stream& s, int batch, bool gro) {
         }
         if (bytes == 0) continue;
         s.receiver->publish();
+        live.foreign.store(receiver.foreign(), std::memory_order_relaxed);
         s.counters.bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
     }
 }
@@ -188,6 +215,7 @@ int run_receive(const ReceiveOptions& o) {
         streams.push_back(std::move(s));
     }
     if (streams.empty()) throw std::invalid_argument("give at least one --stream SLAB:PORT");
+    apply_allowlist(o.allow, by_slab);
 
     if (::mkdir(o.shm_dir.c_str(), 0750) != 0 && errno != EEXIST)
         throw std::runtime_error(o.shm_dir + ": cannot create: " + std::strerror(errno));
@@ -256,7 +284,7 @@ int run_receive(const ReceiveOptions& o) {
     RateMeter meter;
     meter.gbit_per_s(0);
     status.start([&] {
-        std::uint64_t bytes = 0, packets = 0, rejected = 0, stale = 0, dups = 0, fexp = 0, frec = 0;
+        std::uint64_t bytes = 0, packets = 0, rejected = 0, stale = 0, dups = 0, fexp = 0, frec = 0, foreign = 0;
         nlohmann::json per_stream = nlohmann::json::array();
         std::int64_t step = -1;
         double progress = 0;
@@ -267,23 +295,26 @@ int run_receive(const ReceiveOptions& o) {
             rejected += live.rejected.load();
             stale += live.stale.load();
             dups += live.duplicates.load();
+            foreign += live.foreign.load();
             fexp += s->counters.finished_expected.load();
             frec += s->counters.finished_records.load();
             step = std::max<std::int64_t>(step, live.step.load());
             const double p = static_cast<double>(live.step_records.load()) / static_cast<double>(live.step_expected.load());
             progress += p / static_cast<double>(streams.size());
             per_stream.push_back({{"stream", s->spec.slab}, {"step", live.step.load()}, {"progress", p},
-                                  {"packets", live.packets.load()}, {"last_step", live.last_step.load()},
+                                  {"packets", live.packets.load()}, {"foreign", live.foreign.load()},
+                                  {"last_step", live.last_step.load()},
                                   {"last_step_loss_percent", live.last_step_loss_ppm.load() / 1e4}});
         }
         const double gbps = meter.gbit_per_s(bytes);
         const double loss = fexp ? 100.0 * static_cast<double>(fexp - frec) / static_cast<double>(fexp) : 0.0;
         return nlohmann::json{
             {"line", fmt::format("receive: {:.2f} Gbit/s, {} packets, loss {:.3f}%, step {} ({:.0f}% placed), "
-                                 "rejected {}, stale {}, duplicates {}",
-                                 gbps, packets, loss, step, 100 * progress, rejected, stale, dups)},
+                                 "rejected {}, stale {}, duplicates {}{}",
+                                 gbps, packets, loss, step, 100 * progress, rejected, stale, dups,
+                                 foreign ? fmt::format(", foreign {}", foreign) : std::string())},
             {"gbps", gbps}, {"packets", packets}, {"loss_percent", loss}, {"step", step}, {"rejected", rejected},
-            {"stale", stale}, {"duplicates", dups}, {"streams", per_stream}};
+            {"stale", stale}, {"duplicates", dups}, {"foreign", foreign}, {"streams", per_stream}};
     });
 
     for (auto& s : streams) s->thread.join();
@@ -309,6 +340,9 @@ void register_receive(CLI::App& root, RoleMain& run) {
     c->add_option("--ghost-planes", o->ghost_planes, "planes stored below each slab (0 or 1)")->capture_default_str();
     c->add_option("--cpus", o->cpus, "CPUs for the stream threads, e.g. 0,2-3 (default: the NIC's NUMA node)");
     c->add_option("--interface", o->interface, "NIC whose NUMA node gets the threads (default: the one with --listen)");
+    c->add_option("--allow", o->allow,
+                  "senders to accept: CIDR[,CIDR...] for every stream, or K=CIDR[,...] for stream K; repeatable "
+                  "(default: any sender, with a warning)");
     c->add_option("--rcvbuf-mb", o->rcvbuf_mb, "socket receive buffer, MiB")->capture_default_str();
     c->add_option("--batch", o->batch, "datagrams per recvmmsg call")->capture_default_str();
     c->add_option("--gro", o->gro, "UDP receive offload: the kernel hands over coalesced datagrams")

@@ -22,8 +22,8 @@ HEADER_BYTES = 4096
 _LIVE = 256
 _LIVE_FIELDS = ["generation", "writes", "step", "step_records", "step_expected", "last_step",
                 "last_step_records", "last_step_loss_ppm", "last_step_complete", "packets", "rejected",
-                "stale", "duplicates", "writer_pid", "heartbeat_ns"]
-_LIVE_FORMAT = "<QQqQQqQIIQQQQqq"
+                "stale", "duplicates", "writer_pid", "heartbeat_ns", "foreign"]
+_LIVE_FORMAT = "<QQqQQqQIIQQQQqqQ"
 
 
 def quad_packet(batch, records):

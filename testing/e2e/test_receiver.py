@@ -156,6 +156,62 @@ class ReceiverTest(unittest.TestCase):
             self.assertRegex(log, r"stream %d: .* NUMA node %d" % (k, node))
 
 
+class AllowlistTest(unittest.TestCase):
+    """--allow: stream 0 takes packets from 127.0.0.1 only; the same packets
+    sent from 127.0.0.2 (another loopback address) are counted as foreign and
+    write nothing. Stream 1 has no list and takes both."""
+
+    def test_packets_from_senders_not_on_the_list_are_counted_and_dropped(self):
+        ws = Workspace("allow")
+        try:
+            ports = free_udp_ports(2)
+            receiver = ws.start("receive", [
+                "receive", "--name", "allow", "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
+                "--listen", "127.0.0.1", "--stream", "0:%d" % ports[0], "--stream", "1:%d" % ports[1],
+                "--allow", "0=127.0.0.1/32", "--shm-dir", ws.shm])
+            slab0, slab1 = (os.path.join(ws.shm, "allow.slab%d" % k) for k in (0, 1))
+            wait_for(lambda: os.path.exists(os.path.join(ws.shm, "allow.slabcast")), what="the receiver")
+            stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            stranger.bind(("127.0.0.2", 0))
+            friend = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                spoofed = packets_of(1, owned_records(1, 0))
+                for p in spoofed:
+                    stranger.sendto(p, ("127.0.0.1", ports[0]))
+                wait_for(lambda: read_slab_header(slab0)["foreign"] == len(spoofed), what="the foreign count")
+                self.assertEqual(read_slab_header(slab0)["packets"], 0)
+                self.assertEqual(set(read_slab_values(slab0)), {0}, "a foreign packet was written")
+                for p in packets_of(2, owned_records(2, 0)):
+                    friend.sendto(p, ("127.0.0.1", ports[0]))
+                wait_for(lambda: read_slab_header(slab0)["step_records"] == len(owned_records(2, 0)),
+                         what="the allowed sender's step")
+                for p in packets_of(2, owned_records(2, 1))[:3]:
+                    stranger.sendto(p, ("127.0.0.1", ports[1]))
+                wait_for(lambda: read_slab_header(slab1)["packets"] == 3, what="stream 1, which has no list")
+                self.assertEqual(read_slab_header(slab1)["foreign"], 0)
+            finally:
+                stranger.close()
+                friend.close()
+            self.assertEqual(receiver.stop(), 0)
+            log = open(receiver.log_path).read()
+            self.assertIn("stream 0: accepting packets from 127.0.0.1/32", log)
+            self.assertIn("stream 1: no --allow list", log)
+        finally:
+            ws.close()
+
+    def test_bad_allow_items_are_named(self):
+        ws = Workspace("allowbad")
+        try:
+            for bad, why in (("10.0.0.300", "not an IPv4 or IPv6 address"), ("5=127.0.0.1", "no --stream for slab 5"),
+                             ("127.0.0.1/40", "prefix must be 0..32")):
+                r = ws.run(["receive", "--name", "x", "--dims", "8,8,8", "--slab-depth", "8", "--listen", "127.0.0.1",
+                            "--stream", "0:%d" % free_udp_ports(1)[0], "--shm-dir", ws.shm, "--allow", bad])
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn(why, r.stderr)
+        finally:
+            ws.close()
+
+
 class CommandLineTest(unittest.TestCase):
     def setUp(self):
         self.ws = Workspace("cli")

@@ -37,6 +37,7 @@ struct SlabLive {
     std::atomic<std::uint64_t> duplicates;     // records already received this step
     std::atomic<std::int64_t> writer_pid;      // receiver process, 0 when none
     std::atomic<std::int64_t> heartbeat_ns;    // CLOCK_REALTIME of the last update
+    std::atomic<std::uint64_t> foreign;        // datagrams from senders not on the allowlist
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "shared counters need lock-free atomics");
 
@@ -62,7 +63,8 @@ static_assert(offsetof(SlabHeader, data_bytes) == 16 && offsetof(SlabHeader, nx)
               offsetof(SlabHeader, stored_z_begin) == 52 && offsetof(SlabHeader, field) == 60 &&
               offsetof(SlabHeader, live) == 256);
 static_assert(offsetof(SlabLive, step) == 16 && offsetof(SlabLive, last_step_loss_ppm) == 56 &&
-              offsetof(SlabLive, packets) == 64 && offsetof(SlabLive, heartbeat_ns) == 104);
+              offsetof(SlabLive, packets) == 64 && offsetof(SlabLive, heartbeat_ns) == 104 &&
+              offsetof(SlabLive, foreign) == 112);
 
 // A mapped slab file. Move-only; unmaps on destruction.
 class SlabMapping {
