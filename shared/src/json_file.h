@@ -4,7 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace slabcast::json_file {
 
@@ -13,13 +18,52 @@ nlohmann::json parse(const std::string& text, const std::string& path);
 std::string read_text(const std::string& path);
 void write_atomically(const std::string& path, const std::string& text);
 
+namespace detail {
+
+// A whole number that fits T. nlohmann's get<int>() would convert 1e300 or
+// 2^40 by a C++ cast, which is undefined for floats out of range (found by
+// fuzz_descriptor; testing/fuzz/regressions/).
+template <typename T>
+T whole_number(const nlohmann::json& v, const std::string& what) {
+    if (!v.is_number_integer()) throw std::runtime_error(what + " must be a whole number");
+    if (v.is_number_unsigned()) {
+        const auto u = v.get<std::uint64_t>();
+        if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+            throw std::runtime_error(what + " is out of range");
+        return static_cast<T>(u);
+    }
+    const auto i = v.get<std::int64_t>();
+    if (i < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+        i > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+        throw std::runtime_error(what + " is out of range");
+    return static_cast<T>(i);
+}
+
+template <typename T>
+struct is_vector : std::false_type {};
+template <typename T>
+struct is_vector<std::vector<T>> : std::true_type {};
+
+}  // namespace detail
+
 template <typename T>
 T field(const nlohmann::json& j, const char* key, const std::string& path) {
     if (!j.is_object() || !j.contains(key)) throw std::runtime_error(path + ": missing field '" + key + "'");
-    try {
-        return j.at(key).get<T>();
-    } catch (const nlohmann::json::exception&) {
-        throw std::runtime_error(path + ": field '" + std::string(key) + "' has the wrong type");
+    const nlohmann::json& v = j.at(key);
+    const std::string what = path + ": field '" + std::string(key) + "'";
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        return detail::whole_number<T>(v, what);
+    } else if constexpr (detail::is_vector<T>::value && std::is_integral_v<typename T::value_type>) {
+        if (!v.is_array()) throw std::runtime_error(what + " has the wrong type");
+        T out;
+        for (const auto& e : v) out.push_back(detail::whole_number<typename T::value_type>(e, what));
+        return out;
+    } else {
+        try {
+            return v.get<T>();
+        } catch (const nlohmann::json::exception&) {
+            throw std::runtime_error(what + " has the wrong type");
+        }
     }
 }
 

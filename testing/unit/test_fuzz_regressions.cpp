@@ -31,3 +31,17 @@ TEST_CASE("a descriptor with a number too large for a double is an error naming 
     CHECK_THROWS_WITH(slabcast::parse_descriptor(text, "x.slabcast"), Catch::Contains("x.slabcast: not valid JSON"));
     CHECK_THROWS_AS(slabcast::parse_descriptor("{\"dims\": 1e999999}", "y.slabcast"), std::runtime_error);
 }
+
+TEST_CASE("numbers that do not fit the field are errors naming the field, not undefined casts") {
+    // slab_depth 1.6e31 was cast from double to int (undefined behaviour, UBSan aborted).
+    CHECK_THROWS_WITH(slabcast::parse_descriptor(regression("descriptor-float-to-int"), "z.slabcast"),
+                      Catch::Contains("z.slabcast: field 'slab_depth' must be a whole number"));
+    const std::string base = R"({"format": "slabcast", "version": 1, "name": "c", "field": "density",
+        "ghost_planes": 1, "origin": [0, 0, 0], "spacing": [1, 1, 1], "slabs": [], )";
+    CHECK_THROWS_WITH(slabcast::parse_descriptor(base + R"("dims": [8, 8, 8], "slab_depth": 4294967300})", "w"),
+                      Catch::Contains("field 'slab_depth' is out of range"));
+    CHECK_THROWS_WITH(slabcast::parse_descriptor(base + R"("dims": [8, 8.5, 8], "slab_depth": 4})", "w"),
+                      Catch::Contains("field 'dims' must be a whole number"));
+    CHECK(slabcast::parse_descriptor(base + R"("dims": [8, 8, 8], "slab_depth": 4})", "w").slab_depth == 4);
+}
+
