@@ -39,13 +39,23 @@ StagedStep::~StagedStep() {
 
 StagedStep StagedStep::open(const std::string& path, std::uint64_t expected_bytes, std::string& problem) {
     StagedStep s;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // The sync packet names the file, so it must stay a plain file in the
+    // staging directory: the name has no '/' (control::location_is_safe), a
+    // symbolic link is refused (O_NOFOLLOW: it could point anywhere), and so is
+    // anything but a regular file (O_NONBLOCK: a FIFO must not hang us).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
-        problem = path + ": " + std::strerror(errno);
+        problem = path + (errno == ELOOP ? ": is a symbolic link; refused (staged steps must be plain files)"
+                                         : ": " + std::string(std::strerror(errno)));
         return s;
     }
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) != expected_bytes) {
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        problem = path + ": not a regular file; refused";
+        ::close(fd);
+        return s;
+    }
+    if (static_cast<std::uint64_t>(st.st_size) != expected_bytes) {
         problem = path + ": " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(expected_bytes);
         ::close(fd);
         return s;
