@@ -1,5 +1,7 @@
 #include "json_file.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -35,6 +37,9 @@ void write_atomically(const std::string& path, const std::string& text) {
         out << text;
         if (!out.flush()) throw std::runtime_error(tmp + ": write error");
     }
+    // Readable by all (the renderer may run as another user), writable by the
+    // owner only, whatever the umask.
+    if (::chmod(tmp.c_str(), 0644) != 0) throw std::runtime_error(tmp + ": cannot chmod: " + std::strerror(errno));
     if (std::rename(tmp.c_str(), path.c_str()) != 0)
         throw std::runtime_error(path + ": cannot rename into place: " + std::strerror(errno));
 }

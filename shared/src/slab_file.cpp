@@ -91,6 +91,9 @@ SlabMapping SlabMapping::create(const std::string& path, const Dims& dims, int s
     if (f.fd < 0) fail(path, "cannot create slab: " + errno_text());
     struct stat st {};
     if (::fstat(f.fd, &st) != 0) fail(path, "cannot stat slab: " + errno_text());
+    if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file");
+    // An existing file keeps its mode through O_CREAT: narrow it as well.
+    if ((st.st_mode & 07777) != 0640 && ::fchmod(f.fd, 0640) != 0) fail(path, "cannot chmod 0640: " + errno_text());
 
     // Re-attach to a slab that already has exactly this shape (a restarted
     // receiver keeps what it had placed); otherwise start afresh.

@@ -135,6 +135,14 @@ class ReceiverTest(unittest.TestCase):
         self.stop_and_reports()
 
 
+    def test_shared_memory_is_never_world_accessible_for_writing(self):
+        """Slabs 0640 (owner writes, the renderer's group reads), the directory
+        0750, the descriptor not writable by others."""
+        for k in (0, 1):
+            self.assertEqual(os.stat(self.slab(k)).st_mode & 0o777, 0o640, self.slab(k))
+        self.assertEqual(os.stat(self.ws.shm).st_mode & 0o777, 0o750)
+        self.assertEqual(os.stat(os.path.join(self.ws.shm, "acct.slabcast")).st_mode & 0o022, 0)
+
     def test_slab_memory_is_bound_to_the_numa_node_of_its_thread(self):
         """The kernel's own account (/proc/PID/numa_maps): each slab mapping
         carries a bind policy to a node, and its pages are all there. On a
