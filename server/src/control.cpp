@@ -1,6 +1,7 @@
 // `slabcast control`: tells every shuffler (and the stager) which step to send
 // next, with sync packets resent until each shuffler answers. Steps advance at
 // a fixed interval, or as soon as every shuffler has finished the step.
+#include "key_file.h"
 #include "roles.h"
 #include "status_reporter.h"
 #include "stop_signal.h"
@@ -13,6 +14,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <ctime>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -20,6 +23,7 @@ namespace slabcast {
 namespace {
 
 struct ControlOptions {
+    std::string key_file;  // signs the syncs (empty: unauthenticated, with a warning)
     std::string dataset;
     std::vector<std::string> shufflers;
     std::vector<std::string> stagers;
@@ -91,6 +95,12 @@ struct ControlCounters {
     std::atomic<int> started{0}, finished{0};
 };
 
+std::int64_t realtime_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 int run_control(const ControlOptions& o) {
     const Dataset dataset = read_dataset(o.dataset);
     const auto schedule = select_steps(dataset, o.steps);
@@ -105,6 +115,9 @@ int run_control(const ControlOptions& o) {
     set_receive_timeout(sock.fd(), 20);
 
     std::random_device rd;
+    std::optional<control::SyncKey> key;
+    if (!o.key_file.empty()) key = load_sync_key(o.key_file);
+    else spdlog::warn("control: syncs are not authenticated (no --key-file): shufflers started with one will drop them");
     const std::uint64_t session = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(monotonic_ns());
     std::uint32_t seq = 0;
 
@@ -132,7 +145,8 @@ int run_control(const ControlOptions& o) {
         if (o.count > 0 && sent_steps >= o.count) break;
         const DatasetStep& step = *schedule[i];
         control::Sync sync{session, ++seq, step.number, step.file};
-        const auto packet = control::encode(sync);
+        sync.time_ns = realtime_ns();
+        const auto packet = control::encode(sync, key ? &*key : nullptr);
         auto send_to = [&](const Endpoint& e) {
             ::sendto(sock.fd(), packet.data(), packet.size(), 0, reinterpret_cast<const sockaddr*>(&e.addr), e.length);
         };
@@ -209,6 +223,8 @@ void register_control(CLI::App& root, RoleMain& run) {
     auto o = std::make_shared<ControlOptions>();
     CLI::App* c = root.add_subcommand("control", "sync every shuffler (and stager) to the next step");
     c->add_option("--dataset", o->dataset, "dataset directory or its dataset.json")->required();
+    c->add_option("--key-file", o->key_file, "authenticate the syncs with this key (slabcast keygen; same file on "
+                                             "every shuffler and stager)");
     c->add_option("--shuffler", o->shufflers, "shuffler sync address HOST:PORT or HOST:FIRST-LAST")->required();
     c->add_option("--stager", o->stagers, "stager sync address HOST:PORT (so it frees steps left behind)");
     c->add_option("--bind", o->bind, "local address for sync packets and replies")->capture_default_str();

@@ -4,6 +4,7 @@
 // 1/8 of the volume at the same resolution over a tenth of the bandwidth,
 // rendered beside the full volume in one frame.
 #include "child_process.h"
+#include "key_file.h"
 #include "roles.h"
 #include "stop_signal.h"
 
@@ -98,6 +99,9 @@ public:
         fs::remove_all(o_.out + "/logs");
         fs::remove_all(o_.out + "/frames");
         fs::create_directories(o_.out + "/logs");
+        // A fresh key for this run: the syncs are authenticated, as they should be anywhere.
+        fs::remove(key_file());
+        write_new_key(key_file());
         fs::create_directories(o_.out + "/frames");
         fs::remove(stop_file());
         plan_sides();
@@ -124,6 +128,7 @@ private:
     std::string descriptor(const Side& s) const { return shm_dir() + "/" + s.name + ".slabcast"; }
     std::string log(const std::string& name) const { return o_.out + "/logs/" + name + ".log"; }
     std::string stop_file() const { return o_.out + "/stop"; }
+    std::string key_file() const { return o_.out + "/sync.key"; }
     std::string plugin_dir() const { return build_ + "/plugin/lib/paraview-5.11/plugins/Slabcast"; }
     bool gui() const { return !o_.headless && std::getenv("DISPLAY") && *std::getenv("DISPLAY"); }
 
@@ -237,7 +242,7 @@ private:
     void start_side(const Side& s) {
         const std::string self = fs::read_symlink("/proc/self/exe").string();
         std::vector<std::string> recv = {self, "receive", "--name", s.name, "--dims", s.dims, "--slab-depth",
-                                         std::to_string(depth_), "--listen", "127.0.0.1", "--shm-dir", shm_dir(),
+                                         std::to_string(depth_), "--listen", "127.0.0.1", "--allow", "127.0.0.1", "--shm-dir", shm_dir(),
                                          "--stats-json", o_.out + "/logs/" + s.name + "-receive.json"};
         for (int k = 0; k < s.streams; ++k) {
             recv.push_back("--stream");
@@ -247,13 +252,15 @@ private:
         children_.emplace_back(s.name + "-stage", ChildProcess::start(
             {self, "stage", "--dataset", dataset_, "--staging", staging(s), "--streams",
              fmt::format("0-{}", s.streams - 1), "--sync", fmt::format("127.0.0.1:{}", s.stager_port), "--loop",
+             "--key-file", key_file(), "--controller", "127.0.0.1",
              "--budget", std::to_string(3 * dims_.count() * 4 / 1048576 + 1) + "M"},
             log(s.name + "-stage")));
         for (int k = 0; k < s.streams; ++k)
             children_.emplace_back(fmt::format("{}-shuffle{}", s.name, k), ChildProcess::start(
                 {self, "shuffle", "--stream", std::to_string(k), "--to", fmt::format("127.0.0.1:{}", s.first_port + k),
                  "--staging", staging(s), "--dataset", dataset_, "--slab-depth", std::to_string(depth_), "--sync",
-                 fmt::format("127.0.0.1:{}", s.sync_port + k), "--rate", s.rate, "--wait-staged-ms", "10000"},
+                 fmt::format("127.0.0.1:{}", s.sync_port + k), "--rate", s.rate, "--wait-staged-ms", "10000",
+                 "--key-file", key_file(), "--controller", "127.0.0.1"},
                 log(fmt::format("{}-shuffle{}", s.name, k))));
     }
 
@@ -338,7 +345,8 @@ private:
 
     void start_controller() {
         const std::string self = fs::read_symlink("/proc/self/exe").string();
-        std::vector<std::string> argv = {self, "control", "--dataset", dataset_, "--loop", "--stats-json",
+        std::vector<std::string> argv = {self, "control", "--dataset", dataset_, "--loop", "--key-file", key_file(),
+                                         "--stats-json",
                                          o_.out + "/logs/control.json", "--interval", fmt::format("{}", o_.step_interval)};
         if (!o_.forever) {
             argv.push_back("--count");

@@ -18,5 +18,6 @@ void register_clean(CLI::App& root, RoleMain& run);
 void register_demo(CLI::App& root, RoleMain& run);
 void register_plan(CLI::App& root, RoleMain& run);
 void register_tune(CLI::App& root, RoleMain& run);
+void register_keygen(CLI::App& root, RoleMain& run);
 
 }  // namespace slabcast

@@ -5,6 +5,7 @@
 #include "host_checks.h"
 #include "numa_placement.h"
 #include "send_order.h"
+#include "sync_gate.h"
 #include "staged_step.h"
 #include "status_reporter.h"
 #include "stop_signal.h"
@@ -28,6 +29,8 @@ namespace slabcast {
 namespace {
 
 struct ShuffleOptions {
+    std::string key_file;    // authenticates syncs (empty: unauthenticated, with a warning)
+    std::string controller;  // addresses syncs may come from (empty: any)
     int stream = -1;
     std::string to;
     std::string staging;
@@ -54,7 +57,8 @@ struct ShuffleCounters {
 class Shuffler {
 public:
     Shuffler(const ShuffleOptions& o, StatusReporter& status)
-        : o_(o), status_(status), dataset_(read_dataset(o.dataset)), pacer_(parse_rate_bps(o.rate)) {
+        : o_(o), status_(status), dataset_(read_dataset(o.dataset)), pacer_(parse_rate_bps(o.rate)),
+          gate_(fmt::format("shuffle {}", o.stream), o.key_file, o.controller) {
         if (o.slab_depth < 1) throw std::invalid_argument("--slab-depth must be >= 1");
         if (o.ghost_planes < 0 || o.ghost_planes > 1) throw std::invalid_argument("--ghost-planes must be 0 or 1");
         if (o.batch < 1 || o.batch > 256) throw std::invalid_argument("--batch must be 1..256");
@@ -119,21 +123,19 @@ private:
                                          reinterpret_cast<sockaddr*>(&from), &from_len);
             if (n < 0) return;
             block = false;
-            const auto sync = control::decode_sync(buf, static_cast<std::size_t>(n));
-            if (!sync) {
-                spdlog::warn("shuffle {}: dropped a malformed sync packet from {}", o_.stream, to_string(from));
-                continue;
-            }
+            control::Sync sync;
+            const SyncGate::Verdict verdict = gate_.admit(buf, static_cast<std::size_t>(n), from, sync);
+            if (verdict == SyncGate::Verdict::Dropped) continue;
             controller_ = from;
             controller_len_ = from_len;
-            if (!control::supersedes(*sync, last_sync_)) {
+            if (verdict == SyncGate::Verdict::Repeat) {
                 // The controller resends until it hears from us: answer again.
-                reply(step_ ? control::ReplyKind::Started : last_outcome_, *sync, sent_in_step_);
+                reply(step_ ? control::ReplyKind::Started : last_outcome_, sync, sent_in_step_);
                 continue;
             }
             if (step_) end_step(control::ReplyKind::Abandoned);
             last_sync_ = sync;
-            begin_step(*sync);
+            begin_step(sync);
         }
     }
 
@@ -302,6 +304,7 @@ private:
     std::vector<iovec> iov_;
     std::vector<mmsghdr> msgs_;
     std::optional<StagedStep> step_;
+    SyncGate gate_;
     std::optional<control::Sync> last_sync_;
     control::ReplyKind last_outcome_ = control::ReplyKind::Finished;
     sockaddr_storage controller_{};
@@ -346,6 +349,8 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
     c->add_option("--dataset", o->dataset, "dataset directory or its dataset.json")->required();
     c->add_option("--slab-depth", o->slab_depth, "z planes per slab")->required();
     c->add_option("--sync", o->sync, "HOST:PORT to listen on for sync packets")->required();
+    c->add_option("--key-file", o->key_file, "accept only syncs authenticated with this key (slabcast keygen)");
+    c->add_option("--controller", o->controller, "accept syncs only from these addresses/CIDRs, e.g. 10.0.0.5");
     c->add_option("--rate", o->rate, "send rate of UDP payload, e.g. 2.81G; 0 = unlimited")->capture_default_str();
     c->add_option("--order", o->order, "scan (z-slab scan order) or morton (z-order)")->capture_default_str();
     c->add_option("--ghost-planes", o->ghost_planes, "also send this many planes below the slab (0 or 1)")

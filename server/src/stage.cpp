@@ -5,6 +5,7 @@
 #include "numa_placement.h"
 #include "host_checks.h"
 #include "roles.h"
+#include "sync_gate.h"
 #include "staged_step.h"
 #include "status_reporter.h"
 #include "step_copier.h"
@@ -32,6 +33,8 @@ namespace slabcast {
 namespace {
 
 struct StageOptions {
+    std::string key_file;    // authenticates syncs (empty: unauthenticated, with a warning)
+    std::string controller;  // addresses syncs may come from (empty: any)
     std::string dataset;
     std::string staging;
     std::string budget;
@@ -92,6 +95,7 @@ public:
             const Endpoint e = parse_endpoint(o.sync);
             sync_ = Socket(open_udp_socket(e.addr.ss_family));
             bind_socket(sync_.fd(), e);
+            gate_.emplace("stage", o.key_file, o.controller);
             set_receive_timeout(sync_.fd(), 5);
         }
         warn_limits("stage", {check_staging_pages(o.staging)});
@@ -135,12 +139,15 @@ private:
         if (sync_.fd() < 0) return;
         std::uint8_t buf[2048];
         for (int i = 0; i < 64; ++i) {
-            const ssize_t n = ::recv(sync_.fd(), buf, sizeof buf, i == 0 ? 0 : MSG_DONTWAIT);
+            sockaddr_storage from{};
+            socklen_t from_len = sizeof from;
+            const ssize_t n = ::recvfrom(sync_.fd(), buf, sizeof buf, i == 0 ? 0 : MSG_DONTWAIT,
+                                         reinterpret_cast<sockaddr*>(&from), &from_len);
             if (n < 0) return;
-            const auto sync = control::decode_sync(buf, static_cast<std::size_t>(n));
-            if (!sync || !control::supersedes(*sync, last_sync_)) continue;
+            control::Sync sync;
+            if (gate_->admit(buf, static_cast<std::size_t>(n), from, sync) != SyncGate::Verdict::New) continue;
             last_sync_ = sync;
-            move_cursor_to(sync->step);
+            move_cursor_to(sync.step);
         }
     }
 
@@ -255,6 +262,7 @@ private:
     long window_ = 1;
     bool drop_source_cache_ = false;
     Socket sync_;
+    std::optional<SyncGate> gate_;  // only with --sync
     std::optional<control::Sync> last_sync_;
     long cursor_ = 0;                      // schedule position of the next step to be sent
     std::map<long, std::string> staged_;   // schedule position -> staged file
@@ -300,6 +308,8 @@ void register_stage(CLI::App& root, RoleMain& run) {
     c->add_option("--streams", o->streams, "streams whose shufflers use this staging area, e.g. 0-31")->required();
     c->add_option("--budget", o->budget, "memory for staged steps, e.g. 16G (default: half the free space)");
     c->add_option("--sync", o->sync, "HOST:PORT to hear the controller's sync packets on");
+    c->add_option("--key-file", o->key_file, "accept only syncs authenticated with this key (slabcast keygen)");
+    c->add_option("--controller", o->controller, "accept syncs only from these addresses/CIDRs");
     c->add_flag("--loop", o->loop, "the controller loops over the steps: keep staging from the start");
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
     c->callback([o, &run] { run = [o] { return run_stage(*o); }; });

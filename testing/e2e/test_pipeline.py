@@ -4,6 +4,8 @@ separate processes, a generated 64^3 volume of several steps in 4 slabs."""
 import json
 import os
 import shutil
+import socket
+import struct
 import sys
 import unittest
 
@@ -19,8 +21,10 @@ STREAMS = 4
 class Deployment:
     """Every role of one sender host and one receiver host, on loopback."""
 
-    def __init__(self, ws, dataset, rate="500M", name="e2e", wait_staged_ms=2000, order="scan"):
+    def __init__(self, ws, dataset, rate="500M", name="e2e", wait_staged_ms=2000, order="scan", key_file=None):
         self.ws, self.dataset, self.name = ws, dataset, name
+        self.auth = ["--key-file", key_file] if key_file else []
+        sync_from = self.auth + (["--controller", "127.0.0.1"] if key_file else [])
         ports = free_udp_ports(2 * STREAMS + 1)
         self.data_ports, self.sync_ports, self.stager_port = ports[:STREAMS], ports[STREAMS:2 * STREAMS], ports[-1]
         self.recv_json = os.path.join(ws.dir, name + "-receive.json")
@@ -33,7 +37,7 @@ class Deployment:
         self.stage_json = os.path.join(ws.dir, name + "-stage.json")
         self.stager = ws.start("stage", [
             "stage", "--dataset", dataset, "--staging", ws.staging, "--streams", "0-%d" % (STREAMS - 1),
-            "--budget", "3M", "--sync", "127.0.0.1:%d" % self.stager_port, "--stats-json", self.stage_json])
+            "--budget", "3M", "--sync", "127.0.0.1:%d" % self.stager_port, "--stats-json", self.stage_json] + sync_from)
         self.shuffle_json = []
         self.shufflers = []
         for k in range(STREAMS):
@@ -42,13 +46,14 @@ class Deployment:
             self.shufflers.append(ws.start("shuffle%d" % k, [
                 "shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % self.data_ports[k], "--staging", ws.staging,
                 "--dataset", dataset, "--slab-depth", str(DEPTH), "--sync", "127.0.0.1:%d" % self.sync_ports[k],
-                "--rate", rate, "--wait-staged-ms", str(wait_staged_ms), "--order", order, "--stats-json", path]))
+                "--rate", rate, "--wait-staged-ms", str(wait_staged_ms), "--order", order, "--stats-json", path]
+                + sync_from))
         wait_for(lambda: all("sync on" in s.text() for s in self.shufflers), what="the shufflers to start")
 
     def control(self, *args):
         shufflers = sum((["--shuffler", "127.0.0.1:%d" % p] for p in self.sync_ports), [])
         r = self.ws.run(["control", "--dataset", self.dataset, "--stager", "127.0.0.1:%d" % self.stager_port,
-                         "--done-timeout", "20"] + shufflers + list(args))
+                         "--done-timeout", "20"] + self.auth + shufflers + list(args))
         assert r.returncode == 0, r.stderr
         return r
 
@@ -79,6 +84,26 @@ class PipelineTest(unittest.TestCase):
             expected = source_planes(self.dataset, self.files[step], DIMS, h["stored_z_begin"], h["z_end"])
             self.assertEqual(read_slab_values(d.slab_path(k)), expected,
                              "slab %d differs from step %d (planes %d..%d)" % (k, step, h["stored_z_begin"], h["z_end"] - 1))
+
+    def test_with_a_key_only_authenticated_syncs_move_the_shufflers(self):
+        key = os.path.join(self.ws.dir, "sync.key")
+        r = self.ws.run(["keygen", key])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.stat(key).st_mode & 0o777, 0o600)
+        d = Deployment(self.ws, self.dataset, key_file=key)
+        # A forged, unauthenticated sync (wire format v1, flags 0) naming step 1.
+        location = self.files[1].encode()
+        forged = b"SCSY" + struct.pack("<HHQIiHH", 1, 0, 77, 1, 1, len(location), 0) + location
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for p in d.sync_ports:
+                s.sendto(forged, ("127.0.0.1", p))
+        wait_for(lambda: all("not authenticated" in sh.text() for sh in d.shufflers), what="the shufflers to drop it")
+        self.assertTrue(all(read_slab_header(d.slab_path(k))["packets"] == 0 for k in range(STREAMS)))
+        d.control("--steps", "2")  # the controller, with the key
+        wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
+                 what="step 2 at every slab")
+        self.assert_slabs_equal_step(d, 2)
+        self.assertEqual(set(d.stop_all().values()), {0})
 
     def test_every_step_arrives_bit_for_bit(self):
         d = Deployment(self.ws, self.dataset)

@@ -63,3 +63,33 @@ TEST_CASE("a sync supersedes an older one of its session, or any of another sess
     CHECK(supersedes(Sync{1, 6, 9, "y"}, a));
     CHECK(supersedes(Sync{2, 1, 9, "y"}, a));  // a restarted controller
 }
+
+TEST_CASE("authenticated syncs: tag over the packet, verified only with the right key") {
+    SyncKey key, other;
+    key.bytes.fill(7);
+    other.bytes.fill(8);
+    Sync s{42, 3, 5, "step_00005.raw"};
+    s.time_ns = 1'700'000'000'000'000'000;
+    const auto bytes = encode(s, &key);
+    REQUIRE(bytes.size() == 28 + 14 + 8 + 32);
+    CHECK(bytes[6] == 1);  // flags: authenticated
+    const auto good = decode_sync(bytes.data(), bytes.size(), &key);
+    REQUIRE(good);
+    CHECK(good->signed_);
+    CHECK(good->verified);
+    CHECK(good->time_ns == s.time_ns);
+    CHECK_FALSE(decode_sync(bytes.data(), bytes.size(), &other)->verified);
+    CHECK_FALSE(decode_sync(bytes.data(), bytes.size(), nullptr)->verified);
+    for (std::size_t i : {std::size_t{8}, std::size_t{20}, std::size_t{30}, std::size_t{44}, bytes.size() - 1}) {
+        auto tampered = bytes;
+        tampered[i] ^= 0x10;
+        const auto t = decode_sync(tampered.data(), tampered.size(), &key);
+        CHECK_FALSE((t && t->verified));
+    }
+    const auto plain = encode(s);
+    CHECK(plain.size() == 28 + 14);
+    CHECK_FALSE(decode_sync(plain.data(), plain.size(), &key)->signed_);
+    auto unknown_flag = plain;
+    unknown_flag[6] = 2;
+    CHECK_FALSE(decode_sync(unknown_flag.data(), unknown_flag.size()));
+}
