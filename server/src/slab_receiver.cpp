@@ -21,7 +21,6 @@ std::int64_t realtime_ns() {
 
 SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished, std::int64_t stale_window_ns)
     : stream_(stream),
-      slab_(slab),
       live_(slab.header_rw().live),
       dims_(slab.dims()),
       geometry_(slab.geometry()),

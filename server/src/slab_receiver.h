@@ -77,7 +77,6 @@ private:
     void end_step(bool complete);
 
     int stream_;
-    SlabMapping& slab_;
     SlabLive& live_;
     Dims dims_;
     SlabGeometry geometry_;
