@@ -244,6 +244,7 @@ private:
         std::vector<std::string> recv = {self, "receive", "--name", s.name, "--dims", s.dims, "--slab-depth",
                                          std::to_string(depth_), "--listen", "127.0.0.1", "--allow", "127.0.0.1", "--shm-dir", shm_dir(),
                                          "--stats-json", o_.out + "/logs/" + s.name + "-receive.json"};
+        if (o_.keep_shm) recv.push_back("--keep");
         for (int k = 0; k < s.streams; ++k) {
             recv.push_back("--stream");
             recv.push_back(fmt::format("{}:{}", k, s.first_port + k));

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -43,6 +44,7 @@ struct ReceiveOptions {
     std::string cpus;
     std::string interface;
     std::vector<std::string> allow;  // "CIDR,..." or "K=CIDR,..."
+    bool keep = false;               // leave the slabs in place on a clean stop
     int rcvbuf_mb = 64;
     int batch = 64;
     int stale_window_ms = 250;
@@ -133,6 +135,28 @@ void apply_allowlist(const std::vector<std::string>& items, const std::map<int, 
             spdlog::warn("stream {}: no --allow list: any host that can reach the port can write into the slab", slab);
         else
             spdlog::info("stream {}: accepting packets from {}", slab, s->allowed.to_string());
+}
+
+// On a clean stop: this receiver's slab files go, and its entries leave the
+// descriptor (which goes too when no other receiver's slabs are left in it).
+// A renderer that has them mapped keeps its mapping until it lets go.
+void remove_own_slabs(const std::string& dir, const std::string& name, const std::string& descriptor_path,
+                      const std::vector<int>& mine) {
+    for (int k : mine) ::unlink(slab_file_path(dir, name, k).c_str());
+    try {
+        Descriptor d = read_descriptor(descriptor_path);
+        std::vector<SlabEntry> others;
+        for (const auto& e : d.slabs)
+            if (std::find(mine.begin(), mine.end(), e.index) == mine.end() && ::access(e.path.c_str(), R_OK) == 0)
+                others.push_back(e);
+        d.slabs = others;
+        if (others.empty()) ::unlink(descriptor_path.c_str());
+        else write_descriptor(descriptor_path, d);
+    } catch (const std::exception& e) {
+        spdlog::warn("receive: {}", e.what());
+    }
+    ::rmdir(dir.c_str());  // only if nothing else is in it
+    spdlog::info("receive: stopped; removed its slabs from {} (--keep leaves them for readers)", dir);
 }
 
 void receive_loop(Stream& s, int batch, bool gro) {
@@ -321,7 +345,15 @@ int run_receive(const ReceiveOptions& o) {
     for (auto& s : streams) s->receiver->finish_current();
     for (auto& s : streams) s->slab.header_rw().live.writer_pid.store(0);
     status.stop();
-    spdlog::info("receive: stopped; shared memory left in {} (slabcast clean --name {} removes it)", o.shm_dir, o.name);
+    if (o.keep) {
+        spdlog::info("receive: stopped; shared memory kept in {} (slabcast clean --name {} removes it)", o.shm_dir,
+                     o.name);
+        return 0;
+    }
+    std::vector<int> mine;
+    for (auto& s : streams) mine.push_back(s->spec.slab);
+    streams.clear();  // unmaps the slabs
+    remove_own_slabs(o.shm_dir, o.name, descriptor_path, mine);
     return 0;
 }
 
@@ -343,6 +375,8 @@ void register_receive(CLI::App& root, RoleMain& run) {
     c->add_option("--allow", o->allow,
                   "senders to accept: CIDR[,CIDR...] for every stream, or K=CIDR[,...] for stream K; repeatable "
                   "(default: any sender, with a warning)");
+    c->add_flag("--keep", o->keep, "on SIGINT/SIGTERM leave the slabs and descriptor for readers (default: remove "
+                                   "this receiver's; a kill -9 leaves them, and a restart re-attaches)");
     c->add_option("--rcvbuf-mb", o->rcvbuf_mb, "socket receive buffer, MiB")->capture_default_str();
     c->add_option("--batch", o->batch, "datagrams per recvmmsg call")->capture_default_str();
     c->add_option("--gro", o->gro, "UDP receive offload: the kernel hands over coalesced datagrams")

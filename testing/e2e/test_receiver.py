@@ -77,6 +77,7 @@ class ReceiverTest(unittest.TestCase):
 
         self.send(1, packets_of(4, owned_records(4, 1)))  # the next step closes step 3
         wait_for(lambda: read_slab_header(self.slab(1))["last_step"] == 4, what="step 4")
+        loss_ppm = read_slab_header(self.slab(1))["last_step_loss_ppm"]
         reports = {r["step"]: r for r in self.stop_and_reports() if r["stream"] == 1}
         self.assertEqual(reports[3]["expected"], expected)
         self.assertEqual(reports[3]["records"], expected - lost)
@@ -84,7 +85,7 @@ class ReceiverTest(unittest.TestCase):
         self.assertFalse(reports[3]["complete"])
         self.assertTrue(reports[4]["complete"])
         self.assertEqual(reports[4]["loss_percent"], 0.0)
-        self.assertEqual(read_slab_header(self.slab(1))["last_step_loss_ppm"], 0)
+        self.assertEqual(loss_ppm, 0)
 
     def test_bad_packets_are_counted_and_never_written(self):
         good = (8, 3, 9, 1.0)  # a record inside slab 1
@@ -162,6 +163,67 @@ class ReceiverTest(unittest.TestCase):
             # Only the 4 KiB header page is left to the default policy.
             self.assertLessEqual(len(lines), 2, lines)
             self.assertRegex(log, r"stream %d: .* NUMA node %d" % (k, node))
+
+
+class LifecycleTest(unittest.TestCase):
+    """SIGTERM removes the receiver's shared memory unless --keep; kill -9 in the
+    middle of a step leaves it, and a restarted receiver re-attaches: the
+    completed step is intact and the next step arrives."""
+
+    def start(self, ws, ports, *extra):
+        r = ws.start("receive", [
+            "receive", "--name", "life", "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
+            "--listen", "127.0.0.1", "--stream", "1:%d" % ports[0], "--shm-dir", ws.shm] + list(extra))
+        wait_for(lambda: os.path.exists(os.path.join(ws.shm, "life.slabcast")), what="the receiver")
+        return r
+
+    def test_sigterm_removes_the_slabs_and_keep_keeps_them(self):
+        ws = Workspace("life")
+        try:
+            r = self.start(ws, free_udp_ports(1))
+            self.assertEqual(r.stop(), 0)
+            self.assertFalse(os.path.exists(ws.shm), "shared memory left behind: %s" %
+                             (os.listdir(ws.shm) if os.path.exists(ws.shm) else ""))
+            r = self.start(ws, free_udp_ports(1), "--keep")
+            self.assertEqual(r.stop(), 0)
+            self.assertEqual(sorted(os.listdir(ws.shm)), ["life.slab1", "life.slabcast"])
+        finally:
+            ws.close()
+
+    def test_kill_9_mid_step_then_restart_reattaches(self):
+        ws = Workspace("life9")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            ports = free_udp_ports(1)
+            slab = os.path.join(ws.shm, "life.slab1")
+            r = self.start(ws, ports)
+            for p in packets_of(5, owned_records(5, 1)):
+                sock.sendto(p, ("127.0.0.1", ports[0]))
+            wait_for(lambda: read_slab_header(slab)["last_step"] == 5, what="step 5 complete")
+            half = packets_of(6, owned_records(6, 1))
+            for p in half[:len(half) // 2]:
+                sock.sendto(p, ("127.0.0.1", ports[0]))
+            wait_for(lambda: read_slab_header(slab)["step"] == 6, what="step 6 under way")
+            r.proc.kill()
+            r.proc.wait(10)
+            before = read_slab_values(slab)
+            r2 = self.start(ws, ports)
+            # The old descriptor is still there: wait for the new writer (its socket is bound by then).
+            wait_for(lambda: read_slab_header(slab)["writer_pid"] == r2.proc.pid, what="the restarted receiver")
+            self.assertEqual(read_slab_values(slab), before, "the restart changed the slab's values")
+            h = read_slab_header(slab)
+            self.assertEqual(h["last_step"], 5, "the completed step's record was lost")
+            for p in packets_of(7, owned_records(7, 1)):
+                sock.sendto(p, ("127.0.0.1", ports[0]))
+            wait_for(lambda: read_slab_header(slab)["last_step"] == 7, what="step 7 after the restart")
+            values = read_slab_values(slab)
+            plane = DIMS[0] * DIMS[1]
+            x, y, z, v = owned_records(7, 1)[-1]
+            self.assertEqual(struct.unpack_from("<f", values, 4 * ((z - 7) * plane + y * DIMS[0] + x))[0], v)
+            self.assertEqual(r2.stop(), 0)
+        finally:
+            sock.close()
+            ws.close()
 
 
 class AllowlistTest(unittest.TestCase):
