@@ -105,6 +105,18 @@ class PipelineTest(unittest.TestCase):
         self.assert_slabs_equal_step(d, 2)
         self.assertEqual(set(d.stop_all().values()), {0})
 
+    def test_sigterm_stops_every_role_cleanly(self):
+        """Each role exits 0 on SIGTERM, the controller in the middle of a loop,
+        and the receiver takes its shared memory with it."""
+        d = Deployment(self.ws, self.dataset)
+        shufflers = sum((["--shuffler", "127.0.0.1:%d" % p] for p in d.sync_ports), [])
+        control = self.ws.start("control", ["control", "--dataset", self.dataset, "--loop", "--interval", "0.2"]
+                                + shufflers)
+        wait_for(lambda: read_slab_header(d.slab_path(0))["last_step"] >= 0, what="a step")
+        self.assertEqual(control.stop(), 0)
+        self.assertEqual(set(d.stop_all().values()), {0})
+        self.assertFalse(os.path.exists(d.descriptor), "the receiver left its descriptor")
+
     def test_every_step_arrives_bit_for_bit(self):
         d = Deployment(self.ws, self.dataset)
         with open(d.descriptor) as f:
