@@ -11,7 +11,10 @@
 
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
+#include <set>
+#include <type_traits>
 #include <sstream>
 
 namespace slabcast {
@@ -37,8 +40,19 @@ struct Host {
 template <typename T>
 T get(const json& j, const char* key, const std::string& config, const std::string& where) {
     if (!j.is_object() || !j.contains(key)) bad(config, where + " has no \"" + key + "\"");
+    const json& v = j.at(key);
+    // A float into an int would be an undefined cast (see docs/fuzzing.md).
+    auto whole = [&](const json& e) {
+        if (!e.is_number_integer() || e.get<std::int64_t>() < std::numeric_limits<int>::min() ||
+            e.get<std::int64_t>() > std::numeric_limits<int>::max())
+            bad(config, where + ": \"" + key + "\" must hold whole numbers");
+    };
+    if constexpr (std::is_integral_v<T>) whole(v);
+    if constexpr (std::is_same_v<T, std::vector<std::int64_t>>)
+        if (v.is_array())
+            for (const auto& e : v) whole(e);
     try {
-        return j.at(key).get<T>();
+        return v.get<T>();
     } catch (const json::exception&) {
         bad(config, where + ": \"" + key + "\" has the wrong type");
     }
@@ -79,7 +93,7 @@ int run_plan(const PlanOptions& o) {
     json j;
     try {
         j = json::parse(in);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
         bad(o.config, std::string("not valid JSON (") + e.what() + ")");
     }
     const std::string& cfg = o.config;
@@ -102,9 +116,18 @@ int run_plan(const PlanOptions& o) {
     const std::string controller_host = get<std::string>(controller, "host", cfg, "controller");
     const std::string dims_text = fmt::format("{},{},{}", dims.nx, dims.ny, dims.nz);
 
-    std::map<int, std::string> receiver_of;
+    std::map<int, std::string> receiver_of, sender_of;
     for (const auto& r : receivers)
         for (int k : r.streams) receiver_of[k] = r.address;
+    for (const auto& s : senders)
+        for (int k : s.streams) sender_of[k] = s.address;
+    // Security (README "Security"): receivers take data from their streams'
+    // senders only; with "key_file", syncs are authenticated; with the
+    // controller's "address", shufflers and stagers take syncs from it only.
+    const std::string key_file = j.contains("key_file") ? get<std::string>(j, "key_file", cfg, "the deployment") : "";
+    const std::string auth = key_file.empty() ? "" : " --key-file " + key_file;
+    const std::string from_controller =
+        controller.contains("address") ? " --controller " + get<std::string>(controller, "address", cfg, "controller") : "";
 
     std::ostringstream out;
     bool printed = false;
@@ -119,6 +142,11 @@ int run_plan(const PlanOptions& o) {
         out << "slabcast receive --name " << name << " --dims " << dims_text << " --slab-depth " << depth
             << " --listen " << r.address;
         for (int k : r.streams) out << " --stream " << k << ":" << data_port + k;
+        std::set<std::string> from;
+        for (int k : r.streams) from.insert(sender_of[k]);
+        if (from.size() == 1) out << " --allow " << *from.begin();
+        else
+            for (int k : r.streams) out << " --allow " << k << "=" << sender_of[k];
         if (r.spec.contains("cpus")) out << " --cpus " << r.spec["cpus"].get<std::string>();
         if (r.spec.contains("shm_dir")) out << " --shm-dir " << r.spec["shm_dir"].get<std::string>();
         out << "\n";
@@ -131,11 +159,12 @@ int run_plan(const PlanOptions& o) {
             << s.spec["streams"].get<std::string>() << " --sync " << s.address << ":" << stager;
         if (s.spec.contains("budget")) out << " --budget " << s.spec["budget"].get<std::string>();
         if (controller.value("loop", false)) out << " --loop";
-        out << "\n";
+        out << auth << from_controller << "\n";
         for (int k : s.streams)
             out << "slabcast shuffle --stream " << k << " --to " << receiver_of[k] << ":" << data_port + k
                 << " --staging " << staging << " --dataset " << dataset << " --slab-depth " << depth << " --sync "
-                << s.address << ":" << sync_port + k << " --rate " << s.spec.value("rate", rate) << "\n";
+                << s.address << ":" << sync_port + k << " --rate " << s.spec.value("rate", rate) << auth
+                << from_controller << "\n";
     }
     if (section(controller_host, "controller (start last)")) {
         out << "slabcast control --dataset " << dataset;
@@ -145,8 +174,8 @@ int run_plan(const PlanOptions& o) {
         }
         if (controller.contains("interval")) out << " --interval " << controller["interval"].get<double>();
         if (controller.value("loop", false)) out << " --loop";
-        if (controller.contains("count")) out << " --count " << controller["count"].get<long>();
-        out << "\n";
+        if (controller.contains("count")) out << " --count " << get<int>(controller, "count", cfg, "controller");
+        out << auth << "\n";
     }
     if (!printed) bad(cfg, "no host named '" + o.host + "'");
     std::cout << out.str();

@@ -25,7 +25,8 @@ class PlanTest(unittest.TestCase):
         self.config = {
             "name": "planned", "dataset": self.dataset, "dims": list(DIMS), "slab_depth": DEPTH, "rate": "200M",
             "ports": {"data": base, "sync": base + 20, "stager": base + 40},
-            "controller": {"host": "ctl"},
+            "controller": {"host": "ctl", "address": "127.0.0.1"},
+            "key_file": os.path.join(self.ws.dir, "sync.key"),
             "senders": [
                 {"host": "s1", "address": "127.0.0.1", "streams": "0-1", "staging": self.ws.staging + "1",
                  "budget": "1M", "stager_port": base + 41},
@@ -51,6 +52,9 @@ class PlanTest(unittest.TestCase):
         return self.ws.run(["plan", path] + list(args))
 
     def test_printed_commands_move_the_volume(self):
+        """The printed commands, run as printed (authenticated syncs, receivers
+        taking data from their senders only), move a step bit for bit."""
+        self.assertEqual(self.ws.run(["keygen", self.config["key_file"]]).returncode, 0)
         for host in ("r1", "r2", "s1", "s2"):
             r = self.plan(self.config, "--host", host)
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -80,6 +84,15 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         hosts = [l.split(":")[0][2:] for l in r.stdout.splitlines() if l.startswith("# ")]
         self.assertEqual(hosts, ["r1", "r2", "s1", "s2", "ctl"])
+        lines = [l for l in r.stdout.splitlines() if l.startswith("slabcast")]
+        for line in lines:
+            argv = shlex.split(line)
+            if argv[1] == "receive":
+                self.assertEqual(argv[argv.index("--allow") + 1], "127.0.0.1")
+            else:
+                self.assertEqual(argv[argv.index("--key-file") + 1], self.config["key_file"])
+            if argv[1] in ("stage", "shuffle"):
+                self.assertEqual(argv[argv.index("--controller") + 1], "127.0.0.1")
 
     def test_bad_deployments_name_the_problem(self):
         c = json.loads(json.dumps(self.config))
@@ -94,6 +107,8 @@ class PlanTest(unittest.TestCase):
         del c["senders"][0]["address"]
         self.assertIn("senders s1 has no \"address\"", self.plan(c).stderr)
         self.assertIn("no host named 'nobody'", self.plan(self.config, "--host", "nobody").stderr)
+        c = dict(self.config, slab_depth=1.6e31)  # once an undefined float-to-int cast
+        self.assertIn("\"slab_depth\" must hold whole numbers", self.plan(c).stderr)
 
 
 if __name__ == "__main__":
