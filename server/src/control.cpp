@@ -95,12 +95,6 @@ struct ControlCounters {
     std::atomic<int> started{0}, finished{0};
 };
 
-std::int64_t realtime_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 int run_control(const ControlOptions& o) {
     const Dataset dataset = read_dataset(o.dataset);
     const auto schedule = select_steps(dataset, o.steps);

@@ -1,5 +1,6 @@
 #include "host_checks.h"
 
+#include "numa_placement.h"
 #include "udp.h"
 
 #include <fmt/format.h>
@@ -38,15 +39,8 @@ std::string sysctl_path(const std::string& name) {
 }
 
 std::string default_interface() {
-    std::ifstream in("/proc/net/route");
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-        std::istringstream f(line);
-        std::string name, destination;
-        if (f >> name >> destination && destination == "00000000") return name;
-    }
-    return "lo";
+    const std::string nic = default_route_interface();
+    return nic.empty() ? "lo" : nic;
 }
 
 HostFinding check_sysctl(const SysctlWant& s) {

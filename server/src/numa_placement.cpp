@@ -68,6 +68,8 @@ std::string first_line(const std::string& path) {
     return line;
 }
 
+}  // namespace
+
 std::string default_route_interface() {
     std::ifstream in("/proc/net/route");
     std::string line;
@@ -79,8 +81,6 @@ std::string default_route_interface() {
     }
     return "";
 }
-
-}  // namespace
 
 std::string interface_of_address(const std::string& ip) {
     in6_addr want6{};

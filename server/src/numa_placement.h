@@ -14,6 +14,8 @@ std::vector<int> allowed_cpus();
 // naming `what` and the text.
 std::vector<int> parse_index_list(const std::string& text, const std::string& what);
 
+// The interface of the default route; empty when there is none.
+std::string default_route_interface();
 // The network interface that holds local address `ip` (IPv4 or IPv6); for a
 // wildcard address (0.0.0.0, ::), the interface of the default route. Empty
 // when none matches.

@@ -1,23 +1,14 @@
 #include "slab_receiver.h"
 
 #include "slabcast/quad_packet.h"
+#include "slabcast/rate.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <ctime>
 
 namespace slabcast {
-namespace {
-
-std::int64_t realtime_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-}  // namespace
 
 SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished, std::int64_t stale_window_ns)
     : stream_(stream),

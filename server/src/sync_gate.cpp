@@ -3,20 +3,11 @@
 #include "key_file.h"
 #include "udp.h"
 
+#include "slabcast/rate.h"
+
 #include <spdlog/spdlog.h>
 
-#include <ctime>
-
 namespace slabcast {
-namespace {
-
-std::int64_t realtime_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-}  // namespace
 
 SyncGate::SyncGate(std::string role, const std::string& key_file, const std::string& controller)
     : role_(std::move(role)) {

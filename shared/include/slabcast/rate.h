@@ -13,6 +13,7 @@ double parse_rate_bps(const std::string& text);
 std::string format_rate(double bits_per_second);  // "2.81 Gbit/s"
 
 std::int64_t monotonic_ns();
+std::int64_t realtime_ns();  // CLOCK_REALTIME: for stamps other hosts and processes compare
 
 // Pacer: call wait_to_send(bytes) before each send; it sleeps (and spins for the
 // last few microseconds) until those bytes are due. A sender that falls behind
