@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -14,7 +15,11 @@ using namespace slabcast;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const std::string dir = "/dev/shm/slabcast-fuzz-dataset-" + std::to_string(::getpid());
-    static const bool made = std::filesystem::create_directories(dir);
+    static const bool made = [] {
+        std::filesystem::create_directories(dir);
+        std::atexit([] { std::filesystem::remove_all(dir); });  // libFuzzer ends with exit()
+        return true;
+    }();
     (void)made;
     const std::string path = dir + "/dataset.json";
     if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
