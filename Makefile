@@ -22,7 +22,9 @@ test: build
 
 bench: build
 	cd $(BUILD) && ctest --output-on-failure -L benchmark -V
-	SLABCAST_BUILD=$(BUILD) python3 testing/bench/loopback_vs_iperf3.py
+	$(BUILD)/testing/bench_packet_paths
+	for b in loopback_vs_iperf3 sender_vs_iperf3 pacing_accuracy step_latency; do \
+	  SLABCAST_BUILD=$(BUILD) python3 testing/bench/$$b.py || exit 1; done
 
 # The live demo: ParaView's GUI when there is a display, else frames in demo-output/.
 # Pass options through DEMO_ARGS, e.g. make demo DEMO_ARGS="--head-to-head --forever".
