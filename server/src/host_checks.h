@@ -19,10 +19,12 @@ struct SysctlWant {
 };
 // Receiver buffers of 64 MiB (receive --rcvbuf-mb), sender 16 MiB, and a
 // backlog deep enough for bursts of 9000-byte frames at 100 Gbit/s.
+constexpr SysctlWant kBacklogSysctl = {"net.core.netdev_max_backlog", 250000,
+                                       "packets queued per CPU before the kernel drops them"};
 constexpr SysctlWant kWantedSysctls[] = {
     {"net.core.rmem_max", 64L << 20, "receive socket buffers (receive asks for 64 MiB)"},
     {"net.core.wmem_max", 16L << 20, "send socket buffers (shuffle asks for 16 MiB)"},
-    {"net.core.netdev_max_backlog", 250000, "packets queued per CPU before the kernel drops them"},
+    kBacklogSysctl,
 };
 
 std::string read_first_line(const std::string& path);

@@ -1,5 +1,7 @@
 #include "numa_placement.h"
 
+#include "host_checks.h"
+
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -59,17 +61,6 @@ std::vector<int> parse_index_list(const std::string& text, const std::string& wh
     return cpus;
 }
 
-namespace {
-
-std::string first_line(const std::string& path) {
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    return line;
-}
-
-}  // namespace
-
 std::string default_route_interface() {
     std::ifstream in("/proc/net/route");
     std::string line;
@@ -108,7 +99,7 @@ std::string interface_of_address(const std::string& ip) {
 
 int numa_node_of_interface(const std::string& interface) {
     if (interface.empty()) return -1;
-    const std::string text = first_line("/sys/class/net/" + interface + "/device/numa_node");
+    const std::string text = read_first_line("/sys/class/net/" + interface + "/device/numa_node");
     try {
         return text.empty() ? -1 : std::stoi(text);
     } catch (const std::exception&) {
@@ -118,7 +109,7 @@ int numa_node_of_interface(const std::string& interface) {
 
 std::vector<int> allowed_cpus_of_node(int node) {
     if (node < 0) return {};
-    const std::string list = first_line("/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
+    const std::string list = read_first_line("/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
     if (list.empty()) return {};
     std::vector<int> out;
     const std::vector<int> allowed = allowed_cpus();

@@ -103,9 +103,8 @@ std::string listen_address(const std::string& listen) {
 // --cpus, else the CPUs of the NUMA node of the NIC that carries the listen
 // address (seeds/000 section 4.5: receiver and memory on the NIC's node), else
 // every allowed CPU. Says which and why, since placement makes or breaks line rate.
-std::vector<int> choose_cpus(const ReceiveOptions& o, const std::string& address) {
+std::vector<int> choose_cpus(const ReceiveOptions& o, const std::string& nic, const std::string& address) {
     if (!o.cpus.empty()) return parse_index_list(o.cpus, "--cpus");
-    const std::string nic = o.interface.empty() ? interface_of_address(address) : o.interface;
     const int node = numa_node_of_interface(nic);
     const std::vector<int> local = allowed_cpus_of_node(node);
     if (!local.empty()) {
@@ -217,10 +216,11 @@ int run_receive(const ReceiveOptions& o) {
     if (o.batch < 1 || o.batch > 1024) throw std::invalid_argument("--batch must be 1..1024");
     const bool bare_v6 = o.listen.find(':') != std::string::npos && o.listen.front() != '[';
     const Endpoint listen = parse_endpoint(bare_v6 ? "[" + o.listen + "]:0" : o.listen + ":0");
-    const std::vector<int> cpus = choose_cpus(o, listen_address(o.listen));
+    const std::string address = listen_address(o.listen);
+    const std::string nic = o.interface.empty() ? interface_of_address(address) : o.interface;
+    const std::vector<int> cpus = choose_cpus(o, nic, address);
     {
-        const std::string nic = o.interface.empty() ? interface_of_address(listen_address(o.listen)) : o.interface;
-        std::vector<HostFinding> limits{check_sysctl(kWantedSysctls[2]), check_irqbalance(), check_governor()};
+        std::vector<HostFinding> limits{check_sysctl(kBacklogSysctl), check_irqbalance(), check_governor()};
         if (!nic.empty() && nic != "lo") limits.push_back(check_mtu(nic));
         warn_limits("receive", limits);
     }

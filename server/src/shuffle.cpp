@@ -58,12 +58,13 @@ class Shuffler {
 public:
     Shuffler(const ShuffleOptions& o, StatusReporter& status)
         : o_(o), status_(status), dataset_(read_dataset(o.dataset)), pacer_(parse_rate_bps(o.rate)),
+          order_(parse_send_order(o.order)),
           gate_(fmt::format("shuffle {}", o.stream), o.key_file, o.controller) {
         if (o.slab_depth < 1) throw std::invalid_argument("--slab-depth must be >= 1");
         if (o.ghost_planes < 0 || o.ghost_planes > 1) throw std::invalid_argument("--ghost-planes must be 0 or 1");
         if (o.batch < 1 || o.batch > 256) throw std::invalid_argument("--batch must be 1..256");
         geometry_ = slab_geometry(dataset_.dims, o.slab_depth, o.stream, o.ghost_planes);
-        walker_.emplace(dataset_.dims, geometry_.stored_z_begin, geometry_.z_end, parse_send_order(o.order));
+        walker_.emplace(dataset_.dims, geometry_.stored_z_begin, geometry_.z_end, order_);
 
         const Endpoint to = parse_endpoint(o.to);
         data_ = Socket(open_udp_socket(to.addr.ss_family));
@@ -209,7 +210,7 @@ private:
         const std::size_t slab_end = slab_begin_bytes() + static_cast<std::size_t>(geometry_.stored_planes()) *
                                                               static_cast<std::size_t>(dataset_.dims.plane()) *
                                                               sizeof(float);
-        const bool scan = parse_send_order(o_.order) == SendOrder::Scan;
+        const bool scan = order_ == SendOrder::Scan;
         const std::size_t reading = slab_begin_bytes() + records_in_step_ * sizeof(float);
         if (prefaulted_to_ >= slab_end || (scan && prefaulted_to_ > reading + kAhead / 2)) return;
         const std::size_t to = scan ? std::min(slab_end, reading + kAhead) : slab_end;
@@ -294,6 +295,7 @@ private:
     SlabGeometry geometry_;
     std::optional<SlabWalker> walker_;
     Pacer pacer_;
+    SendOrder order_;
     std::size_t prefaulted_to_ = 0;      // staged bytes mapped so far
     std::uint64_t records_in_step_ = 0;  // values packed so far this step
     Socket data_, sync_;
