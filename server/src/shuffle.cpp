@@ -33,6 +33,7 @@ struct ShuffleOptions {
     std::string controller;  // addresses syncs may come from (empty: any)
     int stream = -1;
     std::string to;
+    std::string bind;  // local address of the data socket (empty: the kernel's choice)
     std::string staging;
     std::string dataset;
     int slab_depth = 0;
@@ -71,6 +72,11 @@ public:
         raise_buffer(data_.fd(), false, o.sndbuf_mb << 20, "shuffle");
         gso_ = o.gso && enable_gso(data_.fd(), static_cast<int>(quad::kMaxPacketBytes));
         if (o.gso && !gso_) spdlog::warn("shuffle {}: UDP GSO unavailable here; sending one datagram per packet", o.stream);
+        // On a host with several NICs, the data leaves from the one named here.
+        if (!o.bind.empty()) {
+            const bool has_port = o.bind.find(':') != std::string::npos;  // (IPv6: [ADDR]:PORT)
+            bind_socket(data_.fd(), parse_endpoint(has_port ? o.bind : o.bind + ":0"));
+        }
         if (::connect(data_.fd(), reinterpret_cast<const sockaddr*>(&to.addr), to.length) != 0)
             throw std::runtime_error("cannot connect UDP to " + o.to + ": " + std::strerror(errno));
 
@@ -347,6 +353,7 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
     CLI::App* c = root.add_subcommand("shuffle", "send one stream's slab of each synced step as UDP quad packets");
     c->add_option("--stream", o->stream, "stream (slab) number")->required();
     c->add_option("--to", o->to, "receiver HOST:PORT for this stream")->required();
+    c->add_option("--bind", o->bind, "local HOST[:PORT] to send the data from (default: the route's address)");
     c->add_option("--staging", o->staging, "staging directory (as given to stage)")->required();
     c->add_option("--dataset", o->dataset, "dataset directory or its dataset.json")->required();
     c->add_option("--slab-depth", o->slab_depth, "z planes per slab")->required();

@@ -81,12 +81,13 @@ def wait_for(predicate, timeout=20.0, what="condition"):
 class Role:
     """One slabcast process with its log."""
 
-    def __init__(self, workspace, name, args, cpu=None):
+    def __init__(self, workspace, name, args, cpu=None, prefix=(), program=SLABCAST):
+        """prefix: e.g. `ip netns exec NS` to run it on another (namespace) host."""
         self.name = name
         self.log_path = os.path.join(workspace.dir, name + ".log")
         self.log = open(self.log_path, "w")
         pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
-        self.proc = subprocess.Popen(pin + [SLABCAST] + args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(list(prefix) + pin + [program] + args, stdout=self.log, stderr=subprocess.STDOUT)
 
     def alive(self):
         return self.proc.poll() is None
@@ -122,9 +123,9 @@ class Workspace:
         self.staging = self.shm + "-staging"
         self.roles = []
 
-    def start(self, name, args, cpu=None):
-        """Starts `slabcast ARGS`, pinned to `cpu` if given."""
-        role = Role(self, name, args, cpu)
+    def start(self, name, args, cpu=None, prefix=(), program=SLABCAST):
+        """Starts `slabcast ARGS` (or `program ARGS`), pinned to `cpu` if given."""
+        role = Role(self, name, args, cpu, prefix, program)
         self.roles.append(role)
         return role
 
