@@ -92,7 +92,7 @@ std::vector<const DatasetStep*> select_steps(const Dataset& d, const std::string
 struct ControlCounters {
     std::atomic<std::int64_t> step{-1};
     std::atomic<long> steps_sent{0};
-    std::atomic<int> started{0}, finished{0};
+    std::atomic<int> started{0}, finished{0}, missing{0};
 };
 
 int run_control(const ControlOptions& o) {
@@ -120,9 +120,11 @@ int run_control(const ControlOptions& o) {
     const int n_shufflers = static_cast<int>(shufflers.size());
     status.start([&] {
         return nlohmann::json{
-            {"line", fmt::format("control: step {}, {} steps synced, {}/{} shufflers started, {}/{} finished",
+            {"line", fmt::format("control: step {}, {} steps synced, {}/{} shufflers started, {}/{} finished{}",
                                  c.step.load(), c.steps_sent.load(), c.started.load(), n_shufflers, c.finished.load(),
-                                 n_shufflers)},
+                                 n_shufflers,
+                                 c.missing ? fmt::format(", {} MISSING at the last step", c.missing.load()) : "")},
+            {"missing", c.missing.load()},
             {"step", c.step.load()}, {"steps_sent", c.steps_sent.load()}, {"started", c.started.load()},
             {"finished", c.finished.load()}, {"shufflers", n_shufflers}};
     });
@@ -131,6 +133,7 @@ int run_control(const ControlOptions& o) {
                  o.interval_s > 0 ? fmt::format("one every {} s", o.interval_s) : "each as soon as all finish");
 
     long sent_steps = 0;
+    std::vector<bool> silent(shufflers.size(), false);  // did not answer the last step at all
     for (std::size_t i = 0; !stop_requested(); ++i) {
         if (i == schedule.size()) {
             if (!o.loop) break;
@@ -202,10 +205,24 @@ int run_control(const ControlOptions& o) {
         const double seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
         spdlog::info("control: step {} ({}): {}/{} started, {}/{} done in {:.3f} s", step.number, step.file,
                      started.size(), shufflers.size(), done.size(), shufflers.size(), seconds);
+        // A shuffler that never answered is down or cut off: said once, when it
+        // goes quiet, and again when it answers again.
+        nlohmann::json missing = nlohmann::json::array();
+        for (std::size_t k = 0; k < shufflers.size() && !stop_requested(); ++k) {
+            const bool quiet = !started.count(k);
+            if (quiet) missing.push_back(shufflers[k].text);
+            if (quiet && !silent[k])
+                spdlog::warn("control: shuffler {} MISSING: no answer to step {} (down, or its path cut)",
+                             shufflers[k].text, step.number);
+            if (!quiet && silent[k]) spdlog::info("control: shuffler {} answers again", shufflers[k].text);
+            silent[k] = quiet;
+        }
+        c.missing = static_cast<int>(missing.size());
         nlohmann::json per = nlohmann::json::array();
         for (std::size_t k = 0; k < shufflers.size(); ++k) per.push_back(outcomes[k]);
         status.event({{"kind", "step"}, {"step", step.number}, {"seq", seq}, {"started", started.size()},
-                      {"done", done.size()}, {"seconds", seconds}, {"outcomes", per}});
+                      {"done", done.size()}, {"seconds", seconds}, {"outcomes", per},
+                      {"missing", missing}});
     }
     status.stop();
     return 0;

@@ -10,6 +10,7 @@
 #include "slab_receiver.h"
 #include "status_reporter.h"
 #include "stop_signal.h"
+#include "stream_watch.h"
 #include "udp.h"
 
 #include "slabcast/descriptor.h"
@@ -26,6 +27,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <thread>
 
@@ -307,6 +309,9 @@ int run_receive(const ReceiveOptions& o) {
 
     RateMeter meter;
     meter.gbit_per_s(0);
+    // Two seconds without a packet after the other streams moved on: longer
+    // than any pause inside a step, short enough to be told while it matters.
+    StreamWatch watch(2'000'000'000);
     status.start([&] {
         std::uint64_t bytes = 0, packets = 0, rejected = 0, stale = 0, dups = 0, fexp = 0, frec = 0, foreign = 0;
         nlohmann::json per_stream = nlohmann::json::array();
@@ -330,14 +335,29 @@ int run_receive(const ReceiveOptions& o) {
                                   {"last_step", live.last_step.load()},
                                   {"last_step_loss_percent", live.last_step_loss_ppm.load() / 1e4}});
         }
+        std::vector<StreamWatch::Sample> samples;
+        for (auto& s : streams)
+            samples.push_back({s->spec.slab, s->slab.header().live.packets.load(), s->slab.header().live.generation.load()});
+        const StreamWatch::Changes changes = watch.update(samples, monotonic_ns());
+        for (int k : changes.missing) {
+            spdlog::warn("receive: stream {} missing: no packets for 2 s while the other streams began a new step "
+                         "(its shuffler down, or its path cut)", k);
+            status.event({{"kind", "stream_missing"}, {"stream", k}});
+        }
+        for (int k : changes.back) {
+            spdlog::info("receive: stream {} back: packets again", k);
+            status.event({{"kind", "stream_back"}, {"stream", k}});
+        }
+        const std::set<int>& missing = watch.missing();
         const double gbps = meter.gbit_per_s(bytes);
         const double loss = fexp ? 100.0 * static_cast<double>(fexp - frec) / static_cast<double>(fexp) : 0.0;
         return nlohmann::json{
             {"line", fmt::format("receive: {:.2f} Gbit/s, {} packets, loss {:.3f}%, step {} ({:.0f}% placed), "
-                                 "rejected {}, stale {}, duplicates {}{}",
+                                 "rejected {}, stale {}, duplicates {}{}{}",
                                  gbps, packets, loss, step, 100 * progress, rejected, stale, dups,
-                                 foreign ? fmt::format(", foreign {}", foreign) : std::string())},
-            {"gbps", gbps}, {"packets", packets}, {"loss_percent", loss}, {"step", step}, {"rejected", rejected},
+                                 foreign ? fmt::format(", foreign {}", foreign) : std::string(),
+                                 missing.empty() ? std::string() : fmt::format(", MISSING streams {}", fmt::join(missing, ",")))},
+            {"missing", missing}, {"gbps", gbps}, {"packets", packets}, {"loss_percent", loss}, {"step", step}, {"rejected", rejected},
             {"stale", stale}, {"duplicates", dups}, {"foreign", foreign}, {"streams", per_stream}};
     });
 

@@ -7,6 +7,7 @@ import shutil
 import socket
 import struct
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -173,6 +174,65 @@ class PipelineTest(unittest.TestCase):
         reports = [e for e in read_json_lines(d.recv_json) if e.get("kind") == "step"]
         for r in reports:
             self.assertEqual(r["complete"], r["step"] == 2, r)
+
+    def test_a_killed_shuffler_is_reported_and_the_others_go_on(self):
+        d = Deployment(self.ws, self.dataset, rate="200M")
+        shufflers = sum((["--shuffler", "127.0.0.1:%d" % p] for p in d.sync_ports), [])
+        control = self.ws.start("control", ["control", "--dataset", self.dataset, "--loop", "--interval", "0.3",
+                                            "--stager", "127.0.0.1:%d" % d.stager_port] + shufflers)
+        slabs = [d.slab_path(k) for k in range(STREAMS)]
+        wait_for(lambda: all(read_slab_header(p)["last_step"] >= 1 for p in slabs), what="two steps everywhere")
+        d.shufflers[2].proc.kill()
+        d.shufflers[2].wait()
+        at_kill = read_slab_header(slabs[0])["generation"]
+        wait_for(lambda: "stream 2 missing" in d.receiver.text(), timeout=15, what="the receiver to report stream 2")
+        wait_for(lambda: "127.0.0.1:%d MISSING" % d.sync_ports[2] in control.text(), timeout=15,
+                 what="the controller to report shuffler 2")
+        # The others go on: eight more steps each, every one complete.
+        wait_for(lambda: all(read_slab_header(slabs[k])["generation"] >= at_kill + 8 for k in (0, 1, 3)), timeout=30,
+                 what="the other streams to go on")
+        self.assertEqual(control.stop(), 0)
+        self.assertIn("MISSING streams 2", d.receiver.text())
+        reports = [e for e in read_json_lines(d.recv_json) if e.get("kind") == "step" and e["stream"] != 2]
+        self.assertTrue(all(r["complete"] for r in reports[-6:]), reports[-6:])
+        events = read_json_lines(d.recv_json)
+        self.assertEqual([e["stream"] for e in events if e.get("kind") == "stream_missing"], [2])
+        wait_for(lambda: all(read_slab_header(slabs[k])["last_step"] == read_slab_header(slabs[k])["step"]
+                             for k in (0, 1, 3)), what="the last step to finish")
+        for k in (0, 1, 3):  # each slab holds the whole of the last step it finished
+            h = read_slab_header(slabs[k])
+            expected = source_planes(self.dataset, self.files[h["last_step"]], DIMS, h["stored_z_begin"], h["z_end"])
+            self.assertEqual(read_slab_values(slabs[k]), expected, "slab %d" % k)
+        self.assertTrue(d.stager.alive() and all(d.shufflers[k].alive() for k in (0, 1, 3)))
+        codes = d.stop_all()
+        del codes["shuffle2"]
+        self.assertEqual(set(codes.values()), {0}, codes)
+
+    def test_a_killed_controller_leaves_the_shufflers_to_finish_and_wait(self):
+        # 20 Mbit/s: a slab takes ~0.45 s; the controller dies early in step 0.
+        d = Deployment(self.ws, self.dataset, rate="20M")
+        shufflers = sum((["--shuffler", "127.0.0.1:%d" % p] for p in d.sync_ports), [])
+        control = self.ws.start("control", ["control", "--dataset", self.dataset, "--loop", "--interval", "5"]
+                                + shufflers)
+        slabs = [d.slab_path(k) for k in range(STREAMS)]
+        wait_for(lambda: all(read_slab_header(p)["packets"] > 0 for p in slabs), what="step 0 under way")
+        control.proc.kill()
+        control.wait()
+        self.assertLess(read_slab_header(slabs[0])["step_records"], read_slab_header(slabs[0])["step_expected"],
+                        "step 0 was over before the controller was killed: the test proves nothing")
+        wait_for(lambda: all(read_slab_header(p)["last_step"] == 0 for p in slabs), what="step 0 to finish")
+        self.assert_slabs_equal_step(d, 0)
+        packets = [read_slab_header(p)["packets"] for p in slabs]
+        time.sleep(1.5)  # they wait: nothing more is sent
+        self.assertEqual([read_slab_header(p)["packets"] for p in slabs], packets)
+        self.assertTrue(all(s.alive() for s in d.shufflers))
+        for k in range(STREAMS):
+            events = [e for e in read_json_lines(d.shuffle_json[k]) if e.get("kind") == "step"]
+            self.assertEqual([(e["step"], e["result"]) for e in events], [(0, "finished")])
+        d.control("--steps", "1")  # a new controller takes over
+        wait_for(lambda: all(read_slab_header(p)["last_step"] == 1 for p in slabs), what="step 1")
+        self.assert_slabs_equal_step(d, 1)
+        self.assertEqual(set(d.stop_all().values()), {0})
 
     def test_a_missing_step_file_is_skipped(self):
         os.remove(os.path.join(self.dataset, self.files[1]))

@@ -1,0 +1,60 @@
+#include "stream_watch.h"
+
+#include <catch2/catch.hpp>
+
+using slabcast::StreamWatch;
+
+namespace {
+constexpr std::int64_t kSecond = 1'000'000'000;
+
+// Three streams; `packets` and `generation` per stream at one status tick.
+std::vector<StreamWatch::Sample> tick(std::vector<std::pair<std::uint64_t, std::uint64_t>> per_stream) {
+    std::vector<StreamWatch::Sample> out;
+    for (std::size_t k = 0; k < per_stream.size(); ++k)
+        out.push_back({static_cast<int>(k), per_stream[k].first, per_stream[k].second});
+    return out;
+}
+}  // namespace
+
+TEST_CASE("a stream that stops while the others begin new steps is missing, then back") {
+    StreamWatch w(2 * kSecond);
+    w.update(tick({{10, 1}, {10, 1}, {10, 1}}), 0);
+    // Stream 2's shuffler dies; 0 and 1 begin step 2 at t=1 s.
+    CHECK(w.update(tick({{20, 2}, {20, 2}, {10, 1}}), 1 * kSecond).missing.empty());
+    CHECK(w.update(tick({{30, 2}, {30, 2}, {10, 1}}), 2 * kSecond).missing.empty());  // step began 1 s ago
+    const auto changes = w.update(tick({{40, 2}, {40, 2}, {10, 1}}), 3 * kSecond);
+    CHECK(changes.missing == std::vector<int>{2});
+    CHECK(w.missing() == std::set<int>{2});
+    CHECK(w.update(tick({{40, 2}, {40, 2}, {10, 1}}), 4 * kSecond).missing.empty());  // reported once
+    const auto back = w.update(tick({{40, 2}, {40, 2}, {11, 2}}), 5 * kSecond);
+    CHECK(back.back == std::vector<int>{2});
+    CHECK(w.missing().empty());
+}
+
+TEST_CASE("streams idle together between steps are not missing") {
+    StreamWatch w(2 * kSecond);
+    w.update(tick({{10, 1}, {10, 1}, {10, 1}}), 0);
+    for (int t = 1; t < 10; ++t) CHECK(w.update(tick({{10, 1}, {10, 1}, {10, 1}}), t * kSecond).missing.empty());
+    // The controller's next step reaches stream 0 a moment before the others.
+    CHECK(w.update(tick({{20, 2}, {10, 1}, {10, 1}}), 10 * kSecond).missing.empty());
+    CHECK(w.update(tick({{30, 2}, {20, 2}, {20, 2}}), 11 * kSecond).missing.empty());
+    CHECK(w.update(tick({{40, 2}, {30, 2}, {30, 2}}), 14 * kSecond).missing.empty());
+}
+
+TEST_CASE("a stream silent from the start is missing once the others have begun a step") {
+    StreamWatch w(2 * kSecond);
+    w.update(tick({{0, 0}, {0, 0}}), 0);
+    w.update(tick({{5, 1}, {0, 0}}), 1 * kSecond);
+    CHECK(w.update(tick({{9, 1}, {0, 0}}), 2 * kSecond).missing.empty());
+    CHECK(w.update(tick({{9, 1}, {0, 0}}), 3 * kSecond).missing == std::vector<int>{1});
+}
+
+TEST_CASE("a stream is missing even while the others begin a step at every tick") {
+    StreamWatch w(2 * kSecond);
+    std::vector<int> missing;
+    for (std::uint64_t t = 0; t < 6; ++t) {
+        const auto c = w.update(tick({{10 * t, t}, {10 * t, t}, {0, 0}}), static_cast<std::int64_t>(t) * kSecond);
+        missing.insert(missing.end(), c.missing.begin(), c.missing.end());
+    }
+    CHECK(missing == std::vector<int>{2});
+}
