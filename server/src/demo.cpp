@@ -388,7 +388,12 @@ private:
             // Let the last step reach the screen, then stop pvbatch cleanly.
             std::this_thread::sleep_for(std::chrono::seconds(3));
             std::ofstream(stop_file()).put('\n');
-            if (!renderer_.wait_for(30000)) spdlog::warn("demo: the renderer did not stop by itself; killing it");
+            if (!renderer_.wait_for(30000)) {
+                spdlog::warn("demo: the renderer did not stop by itself; killing it");
+            } else if (!WIFEXITED(renderer_.exit_status()) || WEXITSTATUS(renderer_.exit_status()) != 0) {
+                spdlog::error("demo: the renderer failed (wait status {}); see {}", renderer_.exit_status(), log("render"));
+                rc = 1;
+            }
             fs::remove(stop_file());
         }
         return rc;

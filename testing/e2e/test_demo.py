@@ -82,6 +82,31 @@ class DemoTest(unittest.TestCase):
             shown = re.findall(r"frame \d+: step (\d+) \| step (\d+)", f.read())
         self.assertTrue(shown, "no head-to-head frame lines")
 
+    def test_paraview_renders_while_the_receiver_writes_unpaced(self):
+        """Unpaced senders, the next step as soon as the last is sent: the
+        receiver rewrites the slabs the whole time pvbatch reads and renders
+        them. Nothing may crash; the renderer ends cleanly (the demo checks
+        its exit status) and shows several steps."""
+        out = os.path.join(self.dir, "out")
+        port = random.randrange(20000, 60000, 1000)
+        r = subprocess.run([SLABCAST, "demo", "--headless", "--dims", "128,128,128", "--dataset-steps", "4",
+                            "--count", "600", "--rate", "0", "--step-interval", "0", "--size", "320x240",
+                            "--out", out, "--cache", os.path.join(self.dir, "cache"), "--base-port", str(port)],
+                           capture_output=True, text=True, timeout=300)
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        with open(os.path.join(out, "logs", "render.log")) as f:
+            render = f.read()
+        for bad in ("Traceback", "Segmentation", "ERR", "Abort"):
+            self.assertNotIn(bad, render)
+        frames = re.findall(r"frame \d+: step (\d+)", render)
+        rates = [float(g) for g in re.findall(r"full: step \d+ ([0-9.]+) Gbit/s", text)]
+        print("unpaced: %d frames rendered while %d steps streamed at up to %.2f Gbit/s" % (
+            len(frames), 600, max(rates or [0])), flush=True)
+        self.assertGreaterEqual(len(frames), 5, render[-2000:])
+        self.assertGreater(len(set(frames)), 1, "the renderer showed one step only")
+        self.assertGreater(max(rates or [0]), 1.0, "the stream was not unpaced: %s" % rates)
+
     def test_missing_dataset_is_named(self):
         r = subprocess.run([SLABCAST, "demo", "--headless", "--dataset", "/nonexistent/ds", "--out",
                             os.path.join(self.dir, "out")], capture_output=True, text=True, timeout=60)
