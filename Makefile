@@ -5,7 +5,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test bench demo clean
+.PHONY: all deps build test bench soak demo clean
 
 all: build
 
@@ -16,9 +16,13 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(BUILD) -j$(JOBS)
 
-# Benchmarks print figures and assert nothing about time: not in the test run.
+# Benchmarks print figures and assert nothing about time, and the soak test
+# takes ten minutes: neither is in the test run.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -LE benchmark
+	cd $(BUILD) && ctest --output-on-failure -LE "benchmark|soak"
+
+soak: build
+	cd $(BUILD) && ctest --output-on-failure -L soak -V
 
 bench: build
 	cd $(BUILD) && ctest --output-on-failure -L benchmark -V

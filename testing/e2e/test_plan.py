@@ -109,6 +109,14 @@ class PlanTest(unittest.TestCase):
         self.assertIn("no host named 'nobody'", self.plan(self.config, "--host", "nobody").stderr)
         c = dict(self.config, slab_depth=1.6e31)  # once an undefined float-to-int cast
         self.assertIn("\"slab_depth\" must hold whole numbers", self.plan(c).stderr)
+        c = json.loads(json.dumps(self.config))
+        c["senders"][0]["staging"] = "/dev/shm/x; rm -rf ~"  # would be a second command in the printed line
+        self.assertIn("senders s1: \"staging\" must be a non-empty word", self.plan(c).stderr)
+        c = json.loads(json.dumps(self.config))
+        c["receivers"][0]["cpus"] = 3
+        self.assertIn("receivers r1: \"cpus\" has the wrong type", self.plan(c).stderr)
+        c = dict(self.config, ports={"data": 65534})
+        self.assertIn("port \"data\" 65534 leaves no room for 4 streams", self.plan(c).stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,173 @@
+"""ctest soak (label soak, not in `make test`; run with `make soak`): every
+role on loopback for SLABCAST_SOAK_SECONDS (default 600) at a set rate, steps
+back to back, with ParaView (pvbatch, when the plugin is built) rendering the
+live slabs the whole time.
+
+Every 10 s it samples each process's resident memory, open file descriptors
+and the staging area. Passes when, after a one-minute warm-up, no process grew
+by more than 4 MiB (or 5%), descriptors did not grow, the staging area stayed
+within its budget, and the counters agree: the receiver stored every packet
+the shufflers sent (loopback at this rate loses none), each stream reported a
+complete step for every step sent, and nothing was rejected. Prints the
+figures for docs/performance.md."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
+from slabcast_testlib import Workspace, free_udp_ports, read_json_lines, read_slab_header, wait_for  # noqa: E402
+
+SECONDS = float(os.environ.get("SLABCAST_SOAK_SECONDS", "600"))
+WARMUP = min(60.0, SECONDS / 5)
+DIMS, DEPTH, STREAMS = (128, 128, 128), 32, 4
+RATE = "250M"  # per stream: 1 Gbit/s in all
+BUDGET = 24 << 20
+SAMPLE_EVERY = 10.0
+GROWTH_BYTES = 4 << 20
+
+
+def rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def dir_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
+class SoakTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace("soak")
+        self.renderer = None
+
+    def tearDown(self):
+        if self.renderer and self.renderer.poll() is None:
+            self.renderer.kill()
+            self.renderer.wait()
+        if getattr(self, "xvfb", None):
+            self.xvfb.__exit__(None, None, None)
+        self.ws.close()
+
+    def start_renderer(self, descriptor):
+        if not os.environ.get("SLABCAST_PLUGIN"):
+            print("no plugin build: soaking without ParaView", flush=True)
+            return None
+        import plugin_testlib as t
+        self.xvfb = t.xvfb()
+        display = self.xvfb.__enter__()
+        cmd = t.pvbatch_cmd(t.env_path("SLABCAST_RENDER"), [descriptor, "--timeout", SECONDS + 30, "--interval", 1.0,
+                                                            "--size", "320x240"])
+        with open(os.path.join(self.ws.dir, "render.log"), "w") as log:
+            self.renderer = subprocess.Popen(cmd, env=t.paraview_env(display), stdout=log, stderr=subprocess.STDOUT)
+        return self.renderer
+
+    def test_soak(self):
+        ws = self.ws
+        dataset = ws.generate("ds", DIMS, 8)
+        ports = free_udp_ports(2 * STREAMS + 1)
+        data_ports, sync_ports, stager_port = ports[:STREAMS], ports[STREAMS:2 * STREAMS], ports[-1]
+        recv_json = os.path.join(ws.dir, "receive.json")
+        receiver = ws.start("receive", [
+            "receive", "--name", "soak", "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
+            "--listen", "127.0.0.1", "--allow", "127.0.0.1", "--shm-dir", ws.shm, "--stats-json", recv_json]
+            + sum((["--stream", "%d:%d" % (k, p)] for k, p in enumerate(data_ports)), []))
+        descriptor = os.path.join(ws.shm, "soak.slabcast")
+        wait_for(lambda: os.path.exists(descriptor), what="the descriptor")
+        stager = ws.start("stage", ["stage", "--dataset", dataset, "--staging", ws.staging, "--streams",
+                                    "0-%d" % (STREAMS - 1), "--budget", str(BUDGET), "--loop", "--sync",
+                                    "127.0.0.1:%d" % stager_port])
+        shuffle_json = [os.path.join(ws.dir, "shuffle%d.json" % k) for k in range(STREAMS)]
+        shufflers = [ws.start("shuffle%d" % k, [
+            "shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % data_ports[k], "--staging", ws.staging,
+            "--dataset", dataset, "--slab-depth", str(DEPTH), "--sync", "127.0.0.1:%d" % sync_ports[k],
+            "--rate", RATE, "--stats-json", shuffle_json[k]]) for k in range(STREAMS)]
+        wait_for(lambda: all("sync on" in s.text() for s in shufflers), what="the shufflers")
+        control_json = os.path.join(ws.dir, "control.json")
+        control = ws.start("control", ["control", "--dataset", dataset, "--loop", "--stager",
+                                       "127.0.0.1:%d" % stager_port, "--stats-json", control_json]
+                           + sum((["--shuffler", "127.0.0.1:%d" % p] for p in sync_ports), []))
+        renderer = self.start_renderer(descriptor)
+
+        procs = {r.name: r.proc.pid for r in [receiver, stager, control] + shufflers}
+        if renderer:
+            procs["pvbatch"] = renderer.pid
+        samples = []  # (t, {name: (rss, fds)}, staging bytes)
+        start = time.monotonic()
+        while time.monotonic() - start < SECONDS:
+            time.sleep(SAMPLE_EVERY)
+            for role in [receiver, stager, control] + shufflers:
+                self.assertTrue(role.alive(), "%s died:\n%s" % (role.name, role.text()[-2000:]))
+            if renderer:
+                self.assertIsNone(renderer.poll(), "pvbatch died; see render.log")
+            samples.append((time.monotonic() - start, {n: (rss_bytes(p), fd_count(p)) for n, p in procs.items()},
+                            dir_bytes(ws.staging)))
+
+        self.assertEqual(control.stop(), 0)
+        time.sleep(1.0)  # the last step drains
+        codes = {r.name: r.stop() for r in [stager] + shufflers + [receiver]}
+        self.assertEqual(set(codes.values()), {0}, codes)
+        if renderer:
+            renderer.terminate()
+            renderer.wait(timeout=30)
+
+        # Memory and descriptors: flat after the warm-up.
+        base = next(s for s in samples if s[0] >= WARMUP)
+        print("soak: %.0f s, %d samples; resident memory (MiB) after warm-up -> max -> end:" % (
+            SECONDS, len(samples)), flush=True)
+        for name in procs:
+            rss0, fds0 = base[1][name]
+            rss_max = max(s[1][name][0] for s in samples if s[0] >= WARMUP)
+            fds_max = max(s[1][name][1] for s in samples if s[0] >= WARMUP)
+            print("  %-9s %7.1f -> %7.1f -> %7.1f   fds %d -> %d" % (
+                name, rss0 / 2**20, rss_max / 2**20, samples[-1][1][name][0] / 2**20, fds0, fds_max), flush=True)
+            self.assertLessEqual(rss_max - rss0, max(GROWTH_BYTES, rss0 // 20), "%s grew" % name)
+            self.assertLessEqual(fds_max, fds0, "%s opened descriptors and kept them" % name)
+        staged_max = max(s[2] for s in samples)
+        print("  staging area at most %.1f MiB (budget %.1f)" % (staged_max / 2**20, BUDGET / 2**20), flush=True)
+        self.assertLessEqual(staged_max, BUDGET)
+
+        # Counters agree.
+        steps_synced = [e for e in read_json_lines(control_json) if e.get("kind") == "step"]
+        sent = sum([e for e in read_json_lines(p) if e.get("kind") == "status"][-1]["packets"] for p in shuffle_json)
+        final = [e for e in read_json_lines(recv_json) if e.get("kind") == "status"][-1]
+        reports = [e for e in read_json_lines(recv_json) if e.get("kind") == "step"]
+        gbps = [e["gbps"] for e in read_json_lines(recv_json) if e.get("kind") == "status" and e["gbps"] > 0]
+        print("  %d steps synced, %d packets sent, %d stored, %d step reports, loss %.4f%%, "
+              "median %.2f Gbit/s" % (len(steps_synced), sent, final["packets"], len(reports),
+                                       final["loss_percent"], sorted(gbps)[len(gbps) // 2]), flush=True)
+        self.assertGreater(len(steps_synced), SECONDS)  # more than a step a second
+        self.assertEqual(final["packets"], sent, "the receiver stored other than what was sent")
+        self.assertEqual(final["rejected"] + final["foreign"], 0)
+        for k in range(STREAMS):
+            mine = [r for r in reports if r["stream"] == k]
+            self.assertGreaterEqual(len(mine), len(steps_synced) - 1, "stream %d: steps missing" % k)
+            self.assertTrue(all(r["complete"] for r in mine), "stream %d: incomplete steps" % k)
+        if renderer:
+            with open(os.path.join(self.ws.dir, "render.log")) as f:
+                frames = sum(1 for line in f if line.startswith("frame "))
+            print("  pvbatch rendered %d frames" % frames, flush=True)
+            self.assertGreater(frames, SECONDS / 4)
+
+
+if __name__ == "__main__":
+    unittest.main()
