@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
     slabcast::register_plan(app, run);
     slabcast::register_tune(app, run);
     slabcast::register_keygen(app, run);
+    slabcast::register_serve(app, run);
+    slabcast::register_move(app, run);
 
     CLI11_PARSE(app, argc, argv);
     // Logs and status lines go to stderr; stdout stays free for data a user pipes on.

@@ -19,5 +19,7 @@ void register_demo(CLI::App& root, RoleMain& run);
 void register_plan(CLI::App& root, RoleMain& run);
 void register_tune(CLI::App& root, RoleMain& run);
 void register_keygen(CLI::App& root, RoleMain& run);
+void register_serve(CLI::App& root, RoleMain& run);
+void register_move(CLI::App& root, RoleMain& run);
 
 }  // namespace slabcast

@@ -5,9 +5,10 @@ live slabs the whole time.
 
 Every 10 s it samples each process's memory, open file descriptors and the
 staging area. Passes when, from the first minute after a one-minute warm-up to
-the last minute, no process's private memory grew by more than 4 MiB (or 5%)
-and its open descriptors did not grow (medians of each minute: a step being
-copied or read holds memory and descriptors for a moment), the staging area stayed
+the last minute, no process's private memory grew by more than 4 MiB (or 5%;
+the lowest sample of each minute, as pvbatch's heap swings from frame to
+frame) and its open descriptors did not grow (the median of each minute: a step
+being copied holds descriptors for a moment), the staging area stayed
 within its budget, and the counters agree: the receiver stored every packet
 the shufflers sent (loopback at this rate loses none), each stream reported a
 complete step for every step sent, and nothing was rejected. Prints the
@@ -146,11 +147,13 @@ class SoakTest(unittest.TestCase):
         settled = [s for s in samples if s[0] >= WARMUP]
         window = max(1, int(60 / SAMPLE_EVERY))
         first, last = settled[:window], settled[-window:]
-        print("soak: %.0f s, %d samples; MiB resident (max), private first minute -> last minute, fds:" % (
+        print("soak: %.0f s, %d samples; MiB resident (max), private floor first minute -> last minute, fds:" % (
             SECONDS, len(samples)), flush=True)
         for name in procs:
             rss_max = max(s[1][name][0] for s in settled)
-            anon0, anon1 = median(s[1][name][1] for s in first), median(s[1][name][1] for s in last)
+            # The floor of each minute: pvbatch's heap swings by ~30 MiB from frame to frame
+            # (measured: 138-166 MiB over 600 frames with no trend), a leak lifts the floor.
+            anon0, anon1 = min(s[1][name][1] for s in first), min(s[1][name][1] for s in last)
             fds0, fds1 = median(s[1][name][2] for s in first), median(s[1][name][2] for s in last)
             print("  %-9s %7.1f (max %7.1f)   private %7.1f -> %7.1f   fds %d -> %d" % (
                 name, settled[-1][1][name][0] / 2**20, rss_max / 2**20, anon0 / 2**20, anon1 / 2**20, fds0, fds1),

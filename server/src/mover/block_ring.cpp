@@ -1,0 +1,92 @@
+#include "mover/block_ring.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace slabcast::mover {
+
+BlockRing::BlockRing(std::size_t slots, std::size_t slot_bytes) : slot_bytes_(slot_bytes) {
+    if (slots < 2) throw std::invalid_argument("the block ring needs at least 2 slots");
+    const std::size_t page = 4096;
+    slot_bytes_ = (slot_bytes + page - 1) / page * page;
+    arena_bytes_ = slots * slot_bytes_;
+    // One anonymous mapping: page-aligned slots, pre-faulted so that the
+    // first transfer does not pay for page faults.
+    void* p = ::mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED)
+        throw std::runtime_error("cannot allocate a block ring of " + std::to_string(arena_bytes_ >> 20) +
+                                 " MiB: " + std::strerror(errno));
+    arena_ = static_cast<std::uint8_t*>(p);
+    for (std::size_t i = 0; i < slots; ++i) {
+        slots_.push_back(Slot{arena_ + i * slot_bytes_, slot_bytes_, 0});
+        free_.push_back(&slots_.back());
+    }
+}
+
+BlockRing::~BlockRing() { ::munmap(arena_, arena_bytes_); }
+
+BlockRing::Take BlockRing::take_free(Slot*& out, int timeout_ms) {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return aborted_ || !free_.empty(); }))
+        return Take::Timeout;
+    if (aborted_) return Take::Closed;
+    out = free_.front();
+    free_.pop_front();
+    out->begin = out->used = 0;
+    return Take::Got;
+}
+
+BlockRing::Take BlockRing::take_full(Slot*& out, int timeout_ms) {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                           [&] { return aborted_ || !full_.empty() || full_closed_; }))
+        return Take::Timeout;
+    if (aborted_ || full_.empty()) return Take::Closed;
+    out = full_.front();
+    full_.pop_front();
+    return Take::Got;
+}
+
+void BlockRing::put_free(Slot* s) {
+    {
+        std::lock_guard lock(mutex_);
+        free_.push_back(s);
+    }
+    changed_.notify_all();
+}
+
+void BlockRing::put_full(Slot* s) {
+    {
+        std::lock_guard lock(mutex_);
+        full_.push_back(s);
+    }
+    changed_.notify_all();
+}
+
+void BlockRing::close_full() {
+    {
+        std::lock_guard lock(mutex_);
+        full_closed_ = true;
+    }
+    changed_.notify_all();
+}
+
+void BlockRing::abort() {
+    {
+        std::lock_guard lock(mutex_);
+        aborted_ = true;
+    }
+    changed_.notify_all();
+}
+
+std::size_t BlockRing::full_count() {
+    std::lock_guard lock(mutex_);
+    return full_.size();
+}
+
+}  // namespace slabcast::mover

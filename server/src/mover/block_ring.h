@@ -1,0 +1,59 @@
+// The block cache between a mover's front end (disk) and back end (network):
+// a fixed set of page-aligned slots allocated once, passed between the pools
+// through two queues, `free` and `full`. Either pool can grow or shrink while
+// the other runs; only the slots move, never their bytes.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+namespace slabcast::mover {
+
+struct Slot {
+    std::uint8_t* data = nullptr;
+    std::size_t capacity = 0;
+    std::size_t begin = 0;  // where its first frame starts (full blocks: payload page-aligned)
+    std::size_t used = 0;   // end of its last frame
+};
+
+class BlockRing {
+public:
+    BlockRing(std::size_t slots, std::size_t slot_bytes);
+    ~BlockRing();
+    BlockRing(const BlockRing&) = delete;
+    BlockRing& operator=(const BlockRing&) = delete;
+
+    enum class Take { Got, Timeout, Closed };
+    // Waits up to `timeout_ms` for a free slot (emptied). Closed: aborted.
+    Take take_free(Slot*& out, int timeout_ms);
+    // Waits up to `timeout_ms` for a filled slot. Closed: aborted, or
+    // close_full() was called and none is left. (The timeout lets a pool
+    // thread look at its stop flag: pools shrink while the ring runs.)
+    Take take_full(Slot*& out, int timeout_ms);
+    void put_free(Slot* s);
+    void put_full(Slot* s);
+    // No more filled slots will come: take_full drains, then returns nullopt.
+    void close_full();
+    // Everything stops: both takes return nullopt.
+    void abort();
+
+    std::size_t slot_bytes() const { return slot_bytes_; }
+    std::size_t slots() const { return slots_.size(); }
+    std::size_t full_count();
+
+private:
+    std::size_t slot_bytes_;
+    std::uint8_t* arena_ = nullptr;
+    std::size_t arena_bytes_ = 0;
+    std::deque<Slot> slots_;
+    std::deque<Slot*> free_, full_;
+    bool full_closed_ = false, aborted_ = false;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+};
+
+}  // namespace slabcast::mover

@@ -1,0 +1,66 @@
+#include "mover/journal.h"
+
+#include "mover/dest_tree.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace slabcast::mover {
+
+Journal::Journal(DestTree& tree, const std::string& prefix)
+    : tree_(tree), name_(prefix.empty() ? kName : prefix + "/" + kName) {
+    fd_ = tree_.open_file(name_, O_RDWR | O_CREAT | O_APPEND, 0600);
+    if (fd_ < 0) throw std::runtime_error(tree_.root() + "/" + name_ + ": " + std::strerror(errno));
+}
+
+Journal::~Journal() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+std::map<std::string, Journal::Partial> Journal::load() const {
+    std::string text;
+    char buf[65536];
+    for (off_t at = 0;;) {
+        const ssize_t n = ::pread(fd_, buf, sizeof buf, at);
+        if (n <= 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+        at += n;
+    }
+    std::map<std::string, Partial> out;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {  // "B SIZE MTIME OFFSET PATH"; a torn last line is skipped
+        std::istringstream f(line);
+        std::string tag, path;
+        Partial p;
+        std::uint64_t offset = 0;
+        if (!(f >> tag >> p.size >> p.mtime_ns >> offset) || tag != "B" || f.get() != ' ' || !std::getline(f, path))
+            continue;
+        Partial& known = out[path];
+        if (known.size != p.size || known.mtime_ns != p.mtime_ns) known = Partial{p.size, p.mtime_ns, {}};
+        known.offsets.insert(offset);
+    }
+    return out;
+}
+
+void Journal::block_written(const std::string& path, std::uint64_t size, std::int64_t mtime_ns, std::uint64_t offset) {
+    const std::string line =
+        "B " + std::to_string(size) + " " + std::to_string(mtime_ns) + " " + std::to_string(offset) + " " + path + "\n";
+    std::lock_guard lock(mutex_);
+    // One write per line with O_APPEND: a kill leaves whole lines, at worst a torn last one.
+    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+        throw std::runtime_error(tree_.root() + "/" + name_ + ": cannot append: " + std::strerror(errno));
+}
+
+void Journal::remove() {
+    const auto [parent, name] = split_path(name_);
+    ::unlinkat(tree_.parent_fd(name_), name.c_str(), 0);
+}
+
+}  // namespace slabcast::mover

@@ -1,0 +1,149 @@
+#include "mover/manifest.h"
+
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+namespace slabcast::mover {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::uint64_t Manifest::total_bytes() const {
+    std::uint64_t n = 0;
+    for (const auto& f : files) n += f.size;
+    return n;
+}
+
+namespace {
+
+std::int64_t mtime_ns_of(const struct stat& st) {
+    return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+struct stat lstat_or_throw(const fs::path& p) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) throw std::runtime_error(p.string() + ": " + std::strerror(errno));
+    return st;
+}
+
+void add_file(Manifest& m, const fs::path& source, const std::string& rel, const struct stat& st) {
+    if (::access(source.c_str(), R_OK) != 0)
+        throw std::runtime_error(source.string() + ": cannot read: " + std::strerror(errno));
+    m.files.push_back(ManifestFile{rel, static_cast<std::uint64_t>(st.st_size), static_cast<std::uint32_t>(st.st_mode & 07777),
+                                   mtime_ns_of(st), source.string()});
+}
+
+void add_tree(Manifest& m, const fs::path& root, const std::string& name) {
+    const struct stat top = lstat_or_throw(root);
+    m.dirs.push_back(ManifestDir{name, static_cast<std::uint32_t>(top.st_mode & 07777)});
+    std::error_code ec;
+    fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
+    if (ec) throw std::runtime_error(root.string() + ": " + ec.message());
+    for (; it != end; it.increment(ec)) {
+        if (ec) throw std::runtime_error(it->path().string() + ": " + ec.message());
+        const fs::path& p = it->path();
+        const std::string rel = name + "/" + fs::relative(p, root).generic_string();
+        const struct stat st = lstat_or_throw(p);
+        if (S_ISDIR(st.st_mode)) m.dirs.push_back(ManifestDir{rel, static_cast<std::uint32_t>(st.st_mode & 07777)});
+        else if (S_ISREG(st.st_mode)) add_file(m, p, rel, st);
+        else m.skipped.push_back(p.string() + (S_ISLNK(st.st_mode) ? ": a symbolic link" : ": not a regular file"));
+    }
+    if (ec) throw std::runtime_error(root.string() + ": " + ec.message());
+}
+
+}  // namespace
+
+Manifest scan_sources(const std::vector<std::string>& sources, std::uint32_t block) {
+    Manifest m;
+    m.block = block;
+    std::map<std::string, std::string> names;  // top-level name -> source
+    for (const std::string& s : sources) {
+        fs::path p(s);
+        const std::string name = fs::path(s).lexically_normal().filename().string().empty()
+                                     ? p.lexically_normal().parent_path().filename().string()
+                                     : p.lexically_normal().filename().string();
+        if (name.empty() || name == "." || name == "..")
+            throw std::runtime_error(s + ": name a file or directory (it goes under its own name)");
+        if (auto [it, fresh] = names.emplace(name, s); !fresh)
+            throw std::runtime_error("name collision: " + it->second + " and " + s + " would both be '" + name + "'");
+        const struct stat st = lstat_or_throw(p);
+        if (S_ISDIR(st.st_mode)) add_tree(m, p, name);
+        else if (S_ISREG(st.st_mode)) add_file(m, p, name, st);
+        else throw std::runtime_error(s + ": not a regular file or directory");
+    }
+    return m;
+}
+
+std::string to_json(const Manifest& m) {
+    json dirs = json::array(), files = json::array();
+    for (const auto& d : m.dirs) dirs.push_back({{"path", d.path}, {"mode", d.mode}});
+    for (const auto& f : m.files)
+        files.push_back({{"path", f.path}, {"size", f.size}, {"mode", f.mode}, {"mtime_ns", f.mtime_ns}});
+    return json{{"block", m.block}, {"dirs", dirs}, {"files", files}}.dump();
+}
+
+void check_relative_path(const std::string& path) {
+    auto bad = [&](const std::string& why) { throw std::runtime_error("path '" + path + "': " + why); };
+    if (path.empty()) bad("empty");
+    if (path.size() > 4096) bad("longer than 4096 bytes");
+    if (path.front() == '/') bad("absolute");
+    std::size_t start = 0;
+    while (start <= path.size()) {
+        std::size_t end = path.find('/', start);
+        if (end == std::string::npos) end = path.size();
+        const std::string part = path.substr(start, end - start);
+        if (part.empty()) bad("an empty component");
+        if (part == "." || part == "..") bad("a '" + part + "' component");
+        if (part.size() > 255) bad("a component longer than 255 bytes");
+        for (unsigned char c : part)
+            if (c < 0x20 || c == 0x7f) bad("a control character");
+        start = end + 1;
+    }
+}
+
+Manifest manifest_from_json(const std::string& text) {
+    Manifest m;
+    std::map<std::string, char> kinds;  // path -> 'd' or 'f'
+    try {
+        const json j = json::parse(text);
+        m.block = j.at("block").get<std::uint32_t>();
+        if (m.block < 4096 || m.block > (64u << 20) || m.block % 4096 != 0)
+            throw std::runtime_error("block size " + std::to_string(m.block) + " is not 4 KiB..64 MiB in pages");
+        for (const auto& d : j.at("dirs")) {
+            m.dirs.push_back(ManifestDir{d.at("path").get<std::string>(), d.at("mode").get<std::uint32_t>() & 07777});
+        }
+        for (const auto& f : j.at("files")) {
+            ManifestFile file;
+            file.path = f.at("path").get<std::string>();
+            file.size = f.at("size").get<std::uint64_t>();
+            file.mode = f.at("mode").get<std::uint32_t>() & 07777;
+            file.mtime_ns = f.at("mtime_ns").get<std::int64_t>();
+            m.files.push_back(file);
+        }
+    } catch (const json::exception& e) {
+        throw std::runtime_error(std::string("malformed manifest: ") + e.what());
+    }
+    if (m.files.size() > 100'000'000) throw std::runtime_error("malformed manifest: too many files");
+    auto claim = [&](const std::string& path, char kind) {
+        check_relative_path(path);
+        if (!kinds.emplace(path, kind).second) throw std::runtime_error("name collision: '" + path + "' listed twice");
+        // Every parent must be a listed directory, so no file hides a directory's name.
+        const auto slash = path.rfind('/');
+        if (slash != std::string::npos) {
+            const auto parent = kinds.find(path.substr(0, slash));
+            if (parent == kinds.end() || parent->second != 'd')
+                throw std::runtime_error("path '" + path + "': its directory is not listed before it");
+        }
+    };
+    for (const auto& d : m.dirs) claim(d.path, 'd');
+    for (const auto& f : m.files) claim(f.path, 'f');
+    return m;
+}
+
+}  // namespace slabcast::mover

@@ -1,0 +1,46 @@
+// What a transfer moves: directories and regular files with relative paths,
+// sizes, modes and times. Built by scanning the sources on the sending side,
+// sent as blocks, checked on the receiving side before anything is written.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace slabcast::mover {
+
+struct ManifestFile {
+    std::string path;  // relative, '/'-separated
+    std::uint64_t size = 0;
+    std::uint32_t mode = 0644;
+    std::int64_t mtime_ns = 0;
+    std::string source;  // where the sender reads it (not sent)
+};
+
+struct ManifestDir {
+    std::string path;
+    std::uint32_t mode = 0755;
+};
+
+struct Manifest {
+    std::uint32_t block = 4u << 20;
+    std::vector<ManifestDir> dirs;  // parents before children
+    std::vector<ManifestFile> files;
+    std::vector<std::string> skipped;  // sender side: symlinks and special files left out, with why
+    std::uint64_t total_bytes() const;
+};
+
+// Each source (file or directory) goes under its own name, as `cp -r` would.
+// Throws std::runtime_error naming the path that cannot be read.
+Manifest scan_sources(const std::vector<std::string>& sources, std::uint32_t block);
+
+std::string to_json(const Manifest& m);
+// Throws std::runtime_error for a malformed manifest, a path that could leave
+// the destination (absolute, "..", empty or control characters), or two
+// entries with one name.
+Manifest manifest_from_json(const std::string& text);
+
+// The checks manifest_from_json applies to each path.
+void check_relative_path(const std::string& path);
+
+}  // namespace slabcast::mover

@@ -1,0 +1,350 @@
+#include "mover/send_transfer.h"
+
+#include "mover/stream_io.h"
+#include "mover/wire.h"
+
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstring>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <stdexcept>
+
+namespace slabcast::mover {
+using nlohmann::json;
+
+namespace {
+
+bool all_zero(const std::uint8_t* p, std::size_t n) {
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, p + i, 8);
+        if (w) return false;
+    }
+    for (; i < n; ++i)
+        if (p[i]) return false;
+    return true;
+}
+
+// Writes a frame's header in place (its payload, if any, is already there).
+void put_header(std::uint8_t* at, const Frame& f) { encode_header(f, at); }
+
+}  // namespace
+
+SendTransfer::SendTransfer(Manifest manifest, SendSettings settings)
+    : manifest_(std::move(manifest)), settings_(std::move(settings)) {
+    if (settings_.streams < 1 || settings_.streams > 128) throw std::invalid_argument("--streams must be 1..128");
+    if (settings_.readers < 1 || settings_.readers > 128) throw std::invalid_argument("--readers must be 1..128");
+    std::random_device rd;
+    id_ = (static_cast<std::uint64_t>(rd()) << 32) | rd();
+}
+
+SendTransfer::~SendTransfer() {
+    if (ring_) ring_->abort();
+    set_readers(0);
+    set_streams(0);
+    if (control_fd_ >= 0) ::close(control_fd_);
+}
+
+int SendTransfer::open_stream(int index) {
+    const int fd = connect_tcp(settings_.host, settings_.port);
+    const std::string hello = json{{"stream", index}, {"dest", settings_.dest}}.dump();
+    try {
+        write_frame(fd, Frame{Kind::Hello, id_}, hello.data(), hello.size());
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+    return fd;
+}
+
+void SendTransfer::start() {
+    control_fd_ = open_stream(0);
+    const std::string text = to_json(manifest_);
+    for (std::size_t at = 0; at < text.size() || at == 0;) {  // the manifest, as blocks
+        const std::size_t n = std::min<std::size_t>(text.size() - at, manifest_.block);
+        Frame f{Kind::Manifest, id_, 0, 0, at, checksum(text.data() + at, n), text.size()};
+        write_frame(control_fd_, f, text.data() + at, n);
+        at += n;
+        if (at >= text.size()) break;
+    }
+    Frame reply;
+    std::string payload;
+    if (!read_frame(control_fd_, reply, payload, 1u << 30))
+        throw std::runtime_error("the server closed the connection after the manifest");
+    if (reply.kind == Kind::Error) throw std::runtime_error("the server refused the transfer: " + payload);
+    if (reply.kind != Kind::Have) throw std::runtime_error("the server answered the manifest with something else");
+    try {
+        const json have = json::parse(payload);
+        for (const auto& i : have.at("complete")) in_place_.insert(i.get<std::uint32_t>());
+        for (const auto& [file, offsets] : have.at("blocks").items())
+            for (const auto& o : offsets) have_[static_cast<std::uint32_t>(std::stoul(file))].insert(o.get<std::uint64_t>());
+    } catch (const std::exception& e) {
+        throw std::runtime_error(std::string("the server's answer is malformed: ") + e.what());
+    }
+    for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
+        if (in_place_.count(i)) continue;
+        ++files_to_send_;
+        bytes_to_send_ += manifest_.files[i].size - have_[i].size() * manifest_.block;  // (approximate: a short last block)
+    }
+    const std::size_t slot = manifest_.block + 4096;
+    ring_ = std::make_unique<BlockRing>(std::max<std::size_t>(4, settings_.ring_bytes / slot), slot);
+    {
+        std::lock_guard lock(pools_mutex_);
+        streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
+        stream_fds_.push_back(control_fd_);
+        streams_.threads.emplace_back(&SendTransfer::stream_loop, this, control_fd_, streams_.quit.back().get(), true);
+    }
+    set_streams(settings_.streams);
+    set_readers(settings_.readers);
+}
+
+int SendTransfer::streams() const {
+    std::lock_guard lock(pools_mutex_);
+    return static_cast<int>(streams_.threads.size());
+}
+
+int SendTransfer::readers() const {
+    std::lock_guard lock(pools_mutex_);
+    return static_cast<int>(readers_.threads.size());
+}
+
+void SendTransfer::set_streams(int n) {
+    std::lock_guard lock(pools_mutex_);
+    if (!ring_) return;
+    while (static_cast<int>(streams_.threads.size()) < n) {
+        const int fd = open_stream(static_cast<int>(streams_.threads.size()));
+        streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
+        stream_fds_.push_back(fd);
+        streams_.threads.emplace_back(&SendTransfer::stream_loop, this, fd, streams_.quit.back().get(), false);
+    }
+    // Stream 0 carries the manifest and the report: it stays, unless everything stops (n = 0).
+    while (static_cast<int>(streams_.threads.size()) > std::max(n, 0) && (n == 0 || streams_.threads.size() > 1)) {
+        *streams_.quit.back() = true;
+        streams_.threads.back().join();
+        streams_.threads.pop_back();
+        streams_.quit.pop_back();
+        stream_fds_.pop_back();
+    }
+}
+
+void SendTransfer::set_readers(int n) {
+    std::lock_guard lock(pools_mutex_);
+    if (!ring_) return;
+    while (static_cast<int>(readers_.threads.size()) < n && !reading_done_) {
+        readers_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
+        ++readers_running_;
+        readers_.threads.emplace_back(&SendTransfer::reader_loop, this, readers_.quit.back().get());
+    }
+    while (static_cast<int>(readers_.threads.size()) > n && (n == 0 || readers_.threads.size() > 1)) {
+        *readers_.quit.back() = true;
+        readers_.threads.back().join();
+        readers_.threads.pop_back();
+        readers_.quit.pop_back();
+    }
+}
+
+std::uint8_t* SendTransfer::reserve(Slot*& slot, std::size_t payload, bool aligned) {
+    const std::size_t need = kHeaderBytes + payload;
+    if (slot && (slot->used + need > slot->capacity || (aligned && slot->used > slot->begin))) {
+        ring_->put_full(slot);
+        slot = nullptr;
+    }
+    if (!slot) {
+        for (;;) {
+            const auto r = ring_->take_free(slot, 200);
+            if (r == BlockRing::Take::Got) break;
+            if (r == BlockRing::Take::Closed) return nullptr;
+        }
+        slot->begin = slot->used = aligned ? 4096 - kHeaderBytes : 0;
+    }
+    std::uint8_t* at = slot->data + slot->used;
+    slot->used += need;
+    return at;
+}
+
+void SendTransfer::reader_loop(const std::atomic<bool>* quit) {
+    Slot* slot = nullptr;
+    try {
+        while (!*quit) {
+            const std::uint32_t i = next_file_++;
+            if (i >= manifest_.files.size()) break;
+            if (!in_place_.count(i)) read_file(i, slot);
+        }
+    } catch (const std::exception& e) {
+        fail(e.what());
+    }
+    if (slot) {
+        if (slot->used > slot->begin) ring_->put_full(slot);
+        else ring_->put_free(slot);
+    }
+    // The last reader out, with every file taken, ends the stream of blocks.
+    if (--readers_running_ == 0 && next_file_ >= manifest_.files.size()) {
+        reading_done_ = true;
+        ring_->close_full();
+    }
+}
+
+void SendTransfer::read_file(std::uint32_t index, Slot*& slot) {
+    const ManifestFile& m = manifest_.files[index];
+    auto failed = [&](const std::string& why) {
+        spdlog::warn("move: {}: {}", m.source, why);
+        ++progress_.files_failed;
+        std::uint8_t* at = reserve(slot, why.size(), false);
+        if (!at) return;
+        std::memcpy(at + kHeaderBytes, why.data(), why.size());
+        put_header(at, Frame{Kind::FileFailed, id_, index, static_cast<std::uint32_t>(why.size())});
+    };
+    const int fd = ::open(m.source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return failed(std::string("cannot open: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != m.size) {
+        ::close(fd);
+        return failed("changed since it was listed (size " + std::to_string(st.st_size) + ", was " +
+                      std::to_string(m.size) + ")");
+    }
+    XXH3_state_t* state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    const auto have = have_.find(index);
+    const std::uint64_t block = manifest_.block;
+    bool ok = true;
+    for (std::uint64_t off = 0; off < m.size && ok; off += block) {
+        const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(block, m.size - off));
+        std::uint8_t* at = reserve(slot, len, len == block);
+        if (!at) {
+            ok = false;
+            break;
+        }
+        std::uint8_t* data = at + kHeaderBytes;
+        std::size_t got = 0;
+        while (got < len) {
+            const ssize_t n = ::pread(fd, data + got, len - got, static_cast<off_t>(off + got));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            got += static_cast<std::size_t>(n);
+        }
+        if (got < len) {
+            slot->used -= kHeaderBytes + len;
+            ::close(fd);
+            XXH3_freeState(state);
+            return failed("shrank or could not be read while it was sent");
+        }
+        XXH3_64bits_update(state, data, len);
+        progress_.bytes_read += len;
+        if (have != have_.end() && have->second.count(off)) {
+            slot->used -= kHeaderBytes + len;  // the destination has it: read for the checksum only
+        } else if (all_zero(data, len)) {
+            slot->used -= len;  // a hole, or zeros: no bytes on the wire
+            put_header(at, Frame{Kind::Zeros, id_, index, 0, off, 0, len});
+        } else {
+            put_header(at, Frame{Kind::Data, id_, index, static_cast<std::uint32_t>(len), off, checksum(data, len)});
+        }
+    }
+    ::close(fd);
+    const std::uint64_t whole = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+    if (!ok) return;
+    std::uint8_t* at = reserve(slot, 0, false);
+    if (!at) return;
+    put_header(at, Frame{Kind::FileEnd, id_, index, 0, 0, whole, m.size});
+    ++progress_.files_read;
+}
+
+void SendTransfer::stream_loop(int fd, const std::atomic<bool>* quit, bool first) {
+    try {
+        while (!*quit) {
+            Slot* slot = nullptr;
+            const auto r = ring_->take_full(slot, 200);
+            if (r == BlockRing::Take::Closed) break;
+            if (r == BlockRing::Take::Timeout) continue;
+            const std::size_t n = slot->used - slot->begin;
+            try {
+                write_full(fd, slot->data + slot->begin, n);
+            } catch (...) {
+                ring_->put_free(slot);
+                throw;
+            }
+            progress_.bytes_sent += n;
+            ring_->put_free(slot);
+        }
+        if (failed_) {
+            if (first) first_stream_done_ = true;
+            return;
+        }
+        if (first) {
+            if (!*quit) write_frame(fd, Frame{Kind::Done, id_, 0, 0, 0, 0, manifest_.files.size()});
+            first_stream_done_ = true;
+        } else {
+            write_frame(fd, Frame{Kind::Bye, id_});
+            ::shutdown(fd, SHUT_WR);
+            ::close(fd);
+        }
+    } catch (const std::exception& e) {
+        fail(std::string("sending: ") + e.what());
+        if (first) first_stream_done_ = true;
+    }
+}
+
+void SendTransfer::fail(const std::string& why) {
+    {
+        std::lock_guard lock(error_mutex_);
+        if (!error_.empty()) return;
+        error_ = why;
+    }
+    failed_ = true;
+    if (ring_) ring_->abort();
+}
+
+std::string SendTransfer::finish() {
+    // Wait without holding the pools: they may still be resized meanwhile.
+    while (!failed_ && !first_stream_done_) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    {
+        std::lock_guard lock(pools_mutex_);
+        for (auto& t : readers_.threads) t.join();
+        readers_.threads.clear();
+        readers_.quit.clear();
+        streams_.threads.front().join();  // stream 0 ended with Done (or an error)
+    }
+    // What the server says: its report, or why it stopped.
+    timeval wait{failed_ ? 2 : 0, 0};
+    ::setsockopt(control_fd_, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    Frame f;
+    std::string payload;
+    std::string server_says;
+    try {
+        while (read_frame(control_fd_, f, payload, 1u << 30)) {
+            if (f.kind == Kind::Report || f.kind == Kind::Error) {
+                server_says = payload;
+                break;
+            }
+        }
+    } catch (const std::exception& e) {
+        if (!failed_) fail(std::string("waiting for the report: ") + e.what());
+    }
+    if (f.kind == Kind::Error && !server_says.empty()) fail("the server stopped the transfer: " + server_says);
+    {
+        std::lock_guard lock(pools_mutex_);
+        for (std::size_t k = 1; k < streams_.threads.size(); ++k) streams_.threads[k].join();
+        streams_.threads.clear();
+        streams_.quit.clear();
+    }
+    if (failed_) {
+        if (f.kind == Kind::Error && !server_says.empty())
+            throw std::runtime_error("the server stopped the transfer: " + server_says);
+        std::lock_guard lock(error_mutex_);
+        throw std::runtime_error(error_);
+    }
+    if (f.kind != Kind::Report) throw std::runtime_error("the server closed the connection without a report");
+    return server_says;
+}
+
+}  // namespace slabcast::mover

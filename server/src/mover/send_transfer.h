@@ -1,0 +1,89 @@
+// The sending side of one transfer (`slabcast move`): a pool of reader
+// threads (front end) cuts the files into tagged blocks in ring slots, small
+// files packed together, and a pool of stream threads (back end), one per TCP
+// connection, sends whole slots. Both pools can be resized while it runs.
+#pragma once
+
+#include "mover/block_ring.h"
+#include "mover/manifest.h"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace slabcast::mover {
+
+struct SendSettings {
+    std::string host;
+    int port = 7100;
+    std::string dest;
+    int streams = 4;
+    int readers = 4;
+    std::size_t ring_bytes = 256u << 20;
+};
+
+struct SendProgress {
+    std::atomic<std::uint64_t> bytes_read{0}, bytes_sent{0}, files_read{0}, files_failed{0};
+};
+
+class SendTransfer {
+public:
+    SendTransfer(Manifest manifest, SendSettings settings);
+    ~SendTransfer();
+
+    // Connects, sends the manifest, learns what the destination has, and starts
+    // both pools. Throws with the server's message when it refuses.
+    void start();
+    // Waits for the end; returns the server's report (JSON text). Throws on a
+    // lost connection or a server error.
+    std::string finish();
+
+    void set_streams(int n);
+    void set_readers(int n);
+    int streams() const;
+    int readers() const;
+    const SendProgress& progress() const { return progress_; }
+    std::uint64_t bytes_to_send() const { return bytes_to_send_; }
+    std::uint64_t files_to_send() const { return files_to_send_; }
+
+private:
+    struct Pool {
+        std::vector<std::thread> threads;
+        std::vector<std::unique_ptr<std::atomic<bool>>> quit;
+    };
+
+    int open_stream(int index);
+    void reader_loop(const std::atomic<bool>* quit);
+    void read_file(std::uint32_t index, Slot*& slot);
+    void stream_loop(int fd, const std::atomic<bool>* quit, bool first);
+    // Room for a frame of `payload` bytes in `slot`, handing it on and taking
+    // a new one when full. nullptr when the ring was aborted.
+    std::uint8_t* reserve(Slot*& slot, std::size_t payload, bool aligned);
+    void fail(const std::string& why);
+
+    Manifest manifest_;
+    SendSettings settings_;
+    std::uint64_t id_ = 0;
+    std::unique_ptr<BlockRing> ring_;
+    std::set<std::uint32_t> in_place_;
+    std::map<std::uint32_t, std::set<std::uint64_t>> have_;
+    std::atomic<std::uint32_t> next_file_{0};
+    std::atomic<int> readers_running_{0};
+    std::atomic<bool> reading_done_{false}, first_stream_done_{false}, failed_{false};
+    int control_fd_ = -1;
+    mutable std::mutex pools_mutex_;
+    Pool readers_, streams_;
+    std::vector<int> stream_fds_;
+    std::mutex error_mutex_;
+    std::string error_;
+    std::uint64_t bytes_to_send_ = 0, files_to_send_ = 0;
+    SendProgress progress_;
+};
+
+}  // namespace slabcast::mover

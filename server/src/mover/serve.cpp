@@ -1,0 +1,182 @@
+// `slabcast serve`: the receiving end of the data mover (docs/mover.md). One
+// TCP port; every transfer arrives over one or more streams that name it in
+// their Hello, and goes into a directory beneath --root.
+#include "address_filter.h"
+#include "mover/receive_transfer.h"
+#include "mover/stream_io.h"
+#include "roles.h"
+#include "stop_signal.h"
+
+#include <nlohmann/json.hpp>
+#include <netdb.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace slabcast {
+namespace {
+using namespace mover;
+
+struct ServeOptions {
+    std::string root;
+    std::string listen = "0.0.0.0";
+    int port = 7100;
+    int writers = 4;
+    int ring_mb = 256;
+    std::vector<std::string> allow;
+    std::string tune_file;
+    bool once = false;
+};
+
+class Server {
+public:
+    explicit Server(const ServeOptions& o) : o_(o), tree_(o.root) {
+        for (const auto& a : o.allow) allowed_.add_list(a);
+        if (o.writers < 1 || o.writers > 256) throw std::invalid_argument("--writers must be 1..256");
+        if (o.ring_mb < 16) throw std::invalid_argument("--ring-mb must be >= 16");
+    }
+
+    int run() {
+        Fd listener(listen_tcp(o_.listen, o_.port));
+        spdlog::info("serve: {} on {}:{}, {} writers, {} MiB ring{}", o_.root, o_.listen, o_.port, o_.writers,
+                     o_.ring_mb, allowed_.empty() ? " (any client: --allow limits who may write here)" : "");
+        while (!stop_requested() && !(o_.once && served_once())) {
+            pollfd p{listener.get(), POLLIN, 0};
+            if (::poll(&p, 1, 200) <= 0) {
+                retune();
+                continue;
+            }
+            sockaddr_storage peer{};
+            socklen_t len = sizeof peer;
+            const int fd = ::accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
+            if (fd < 0) continue;
+            if (!allowed_.empty() && !allowed_.allows(peer)) {
+                spdlog::warn("serve: refused a connection from {} (not in --allow)", to_text(peer));
+                ::close(fd);
+                continue;
+            }
+            tune_tcp(fd);
+            std::lock_guard lock(mutex_);
+            threads_.emplace_back(&Server::serve_stream, this, fd);
+        }
+        {
+            std::lock_guard lock(mutex_);
+            for (auto& [id, t] : transfers_) t->abort("the server is stopping");
+        }
+        for (auto& t : threads_) t.join();
+        return failures_ ? 1 : 0;
+    }
+
+private:
+    static std::string to_text(const sockaddr_storage& a) {
+        char host[NI_MAXHOST] = "?";
+        ::getnameinfo(reinterpret_cast<const sockaddr*>(&a), sizeof a, host, sizeof host, nullptr, 0, NI_NUMERICHOST);
+        return host;
+    }
+
+    bool served_once() {
+        std::lock_guard lock(mutex_);
+        return completed_ > 0 && transfers_.empty();
+    }
+
+    // --tune-file: "writers=N" changes the writer pool of running and later transfers.
+    void retune() {
+        if (o_.tune_file.empty()) return;
+        std::ifstream in(o_.tune_file);
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.rfind("writers=", 0) != 0) continue;
+            const int n = std::atoi(line.c_str() + 8);
+            if (n < 1 || n > 256 || n == writers_now_) continue;
+            writers_now_ = n;
+            spdlog::info("serve: {} writer threads per transfer from now", n);
+            std::lock_guard lock(mutex_);
+            for (auto& [id, t] : transfers_) t->set_writers(n);
+        }
+    }
+
+    void serve_stream(int raw) {
+        Fd fd(raw);
+        try {
+            timeval hello_wait{10, 0}, none{0, 0};
+            ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &hello_wait, sizeof hello_wait);
+            Frame f;
+            std::string payload;
+            if (!read_frame(fd.get(), f, payload, 64 << 10) || f.kind != Kind::Hello)
+                throw std::runtime_error("expected a Hello frame");
+            ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+            const auto hello = nlohmann::json::parse(payload);
+            const int stream = hello.at("stream").get<int>();
+            std::string dest = hello.value("dest", std::string());
+            while (!dest.empty() && dest.back() == '/') dest.pop_back();
+            if (!dest.empty() && dest != ".") check_relative_path(dest);
+            else dest.clear();
+            std::shared_ptr<ReceiveTransfer> t;
+            {
+                std::lock_guard lock(mutex_);
+                auto it = transfers_.find(f.transfer);
+                if (stream == 0) {
+                    if (it != transfers_.end()) throw std::runtime_error("a transfer with this id is running");
+                    ReceiveSettings s{writers_now_ ? writers_now_ : o_.writers,
+                                      static_cast<std::size_t>(o_.ring_mb) << 20};
+                    t = std::make_shared<ReceiveTransfer>(f.transfer, tree_, dest, s);
+                    transfers_[f.transfer] = t;
+                } else {
+                    if (it == transfers_.end()) throw std::runtime_error("a stream of an unknown transfer");
+                    t = it->second;
+                }
+            }
+            if (stream == 0) {
+                t->run_first_stream(fd.get());
+                std::lock_guard lock(mutex_);
+                transfers_.erase(f.transfer);
+                ++completed_;
+                failures_ += !t->succeeded();
+            } else {
+                t->run_stream(fd.get());
+            }
+        } catch (const std::exception& e) {
+            spdlog::warn("serve: a connection dropped: {}", e.what());
+            try {
+                const std::string why = e.what();
+                write_frame(fd.get(), Frame{Kind::Error}, why.data(), why.size());
+            } catch (const std::exception&) {
+            }
+        }
+    }
+
+    const ServeOptions& o_;
+    DestTree tree_;
+    AddressFilter allowed_;
+    std::mutex mutex_;
+    std::map<std::uint64_t, std::shared_ptr<ReceiveTransfer>> transfers_;
+    std::vector<std::thread> threads_;
+    int writers_now_ = 0;
+    int completed_ = 0, failures_ = 0;
+};
+
+}  // namespace
+
+void register_serve(CLI::App& root, RoleMain& run) {
+    auto o = std::make_shared<ServeOptions>();
+    CLI::App* c = root.add_subcommand("serve", "data mover, receiving end: files from `slabcast move` into --root");
+    c->add_option("--root", o->root, "directory that transfers go into (created if missing)")->required();
+    c->add_option("--listen", o->listen, "address to listen on")->capture_default_str();
+    c->add_option("--port", o->port, "TCP port")->capture_default_str();
+    c->add_option("--writers", o->writers, "front-end threads writing blocks, per transfer")->capture_default_str();
+    c->add_option("--ring-mb", o->ring_mb, "block cache per transfer, MiB")->capture_default_str();
+    c->add_option("--allow", o->allow, "clients to accept: CIDR[,CIDR...] (default: any, with a warning)");
+    c->add_option("--tune-file", o->tune_file, "file with a line writers=N, re-read every 0.2 s while running");
+    c->add_flag("--once", o->once, "exit after the first transfer (exit code 1 if it failed)");
+    c->callback([o, &run] { run = [o] { return Server(*o).run(); }; });
+}
+
+}  // namespace slabcast

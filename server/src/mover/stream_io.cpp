@@ -1,0 +1,138 @@
+#include "mover/stream_io.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace slabcast::mover {
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+    if (this != &o) {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = o.release();
+    }
+    return *this;
+}
+
+Fd::~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+int Fd::release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+}
+
+namespace {
+
+addrinfo* resolve(const std::string& host, int port, bool passive) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+    addrinfo* found = nullptr;
+    const std::string service = std::to_string(port);
+    const int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
+    if (rc != 0) throw std::runtime_error(host + ": cannot resolve: " + gai_strerror(rc));
+    return found;
+}
+
+}  // namespace
+
+void tune_tcp(int fd) {
+    const int one = 1, buffer = 8 << 20;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+}
+
+int connect_tcp(const std::string& host, int port) {
+    addrinfo* found = resolve(host, port, false);
+    int err = 0;
+    for (addrinfo* a = found; a; a = a->ai_next) {
+        const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) continue;
+        if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+            ::freeaddrinfo(found);
+            tune_tcp(fd);
+            return fd;
+        }
+        err = errno;
+        ::close(fd);
+    }
+    ::freeaddrinfo(found);
+    throw std::runtime_error("cannot connect to " + host + ":" + std::to_string(port) + ": " + std::strerror(err));
+}
+
+int listen_tcp(const std::string& address, int port) {
+    addrinfo* found = resolve(address, port, true);
+    const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || ::bind(fd, found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd, 64) != 0) {
+        const int err = errno;
+        ::freeaddrinfo(found);
+        if (fd >= 0) ::close(fd);
+        throw std::runtime_error("cannot listen on " + address + ":" + std::to_string(port) + ": " + std::strerror(err));
+    }
+    ::freeaddrinfo(found);
+    return fd;
+}
+
+bool read_full(int fd, void* buf, std::size_t n) {
+    auto* p = static_cast<std::uint8_t*>(buf);
+    std::size_t got = 0;
+    while (got < n) {
+        const ssize_t r = ::recv(fd, p + got, n - got, 0);
+        if (r > 0) {
+            got += static_cast<std::size_t>(r);
+            continue;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        if (r == 0 && got == 0) return false;
+        throw std::runtime_error(r == 0 ? "the peer closed the connection in the middle of a frame"
+                                        : std::string("receive: ") + std::strerror(errno));
+    }
+    return true;
+}
+
+void write_full(int fd, const void* buf, std::size_t n) {
+    const auto* p = static_cast<const std::uint8_t*>(buf);
+    while (n > 0) {
+        const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) throw std::runtime_error(std::string("send: ") + std::strerror(errno) + " (the peer went away?)");
+        p += w;
+        n -= static_cast<std::size_t>(w);
+    }
+}
+
+bool read_frame(int fd, Frame& f, std::string& payload, std::size_t max_payload) {
+    std::uint8_t header[kHeaderBytes];
+    if (!read_full(fd, header, sizeof header)) return false;
+    std::string problem;
+    const auto decoded = decode_header(header, &problem);
+    if (!decoded) throw std::runtime_error(problem);
+    f = *decoded;
+    if (f.length > max_payload) throw std::runtime_error("frame payload larger than expected");
+    payload.resize(f.length);
+    if (f.length > 0 && !read_full(fd, payload.data(), f.length))
+        throw std::runtime_error("the peer closed the connection in the middle of a frame");
+    return true;
+}
+
+void write_frame(int fd, const Frame& f, const void* payload, std::size_t length) {
+    Frame out = f;
+    out.length = static_cast<std::uint32_t>(length);
+    std::uint8_t header[kHeaderBytes];
+    encode_header(out, header);
+    write_full(fd, header, sizeof header);
+    if (length) write_full(fd, payload, length);
+}
+
+}  // namespace slabcast::mover

@@ -1,0 +1,45 @@
+// TCP plumbing of the data mover: connecting, listening, and whole frames in
+// and out of a socket.
+#pragma once
+
+#include "mover/wire.h"
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace slabcast::mover {
+
+int connect_tcp(const std::string& host, int port);  // throws naming the peer
+int listen_tcp(const std::string& address, int port);
+void tune_tcp(int fd);  // large buffers, no Nagle delay for the small frames
+
+// false on an orderly EOF before the first byte; throws on an error or an EOF
+// in the middle.
+bool read_full(int fd, void* buf, std::size_t n);
+void write_full(int fd, const void* buf, std::size_t n);
+
+// Reads one frame: header (checked) and payload, at most `max_payload`.
+// false on EOF at a frame boundary. Throws std::runtime_error on anything else.
+bool read_frame(int fd, Frame& f, std::string& payload, std::size_t max_payload = kMaxPayload);
+void write_frame(int fd, const Frame& f, const void* payload = nullptr, std::size_t length = 0);
+
+// A socket that closes itself.
+class Fd {
+public:
+    Fd() = default;
+    explicit Fd(int fd) : fd_(fd) {}
+    Fd(Fd&& o) noexcept : fd_(o.release()) {}
+    Fd& operator=(Fd&& o) noexcept;
+    ~Fd();
+    int get() const { return fd_; }
+    int release();
+
+private:
+    int fd_ = -1;
+};
+
+}  // namespace slabcast::mover

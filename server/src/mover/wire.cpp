@@ -1,0 +1,66 @@
+#include "mover/wire.h"
+
+#include <xxhash.h>
+
+#include <cstring>
+
+namespace slabcast::mover {
+namespace {
+
+template <typename T>
+void put(std::uint8_t*& p, T v) {
+    static_assert(std::is_integral_v<T>);
+    for (std::size_t i = 0; i < sizeof(T); ++i) *p++ = static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) >> (8 * i));
+}
+
+template <typename T>
+T take(const std::uint8_t*& p) {
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<std::uint64_t>(*p++) << (8 * i);
+    return static_cast<T>(v);
+}
+
+}  // namespace
+
+void encode_header(const Frame& f, std::uint8_t* out) {
+    std::uint8_t* p = out;
+    put<std::uint32_t>(p, kMagic);
+    put<std::uint16_t>(p, kVersion);
+    put<std::uint16_t>(p, static_cast<std::uint16_t>(f.kind));
+    put<std::uint64_t>(p, f.transfer);
+    put<std::uint32_t>(p, f.file);
+    put<std::uint32_t>(p, f.length);
+    put<std::uint64_t>(p, f.offset);
+    put<std::uint64_t>(p, f.checksum);
+    put<std::uint64_t>(p, f.extra);
+}
+
+std::optional<Frame> decode_header(const std::uint8_t* in, std::string* problem) {
+    auto fail = [&](const char* why) -> std::optional<Frame> {
+        if (problem) *problem = why;
+        return std::nullopt;
+    };
+    const std::uint8_t* p = in;
+    if (take<std::uint32_t>(p) != kMagic) return fail("not a slabcast mover frame (bad magic)");
+    if (take<std::uint16_t>(p) != kVersion) return fail("unsupported mover protocol version");
+    Frame f;
+    const auto kind = take<std::uint16_t>(p);
+    if (kind < static_cast<std::uint16_t>(Kind::Hello) || kind > static_cast<std::uint16_t>(Kind::FileFailed))
+        return fail("unknown frame kind");
+    f.kind = static_cast<Kind>(kind);
+    f.transfer = take<std::uint64_t>(p);
+    f.file = take<std::uint32_t>(p);
+    f.length = take<std::uint32_t>(p);
+    f.offset = take<std::uint64_t>(p);
+    f.checksum = take<std::uint64_t>(p);
+    f.extra = take<std::uint64_t>(p);
+    if (f.length > kMaxPayload) return fail("frame payload too large");
+    if ((f.kind == Kind::Zeros || f.kind == Kind::FileEnd || f.kind == Kind::Done || f.kind == Kind::Bye) &&
+        f.length != 0)
+        return fail("frame of this kind carries no payload");
+    return f;
+}
+
+std::uint64_t checksum(const void* data, std::size_t length) { return XXH3_64bits(data, length); }
+
+}  // namespace slabcast::mover

@@ -1,0 +1,52 @@
+// The data mover's wire format (docs/mover.md): every message on its TCP
+// streams is a frame, a fixed 48-byte little-endian header and a payload.
+// Files travel as tagged blocks (file id, offset, length, checksum), so blocks
+// may cross any stream in any order and no file needs a control exchange;
+// the manifest travels as blocks too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace slabcast::mover {
+
+inline constexpr std::uint32_t kMagic = 0x424d4353;  // "SCMB"
+inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::size_t kHeaderBytes = 48;
+inline constexpr std::uint32_t kMaxPayload = 64u << 20;
+inline constexpr std::uint32_t kDefaultBlock = 4u << 20;
+
+enum class Kind : std::uint16_t {
+    Hello = 1,     // payload: JSON {stream, dest, ...}: joins (or opens) transfer `transfer`
+    Manifest = 2,  // payload: a part of the manifest JSON at `offset`; `extra` = its total size
+    Have = 3,      // server -> client, payload: JSON, what the destination already holds (resume)
+    Data = 4,      // payload: bytes [offset, offset + length) of file `file`; checksum: XXH3-64 of them
+    Zeros = 5,     // no payload: `extra` zero bytes at `offset` of `file` (holes stay holes)
+    FileEnd = 6,   // no payload: file `file` was sent whole; `extra` = size, checksum: XXH3-64 of the file
+    Done = 7,      // client -> server: every block has been sent; `extra` = number of files
+    Report = 8,    // server -> client, payload: JSON, the outcome per file
+    Bye = 9,       // this stream has nothing more to send (it may close)
+    Error = 10,    // payload: a message; the transfer is over
+    FileFailed = 11,  // payload: why file `file` could not be read at the source (it vanished, ...)
+};
+
+struct Frame {
+    Kind kind = Kind::Data;
+    std::uint64_t transfer = 0;
+    std::uint32_t file = 0;
+    std::uint32_t length = 0;  // payload bytes after the header
+    std::uint64_t offset = 0;
+    std::uint64_t checksum = 0;
+    std::uint64_t extra = 0;
+};
+
+void encode_header(const Frame& f, std::uint8_t* out);
+// nullopt for a header that is not one (magic, version, kind, length): the
+// stream is then out of step and must be dropped.
+std::optional<Frame> decode_header(const std::uint8_t* in, std::string* problem = nullptr);
+
+std::uint64_t checksum(const void* data, std::size_t length);
+
+}  // namespace slabcast::mover

@@ -1,0 +1,307 @@
+"""`slabcast serve` and `slabcast move` on loopback: trees arrive bit for bit
+(empty, sparse, unicode, deep, 10,000 small files), a killed transfer resumes
+with only what is missing, the pools change size mid-transfer, and every bad
+input is named without harm to what is already there."""
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from slabcast_testlib import SLABCAST, Workspace, wait_for  # noqa: E402
+
+MIB = 1 << 20
+
+
+def free_tcp_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tree_listing(root):
+    """{relative path: (kind, size, mode, mtime_ns, sha256)} of a tree."""
+    out = {}
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root)
+            st = os.lstat(path)
+            if name in dirs:
+                out[rel] = ("dir", 0, st.st_mode & 0o7777, 0, "")
+            else:
+                with open(path, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+                out[rel] = ("file", st.st_size, st.st_mode & 0o7777, st.st_mtime_ns, digest)
+    return out
+
+
+def write_file(path, data, mode=0o644, mtime_ns=None):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    os.chmod(path, mode)
+    if mtime_ns is not None:
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+class MoverTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace("mover")
+        self.port = free_tcp_port()
+        self.root = os.path.join(self.ws.shm + "-root")  # memory destination
+        self.serve_log = None
+
+    def tearDown(self):
+        self.ws.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def start_serve(self, root=None, *extra):
+        self.server = self.ws.start("serve", ["serve", "--root", root or self.root, "--listen", "127.0.0.1",
+                                              "--port", str(self.port)] + list(extra))
+        wait_for(lambda: "serve:" in self.server.text(), what="the server")
+        return self.server
+
+    def move(self, *args, timeout=300, user=None):
+        cmd = [SLABCAST, "move", "--port", str(self.port), "--progress", "json"] + [str(a) for a in args]
+        if user:
+            cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+        return r, lines
+
+    def assert_same_tree(self, src, dst):
+        a, b = tree_listing(src), tree_listing(dst)
+        self.assertEqual(sorted(a), sorted(b), "the trees list different names")
+        for rel in a:
+            self.assertEqual(a[rel], b[rel], rel)
+
+    def test_a_tree_arrives_bit_for_bit(self):
+        src = os.path.join(self.ws.dir, "cmip")
+        rng = random.Random(7)
+        write_file(os.path.join(src, "empty.nc"), b"")
+        write_file(os.path.join(src, "données", "été-température.nc"), rng.randbytes(3 * MIB + 17), 0o600)
+        write_file(os.path.join(src, "日本", "データ.bin"), rng.randbytes(4 * MIB), 0o640)  # exactly one block
+        deep = os.path.join(src, *["d%02d" % i for i in range(30)])
+        write_file(os.path.join(deep, "bottom.txt"), b"deep\n", 0o400, mtime_ns=1_234_567_890_123_456_789)
+        sparse = os.path.join(src, "sparse.raw")
+        with open(sparse, "wb") as f:  # 64 MiB with 8 KiB of data in the middle
+            f.truncate(64 * MIB)
+            f.seek(32 * MIB)
+            f.write(rng.randbytes(8192))
+        for i in range(10_000):  # a CMIP-like tree of small files
+            write_file(os.path.join(src, "small", "v%02d" % (i % 50), "tas_%05d.nc" % i),
+                       rng.randbytes(rng.randrange(0, 16384)))
+        dest_root = os.path.join(self.ws.dir, "disk-root")  # a disk destination
+        self.start_serve(dest_root)
+        r, lines = self.move(src, "127.0.0.1:archive/run1", "--streams", "4", "--readers", "4")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(lines[-1]["kind"], "final")
+        self.assertEqual(lines[-1]["files_total"], 10_005)
+        self.assert_same_tree(src, os.path.join(dest_root, "archive", "run1", "cmip"))
+        copy = os.path.join(dest_root, "archive", "run1", "cmip", "sparse.raw")
+        self.assertLessEqual(os.stat(copy).st_blocks * 512, 4 * MIB, "the holes of the sparse file were filled")
+        leftovers = [n for _, _, files in os.walk(dest_root) for n in files if "slabcast" in n]
+        self.assertEqual(leftovers, [], "part files or the journal were left behind")
+        # Again: everything is in place already, nothing is sent.
+        r, lines = self.move(src, "127.0.0.1:archive/run1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("10005 already there", r.stderr)
+        self.assertEqual(lines[-1]["bytes"], 0)
+
+    def test_a_killed_transfer_resumes_with_what_is_missing(self):
+        src = os.path.join(self.ws.dir, "big")
+        write_file(os.path.join(src, "a.bin"), os.urandom(768 * MIB))
+        self.start_serve()
+        journal = os.path.join(self.root, "dst", ".slabcast-move.journal")
+        mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "2",
+                                  src, "127.0.0.1:dst"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def blocks_written():
+            try:
+                with open(journal) as f:
+                    return f.read().count("\n")
+            except FileNotFoundError:
+                return 0
+        wait_for(lambda: blocks_written() >= 20 or mover.poll() is not None, timeout=60, what="some blocks")
+        mover.kill()
+        mover.wait()
+        written = blocks_written()
+        self.assertLess(written, 192, "the transfer finished before it was killed: the test proves nothing")
+        wait_for(lambda: "stopped" in self.server.text(), what="the server to notice")
+        self.assertTrue(self.server.alive(), "the server died with its client")
+        self.assertFalse(os.path.exists(os.path.join(self.root, "dst", "big", "a.bin")), "half a file is in place")
+        r, lines = self.move(src, "127.0.0.1:dst")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_same_tree(src, os.path.join(self.root, "dst", "big"))
+        report = [l for l in self.server.text().splitlines() if "done:" in l]
+        self.assertTrue(report, self.server.text())
+        written_again = int(self.server_bytes_written())
+        print("resume: %d of 192 blocks were there; the second run wrote %.0f MiB of 768" % (
+            written, written_again / MIB), flush=True)
+        self.assertLessEqual(written_again, (192 - written + 4) * 4 * MIB)
+        self.assertFalse(os.path.exists(journal), "the journal outlived a complete transfer")
+
+    def server_bytes_written(self):
+        for line in reversed(self.server.text().splitlines()):
+            if "bytes written" in line:
+                return line.rsplit("bytes written", 1)[0].split()[-1]
+        raise AssertionError("no 'bytes written' in the server log:\n" + self.server.text())
+
+    def test_the_pools_change_size_mid_transfer(self):
+        src = os.path.join(self.ws.dir, "many")
+        for i in range(24):
+            write_file(os.path.join(src, "f%02d.bin" % i), os.urandom(40 * MIB))
+        tune = os.path.join(self.ws.dir, "tune")
+        with open(tune, "w") as f:
+            f.write("streams=1\nreaders=1\n")
+        self.start_serve(None, "--tune-file", os.path.join(self.ws.dir, "serve-tune"))
+        mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "json", "--streams", "1",
+                                  "--readers", "1", "--tune-file", tune, src, "127.0.0.1:dst"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = []
+        for line in mover.stdout:
+            if not line.startswith("{"):
+                continue
+            p = json.loads(line)
+            seen.append((p["streams"], p["readers"]))
+            if len(seen) == 2:
+                with open(tune, "w") as f:
+                    f.write("streams=6\nreaders=3\n")
+                with open(os.path.join(self.ws.dir, "serve-tune"), "w") as f:
+                    f.write("writers=2\n")
+            if (6, 3) in seen and p["kind"] == "progress" and (2, 1) not in seen:
+                with open(tune, "w") as f:
+                    f.write("streams=2\nreaders=1\n")
+        self.assertEqual(mover.wait(timeout=120), 0, mover.stderr.read())
+        print("pool sizes seen (streams, readers):", sorted(set(seen)), flush=True)
+        self.assertIn((6, 3), seen)
+        self.assertIn((2, 1), seen)
+        self.assert_same_tree(src, os.path.join(self.root, "dst", "many"))
+        self.assertIn("2 writer threads", self.server.text())
+
+    def test_bad_input_is_named_and_harms_nothing(self):
+        self.start_serve()
+        base = os.path.join(self.ws.dir, "bad")
+        write_file(os.path.join(base, "a", "x"), b"1")
+        write_file(os.path.join(base, "b", "x"), b"2")
+        r, _ = self.move(os.path.join(base, "a", "x"), os.path.join(base, "b", "x"), "127.0.0.1:d")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("name collision", r.stderr)
+        r, _ = self.move(os.path.join(base, "nothing"), "127.0.0.1:d")
+        self.assertIn("nothing: No such file or directory", r.stderr)
+        r, _ = self.move(os.path.join(base, "a"), "no-colon-here")
+        self.assertIn("expected HOST:DEST", r.stderr)
+
+        # Unreadable, for a user who cannot read it.
+        locked = os.path.join(self.ws.dir, "locked")
+        write_file(os.path.join(locked, "secret"), b"s", 0o000)
+        os.chmod(self.ws.dir, 0o755)
+        os.chmod(locked, 0o755)
+        r, _ = self.move(locked, "127.0.0.1:d", user=65534)
+        self.assertIn("secret: cannot read: Permission denied", r.stderr)
+
+        # A file that vanishes after it was listed: the others still arrive.
+        vanish = os.path.join(self.ws.dir, "vanish")
+        write_file(os.path.join(vanish, "big.bin"), os.urandom(512 * MIB))
+        write_file(os.path.join(vanish, "small.txt"), b"soon gone")
+        mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--readers", "1",
+                                  os.path.join(vanish, "big.bin"), os.path.join(vanish, "small.txt"), "127.0.0.1:v"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: "512.0 MiB" in self.server.text(), what="the transfer to start")
+        os.remove(os.path.join(vanish, "small.txt"))
+        _, err = mover.communicate(timeout=120)
+        self.assertEqual(mover.returncode, 1, err)
+        self.assertIn("small.txt: cannot open: No such file or directory", err)
+        self.assertTrue(os.path.exists(os.path.join(self.root, "v", "big.bin")))
+        self.assertFalse(os.path.exists(os.path.join(self.root, "v", "small.txt")))
+
+        # A directory where a file goes, and a symbolic link planted in the destination.
+        os.makedirs(os.path.join(self.root, "c", "x"))
+        r, _ = self.move(os.path.join(base, "a", "x"), "127.0.0.1:c")
+        self.assertIn("a directory of that name is in the way", r.stderr)
+        outside = os.path.join(self.ws.dir, "outside")
+        os.makedirs(outside)
+        os.makedirs(os.path.join(self.root, "l"))
+        os.symlink(outside, os.path.join(self.root, "l", "a"))
+        r, _ = self.move(os.path.join(base, "a"), "127.0.0.1:l")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("the server refused the transfer", r.stderr)
+        self.assertEqual(os.listdir(outside), [], "a write went through the symbolic link")
+        self.assertTrue(self.server.alive())
+
+    def test_a_hostile_manifest_is_refused(self):
+        """Names that would leave the destination, sent by a hand-made client."""
+        self.start_serve()
+        for path, why in (("../evil", "a '..' component"), ("/etc/evil", "absolute"), ("a//b", "an empty component"),
+                          ("x\ny", "a control character")):
+            manifest = json.dumps({"block": 4 << 20, "dirs": [], "files": [
+                {"path": path, "size": 1, "mode": 420, "mtime_ns": 0}]}).encode()
+            with socket.create_connection(("127.0.0.1", self.port)) as s:
+                hello = json.dumps({"stream": 0, "dest": "h"}).encode()
+                s.sendall(frame(1, 99, hello) + frame(2, 99, manifest, extra=len(manifest)))
+                kind, payload = read_frame(s)
+            self.assertEqual(kind, 10, payload)  # Error
+            self.assertIn(why, payload.decode())
+        self.assertFalse(os.path.exists(os.path.join(self.ws.dir, "evil")))
+        self.assertTrue(self.server.alive())
+
+    def test_a_full_disk_is_named_and_what_arrived_stays(self):
+        small_fs = tempfile.mkdtemp(prefix="slabcast-full-")
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", small_fs]).returncode != 0:
+            self.skipTest("cannot mount a small tmpfs here")
+        try:
+            src = os.path.join(self.ws.dir, "fill")
+            write_file(os.path.join(src, "a-first.bin"), os.urandom(2 * MIB))
+            write_file(os.path.join(src, "b-big.bin"), os.urandom(40 * MIB))
+            self.start_serve(small_fs)
+            r, _ = self.move(os.path.join(src, "a-first.bin"), os.path.join(src, "b-big.bin"), "127.0.0.1:",
+                             "--readers", "1")
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("No space left on device", r.stderr)
+            with open(os.path.join(small_fs, "a-first.bin"), "rb") as f, \
+                    open(os.path.join(src, "a-first.bin"), "rb") as g:
+                self.assertEqual(f.read(), g.read())
+            self.assertTrue(self.server.alive())
+        finally:
+            self.server.stop()
+            subprocess.run(["umount", small_fs])
+            os.rmdir(small_fs)
+
+
+def frame(kind, transfer, payload=b"", file=0, offset=0, extra=0):
+    return struct.pack("<IHHQIIQQQ", 0x424D4353, 1, kind, transfer, file, len(payload), offset,
+                       checksum_of(payload), extra) + payload
+
+
+def checksum_of(data):
+    """XXH3-64, as the mover's frames carry it (xxhsum from Debian's xxhash)."""
+    out = subprocess.run(["xxhsum", "-H3", "-"], input=data, capture_output=True, check=True)
+    return int(out.stdout.split(b"=")[-1].strip(), 16)
+
+
+def read_frame(s):
+    header = b""
+    while len(header) < 48:
+        chunk = s.recv(48 - len(header))
+        if not chunk:
+            return None, b""
+        header += chunk
+    kind, length = struct.unpack_from("<H", header, 6)[0], struct.unpack_from("<I", header, 20)[0]
+    payload = b""
+    while len(payload) < length:
+        payload += s.recv(length - len(payload))
+    return kind, payload
+
+
+if __name__ == "__main__":
+    unittest.main()
