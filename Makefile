@@ -27,7 +27,7 @@ soak: build
 bench: build
 	cd $(BUILD) && ctest --output-on-failure -L benchmark -V
 	$(BUILD)/testing/bench_packet_paths
-	for b in loopback_vs_iperf3 sender_vs_iperf3 pacing_accuracy step_latency; do \
+	for b in loopback_vs_iperf3 sender_vs_iperf3 pacing_accuracy step_latency mover_vs_peers; do \
 	  SLABCAST_BUILD=$(BUILD) python3 testing/bench/$$b.py || exit 1; done
 
 # The live demo: ParaView's GUI when there is a display, else frames in demo-output/.

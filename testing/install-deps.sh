@@ -14,7 +14,7 @@ packages=(
   paraview paraview-dev python3-paraview
   libdouble-conversion-dev liblz4-dev libutfcpp-dev libopenmpi-dev
   # tests and demo: rendering without a display, MPI ranks, network peers
-  python3 xvfb openmpi-bin iproute2 iperf3 xxhash
+  python3 xvfb openmpi-bin iproute2 iperf3 xxhash rsync
 )
 
 missing=()

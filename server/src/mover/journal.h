@@ -22,6 +22,7 @@ public:
     struct Partial {
         std::uint64_t size = 0;
         std::int64_t mtime_ns = 0;
+        std::uint32_t block = 0;  // block size of the transfer that wrote them
         std::set<std::uint64_t> offsets;
     };
 
@@ -34,7 +35,8 @@ public:
 
     // Blocks written, by file path (as in the manifest), as of the last runs.
     std::map<std::string, Partial> load() const;
-    void block_written(const std::string& path, std::uint64_t size, std::int64_t mtime_ns, std::uint64_t offset);
+    void block_written(const std::string& path, std::uint64_t size, std::int64_t mtime_ns, std::uint32_t block,
+                       std::uint64_t offset);
     void remove();
 
 private:

@@ -77,8 +77,12 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) 
         if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
             throw std::runtime_error(path_of(i) + ": a directory of that name is in the way (name collision)");
         const auto known = partial.find(path_of(i));
-        const bool resume = known != partial.end() && known->second.size == m.size && known->second.mtime_ns == m.mtime_ns;
-        f.fd = tree_.open_file(part_of(i), O_RDWR | O_CREAT | (resume ? 0 : O_TRUNC), 0600);
+        bool resume = known != partial.end() && known->second.size == m.size && known->second.mtime_ns == m.mtime_ns &&
+                      known->second.block == manifest_.block;
+        // The journal counts only with the part file it describes still there.
+        if (resume) f.fd = tree_.open_file(part_of(i), O_RDWR);
+        resume = f.fd >= 0;
+        if (!resume) f.fd = tree_.open_file(part_of(i), O_RDWR | O_CREAT | O_TRUNC, 0600);
         if (f.fd < 0) throw std::runtime_error(tree_.root() + "/" + part_of(i) + ": " + std::strerror(errno));
         if (::ftruncate(f.fd, static_cast<off_t>(m.size)) != 0)
             throw std::runtime_error(tree_.root() + "/" + part_of(i) + ": " + std::strerror(errno));
@@ -136,6 +140,10 @@ void ReceiveTransfer::run_stream(int fd) {
     {
         std::lock_guard lock(mutex_);
         if (finished_) return;
+        if (streams_.size() >= 128) {
+            spdlog::warn("serve: transfer {:016x}: a 129th stream refused", id_);
+            return;
+        }
         streams_.push_back(fd);
     }
     carry_blocks(fd, false);
@@ -246,7 +254,7 @@ void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload) {
             }
             bytes_written_ += length;
         }  // Zeros: the file was sized with ftruncate, the hole reads as zeros already
-        journal_->block_written(path_of(f.file), m.size, m.mtime_ns, f.offset);
+        journal_->block_written(path_of(f.file), m.size, m.mtime_ns, manifest_.block, f.offset);
         block_arrived(f.file, f.offset, length);
         return;
     }
@@ -309,6 +317,8 @@ void ReceiveTransfer::finish_file(std::uint32_t index) {
     const std::uint64_t got = XXH3_64bits_digest(state);
     XXH3_freeState(state);
     if (!read_ok || got != f.checksum) {
+        // Its blocks are not to be trusted for a resume either: the part file goes.
+        ::unlinkat(tree_.parent_fd(path_of(index)), split_path(part_of(index)).second.c_str(), 0);
         fail_file(index, read_ok ? "checksum of the whole file differs from the sender's" : "cannot read it back");
         return;
     }

@@ -94,7 +94,7 @@ void SendTransfer::start() {
     for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
         if (in_place_.count(i)) continue;
         ++files_to_send_;
-        bytes_to_send_ += manifest_.files[i].size - have_[i].size() * manifest_.block;  // (approximate: a short last block)
+        bytes_to_send_ += manifest_.files[i].size;  // all of it is read (the blocks it has too, for the checksum)
     }
     const std::size_t slot = manifest_.block + 4096;
     ring_ = std::make_unique<BlockRing>(std::max<std::size_t>(4, settings_.ring_bytes / slot), slot);
