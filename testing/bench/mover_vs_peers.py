@@ -73,8 +73,10 @@ def tree_bytes(path):
 
 
 def clear(path):
-    shutil.rmtree(path, ignore_errors=True)
+    """Empties the destination (the server keeps its root directory open)."""
     os.makedirs(path, exist_ok=True)
+    for name in os.listdir(path):
+        shutil.rmtree(os.path.join(path, name), ignore_errors=True)
 
 
 def timed(cmd_lists, cwd=None):

@@ -77,16 +77,13 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) 
         if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
             throw std::runtime_error(path_of(i) + ": a directory of that name is in the way (name collision)");
         const auto known = partial.find(path_of(i));
-        bool resume = known != partial.end() && known->second.size == m.size && known->second.mtime_ns == m.mtime_ns &&
-                      known->second.block == manifest_.block;
         // The journal counts only with the part file it describes still there.
-        if (resume) f.fd = tree_.open_file(part_of(i), O_RDWR);
-        resume = f.fd >= 0;
-        if (!resume) f.fd = tree_.open_file(part_of(i), O_RDWR | O_CREAT | O_TRUNC, 0600);
-        if (f.fd < 0) throw std::runtime_error(tree_.root() + "/" + part_of(i) + ": " + std::strerror(errno));
-        if (::ftruncate(f.fd, static_cast<off_t>(m.size)) != 0)
-            throw std::runtime_error(tree_.root() + "/" + part_of(i) + ": " + std::strerror(errno));
-        if (resume) {
+        const std::string part = split_path(part_of(i)).second;
+        f.resume = known != partial.end() && known->second.size == m.size && known->second.mtime_ns == m.mtime_ns &&
+                   known->second.block == manifest_.block &&
+                   ::fstatat(dir_fd, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                   static_cast<std::uint64_t>(st.st_size) == m.size;
+        if (f.resume) {
             json offsets = json::array();
             for (std::uint64_t off : known->second.offsets)
                 if (off % block == 0 && off / block < f.blocks && !f.seen[off / block]) {
@@ -245,7 +242,7 @@ void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload) {
                 return;
             }
             for (std::uint64_t done = 0; done < length;) {
-                const ssize_t w = ::pwrite(file.fd, payload + done, length - done, static_cast<off_t>(f.offset + done));
+                const ssize_t w = ::pwrite(fd_of(f.file), payload + done, length - done, static_cast<off_t>(f.offset + done));
                 if (w < 0 && errno == EINTR) continue;
                 if (w <= 0)
                     throw std::runtime_error(tree_.root() + "/" + path_of(f.file) + ": cannot write: " +
@@ -296,17 +293,31 @@ void ReceiveTransfer::block_arrived(std::uint32_t file, std::uint64_t offset, st
     if (whole) finish_file(file);
 }
 
+int ReceiveTransfer::fd_of(std::uint32_t index) {
+    std::lock_guard lock(mutex_);
+    FileState& f = files_[index];
+    if (f.fd >= 0) return f.fd;
+    const std::string part = part_of(index);
+    f.fd = f.resume ? tree_.open_file(part, O_RDWR) : tree_.open_file(part, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (f.fd < 0 || (!f.resume && ::ftruncate(f.fd, static_cast<off_t>(manifest_.files[index].size)) != 0))
+        throw std::runtime_error(tree_.root() + "/" + part + ": " + std::strerror(errno));
+    return f.fd;
+}
+
 // Reads the file back and compares it with the sender's checksum of the whole
 // file: what is on disk is what was read at the source, or it does not go in.
 void ReceiveTransfer::finish_file(std::uint32_t index) {
     FileState& f = files_[index];
     const ManifestFile& m = manifest_.files[index];
-    XXH3_state_t* state = XXH3_createState();
+    const int fd = fd_of(index);
+    thread_local std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> owned(XXH3_createState(),
+                                                                                     XXH3_freeState);
+    XXH3_state_t* state = owned.get();
+    thread_local std::vector<std::uint8_t> buf(1 << 20);  // once per writer, not per file
     XXH3_64bits_reset(state);
-    std::vector<std::uint8_t> buf(1 << 20);
     bool read_ok = true;
     for (std::uint64_t at = 0; at < m.size;) {
-        const ssize_t n = ::pread(f.fd, buf.data(), std::min<std::uint64_t>(buf.size(), m.size - at), static_cast<off_t>(at));
+        const ssize_t n = ::pread(fd, buf.data(), std::min<std::uint64_t>(buf.size(), m.size - at), static_cast<off_t>(at));
         if (n <= 0) {
             read_ok = false;
             break;
@@ -315,7 +326,6 @@ void ReceiveTransfer::finish_file(std::uint32_t index) {
         at += static_cast<std::uint64_t>(n);
     }
     const std::uint64_t got = XXH3_64bits_digest(state);
-    XXH3_freeState(state);
     if (!read_ok || got != f.checksum) {
         // Its blocks are not to be trusted for a resume either: the part file goes.
         ::unlinkat(tree_.parent_fd(path_of(index)), split_path(part_of(index)).second.c_str(), 0);
@@ -323,17 +333,17 @@ void ReceiveTransfer::finish_file(std::uint32_t index) {
         return;
     }
     timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(m.mtime_ns / 1'000'000'000), static_cast<long>(m.mtime_ns % 1'000'000'000)}};
-    ::fchmod(f.fd, m.mode);
-    ::futimens(f.fd, times);
+    ::fchmod(fd, m.mode);
+    ::futimens(fd, times);
     const std::string part = split_path(part_of(index)).second, name = split_path(path_of(index)).second;
     const int dir = tree_.parent_fd(path_of(index));
     if (::renameat(dir, part.c_str(), dir, name.c_str()) != 0) {
         fail_file(index, std::string("cannot move it into place: ") + std::strerror(errno));
         return;
     }
-    ::close(f.fd);
     {
         std::lock_guard lock(mutex_);
+        ::close(f.fd);
         f.fd = -1;
         f.status = FileState::Status::Done;
         ++resolved_;
@@ -346,6 +356,8 @@ void ReceiveTransfer::fail_file(std::uint32_t index, const std::string& why) {
         std::lock_guard lock(mutex_);
         FileState& f = files_[index];
         if (f.status != FileState::Status::Waiting) return;
+        if (f.fd >= 0) ::close(f.fd);
+        f.fd = -1;
         f.status = FileState::Status::Failed;
         f.problem = why;
         ++resolved_;

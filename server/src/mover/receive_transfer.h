@@ -49,7 +49,8 @@ public:
 
 private:
     struct FileState {
-        int fd = -1;
+        int fd = -1;          // opened at its first block (not all at once: a tree may hold more files than fds)
+        bool resume = false;  // its part file holds blocks of an earlier run
         std::uint64_t blocks = 0, blocks_seen = 0;
         std::vector<bool> seen;
         bool end_seen = false;
@@ -63,6 +64,7 @@ private:
     void writer_loop(const std::atomic<bool>* quit);
     void handle(const Frame& f, const std::uint8_t* payload);
     void block_arrived(std::uint32_t file, std::uint64_t offset, std::uint64_t length);
+    int fd_of(std::uint32_t file);
     void finish_file(std::uint32_t file);
     void fail_file(std::uint32_t file, const std::string& why);
     void maybe_finish();
