@@ -276,7 +276,11 @@ private:
     }
 
     void start_renderer() {
-        std::vector<std::string> env = {"PV_PLUGIN_PATH=" + plugin_dir()};
+        // A fixed mmap threshold: each new step's volume (8 MiB at 128^3 and up) is
+        // then mapped and unmapped, not kept in the heap once glibc's adaptive
+        // threshold grows, so a renderer that runs for days stays flat
+        // (docs/performance.md, section 7).
+        std::vector<std::string> env = {"PV_PLUGIN_PATH=" + plugin_dir(), "MALLOC_MMAP_THRESHOLD_=1048576"};
         std::string labels;
         for (const Side& s : sides_) labels += (labels.empty() ? "" : "|") + s.label;
         if (gui()) {
@@ -304,7 +308,7 @@ private:
         env.push_back(fmt::format("DISPLAY=:{}", display_));
         std::vector<std::string> argv;
         if (o_.ranks > 1) argv = {"mpirun", "--oversubscribe", "-np", std::to_string(o_.ranks), "-x", "DISPLAY", "-x",
-                                  "PV_PLUGIN_PATH"};
+                                  "PV_PLUGIN_PATH", "-x", "MALLOC_MMAP_THRESHOLD_"};
         if (o_.ranks > 1 && ::geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
         for (const char* a : {"pvbatch", "--force-offscreen-rendering"}) argv.push_back(a);
         if (sides_.size() > 1) {  // both volumes side by side in one frame

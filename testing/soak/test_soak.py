@@ -90,8 +90,10 @@ class SoakTest(unittest.TestCase):
         display = self.xvfb.__enter__()
         cmd = t.pvbatch_cmd(t.env_path("SLABCAST_RENDER"), [descriptor, "--timeout", SECONDS + 30, "--interval", 1.0,
                                                             "--size", "320x240"])
+        env = t.paraview_env(display)
+        env["MALLOC_MMAP_THRESHOLD_"] = "1048576"  # as `slabcast demo` runs pvbatch (see demo.cpp)
         with open(os.path.join(self.ws.dir, "render.log"), "w") as log:
-            self.renderer = subprocess.Popen(cmd, env=t.paraview_env(display), stdout=log, stderr=subprocess.STDOUT)
+            self.renderer = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
         return self.renderer
 
     def test_soak(self):

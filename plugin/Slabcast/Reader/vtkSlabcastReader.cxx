@@ -22,6 +22,7 @@
 #include "slabcast/descriptor.h"
 #include "slabcast/slab_file.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -196,15 +197,45 @@ vtkFloatArray* ZeroCopyArray(const MappingPtr& mapping, const slabcast::Dims& di
   return a;
 }
 
+// The memory of a copied extent comes straight from mmap and goes back with
+// munmap. Through malloc, glibc's adaptive threshold moves such blocks (8 MiB
+// for a 128^3 volume, one per new step) from mmap into the heap after the
+// first few frees, and a renderer's private memory then rose by a block's size
+// during a soak (docs/performance.md, section 7). The first page holds the
+// mapping's length, so the values stay page-aligned.
+constexpr std::size_t kPage = 4096;
+
+void UnmapValues(void* values)
+{
+  auto* base = static_cast<std::uint8_t*>(values) - kPage;
+  std::size_t length = 0;
+  std::memcpy(&length, base, sizeof length);
+  ::munmap(base, length);
+}
+
+float* MapValues(vtkIdType count)
+{
+  const std::size_t length = kPage + static_cast<std::size_t>(count) * sizeof(float);
+  void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+  {
+    throw std::runtime_error("cannot allocate " + std::to_string(length >> 20) + " MiB for the copied extent");
+  }
+  std::memcpy(p, &length, sizeof length);
+  return reinterpret_cast<float*>(static_cast<std::uint8_t*>(p) + kPage);
+}
+
 // Assembles the extent row by row from each plane's source slab.
 vtkFloatArray* CopiedArray(const slabcast_reader::SlabSelection& sel,
   const std::map<int, MappingPtr>& mappings, const slabcast::Dims& dims, const int ext[6])
 {
   const vtkIdType rowLength = ext[1] - ext[0] + 1;
   const vtkIdType rows = ext[3] - ext[2] + 1;
+  const vtkIdType count = rowLength * rows * (ext[5] - ext[4] + 1);
+  float* out = MapValues(count);
   vtkFloatArray* a = vtkFloatArray::New();
-  a->SetNumberOfValues(rowLength * rows * (ext[5] - ext[4] + 1));
-  float* out = a->GetPointer(0);
+  a->SetArray(out, count, 0, vtkAbstractArray::VTK_DATA_ARRAY_USER_DEFINED);
+  a->SetArrayFreeFunction(&UnmapValues);
   for (int z = ext[4]; z <= ext[5]; ++z)
   {
     const MappingPtr& m = mappings.at(sel.Planes[z - ext[4]].Slab);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -64,14 +65,20 @@ public:
                 continue;
             }
             tune_tcp(fd);
+            reap();
             std::lock_guard lock(mutex_);
-            threads_.emplace_back(&Server::serve_stream, this, fd);
+            auto done = std::make_shared<std::atomic<bool>>(false);
+            threads_.push_back({std::thread([this, fd, done] {
+                                    serve_stream(fd);
+                                    *done = true;
+                                }),
+                                done});
         }
         {
             std::lock_guard lock(mutex_);
             for (auto& [id, t] : transfers_) t->abort("the server is stopping");
         }
-        for (auto& t : threads_) t.join();
+        for (auto& t : threads_) t.thread.join();
         return failures_ ? 1 : 0;
     }
 
@@ -80,6 +87,20 @@ private:
         char host[NI_MAXHOST] = "?";
         ::getnameinfo(reinterpret_cast<const sockaddr*>(&a), sizeof a, host, sizeof host, nullptr, 0, NI_NUMERICHOST);
         return host;
+    }
+
+    // Joins the threads of streams that have ended: a server that runs for
+    // months sees many connections.
+    void reap() {
+        std::lock_guard lock(mutex_);
+        for (auto it = threads_.begin(); it != threads_.end();) {
+            if (*it->done) {
+                it->thread.join();
+                it = threads_.erase(it);
+            } else {
+                ++it;
+            }
+        }
     }
 
     bool served_once() {
@@ -158,7 +179,11 @@ private:
     AddressFilter allowed_;
     std::mutex mutex_;
     std::map<std::uint64_t, std::shared_ptr<ReceiveTransfer>> transfers_;
-    std::vector<std::thread> threads_;
+    struct StreamThread {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done;
+    };
+    std::vector<StreamThread> threads_;
     int writers_now_ = 0;
     int completed_ = 0, failures_ = 0;
 };
