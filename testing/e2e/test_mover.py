@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from slabcast_testlib import SLABCAST, Workspace, wait_for  # noqa: E402
 
 MIB = 1 << 20
+PROTOCOL_VERSION = 2  # server/src/mover/wire.h kVersion
 
 
 def free_tcp_port():
@@ -118,26 +119,33 @@ class MoverTest(unittest.TestCase):
         self.assertIn("10005 already there", r.stderr)
         self.assertEqual(lines[-1]["bytes"], 0)
 
+    def start_and_kill(self, src, dest, at_least):
+        """Starts a move, kills it (-9) once `at_least` blocks are journaled;
+        returns the journal's lines."""
+        journal = os.path.join(self.root, dest, ".slabcast-move.journal")
+        stops = self.server.text().count("stopped")
+        mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "2",
+                                  src, "127.0.0.1:" + dest], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def journaled():
+            try:
+                with open(journal) as f:
+                    return [l for l in f.read().split("\n")[:-1]]
+            except FileNotFoundError:
+                return []
+        wait_for(lambda: len(journaled()) >= at_least or mover.poll() is not None, timeout=60, what="some blocks")
+        mover.kill()
+        mover.wait()
+        wait_for(lambda: self.server.text().count("stopped") > stops, what="the server to notice")
+        return journaled()
+
     def test_a_killed_transfer_resumes_with_what_is_missing(self):
         src = os.path.join(self.ws.dir, "big")
         write_file(os.path.join(src, "a.bin"), os.urandom(768 * MIB))
         self.start_serve()
         journal = os.path.join(self.root, "dst", ".slabcast-move.journal")
-        mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "2",
-                                  src, "127.0.0.1:dst"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-        def blocks_written():
-            try:
-                with open(journal) as f:
-                    return f.read().count("\n")
-            except FileNotFoundError:
-                return 0
-        wait_for(lambda: blocks_written() >= 20 or mover.poll() is not None, timeout=60, what="some blocks")
-        mover.kill()
-        mover.wait()
-        written = blocks_written()
+        written = len(self.start_and_kill(src, "dst", 20))
         self.assertLess(written, 192, "the transfer finished before it was killed: the test proves nothing")
-        wait_for(lambda: "stopped" in self.server.text(), what="the server to notice")
         self.assertTrue(self.server.alive(), "the server died with its client")
         self.assertFalse(os.path.exists(os.path.join(self.root, "dst", "big", "a.bin")), "half a file is in place")
         r, lines = self.move(src, "127.0.0.1:dst")
@@ -151,6 +159,43 @@ class MoverTest(unittest.TestCase):
         self.assertLessEqual(written_again, (192 - written + 4) * 4 * MIB)
         self.assertFalse(os.path.exists(journal), "the journal outlived a complete transfer")
 
+    def test_a_damaged_resume_is_caught_and_sent_again(self):
+        """What an earlier run left is checked: a journaled block checksum
+        that is not the source's fails the file checksum, and with
+        --read-back, so do bytes changed on the storage."""
+        src = os.path.join(self.ws.dir, "big")
+        write_file(os.path.join(src, "a.bin"), os.urandom(384 * MIB))
+        self.start_serve(None, "--read-back")
+        part = os.path.join(self.root, "dst", "big", ".a.bin.slabcast-part")
+        journal = os.path.join(self.root, "dst", ".slabcast-move.journal")
+        for damage in ("journal", "storage"):
+            lines = self.start_and_kill(src, "dst", 8)
+            self.assertLess(len(lines), 96, "the transfer finished before it was killed")
+            fields = lines[3].split(" ")  # B SIZE MTIME BLOCK OFFSET CHECKSUM PATH
+            if damage == "journal":  # a journaled checksum that is not the block's
+                fields[5] = "%016x" % (int(fields[5], 16) ^ 1)
+                with open(journal, "a") as f:
+                    f.write(" ".join(fields) + "\n")
+            else:  # one byte of a written block changed behind the server's back
+                with open(part, "r+b") as f:
+                    f.seek(int(fields[4]) + 1000)
+                    byte = f.read(1)
+                    f.seek(int(fields[4]) + 1000)
+                    f.write(bytes([byte[0] ^ 0xFF]))
+            r, _ = self.move(src, "127.0.0.1:dst")
+            self.assertEqual(r.returncode, 1, r.stderr)
+            why = ("checksum of the whole file differs" if damage == "journal"
+                   else "read back, it differs from what was received")
+            self.assertIn(why, r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.root, "dst", "big", "a.bin")),
+                             "a damaged file went into place")
+            self.assertFalse(os.path.exists(part), "the damaged part file was kept for the next resume")
+            r, _ = self.move(src, "127.0.0.1:dst")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assert_same_tree(src, os.path.join(self.root, "dst", "big"))
+            os.unlink(os.path.join(self.root, "dst", "big", "a.bin"))
+            print("damaged %s: caught, the file failed, the next run sent it whole" % damage, flush=True)
+
     def server_bytes_written(self):
         for line in reversed(self.server.text().splitlines()):
             if "bytes written" in line:
@@ -159,14 +204,17 @@ class MoverTest(unittest.TestCase):
 
     def test_the_pools_change_size_mid_transfer(self):
         src = os.path.join(self.ws.dir, "many")
+        body = os.urandom(64 * MIB)  # enough bytes that both changes land while both pools work
         for i in range(24):
-            write_file(os.path.join(src, "f%02d.bin" % i), os.urandom(40 * MIB))
+            write_file(os.path.join(src, "f%02d.bin" % i), b"%08d" % i + body)
         tune = os.path.join(self.ws.dir, "tune")
         with open(tune, "w") as f:
             f.write("streams=1\nreaders=1\n")
         self.start_serve(None, "--tune-file", os.path.join(self.ws.dir, "serve-tune"))
+        # A small ring keeps the readers just ahead of the streams, so both pools
+        # are still at work when the second change comes.
         mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "json", "--streams", "1",
-                                  "--readers", "1", "--tune-file", tune, src, "127.0.0.1:dst"],
+                                  "--readers", "1", "--ring-mb", "32", "--tune-file", tune, src, "127.0.0.1:dst"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen = []
         for line in mover.stdout:
@@ -174,7 +222,7 @@ class MoverTest(unittest.TestCase):
                 continue
             p = json.loads(line)
             seen.append((p["streams"], p["readers"]))
-            if len(seen) == 2:
+            if len(seen) == 1:
                 with open(tune, "w") as f:
                     f.write("streams=6\nreaders=3\n")
                 with open(os.path.join(self.ws.dir, "serve-tune"), "w") as f:
@@ -279,7 +327,7 @@ class MoverTest(unittest.TestCase):
 
 
 def frame(kind, transfer, payload=b"", file=0, offset=0, extra=0):
-    return struct.pack("<IHHQIIQQQ", 0x424D4353, 1, kind, transfer, file, len(payload), offset,
+    return struct.pack("<IHHQIIQQQ", 0x424D4353, PROTOCOL_VERSION, kind, transfer, file, len(payload), offset,
                        checksum_of(payload), extra) + payload
 
 

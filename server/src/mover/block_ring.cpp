@@ -32,7 +32,7 @@ BlockRing::~BlockRing() { ::munmap(arena_, arena_bytes_); }
 
 BlockRing::Take BlockRing::take_free(Slot*& out, int timeout_ms) {
     std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return aborted_ || !free_.empty(); }))
+    if (!free_changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return aborted_ || !free_.empty(); }))
         return Take::Timeout;
     if (aborted_) return Take::Closed;
     out = free_.front();
@@ -43,7 +43,7 @@ BlockRing::Take BlockRing::take_free(Slot*& out, int timeout_ms) {
 
 BlockRing::Take BlockRing::take_full(Slot*& out, int timeout_ms) {
     std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+    if (!full_changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
                            [&] { return aborted_ || !full_.empty() || full_closed_; }))
         return Take::Timeout;
     if (aborted_ || full_.empty()) return Take::Closed;
@@ -57,7 +57,7 @@ void BlockRing::put_free(Slot* s) {
         std::lock_guard lock(mutex_);
         free_.push_back(s);
     }
-    changed_.notify_all();
+    free_changed_.notify_one();
 }
 
 void BlockRing::put_full(Slot* s) {
@@ -65,7 +65,7 @@ void BlockRing::put_full(Slot* s) {
         std::lock_guard lock(mutex_);
         full_.push_back(s);
     }
-    changed_.notify_all();
+    full_changed_.notify_one();
 }
 
 void BlockRing::close_full() {
@@ -73,7 +73,7 @@ void BlockRing::close_full() {
         std::lock_guard lock(mutex_);
         full_closed_ = true;
     }
-    changed_.notify_all();
+    full_changed_.notify_all();
 }
 
 void BlockRing::abort() {
@@ -81,7 +81,8 @@ void BlockRing::abort() {
         std::lock_guard lock(mutex_);
         aborted_ = true;
     }
-    changed_.notify_all();
+    free_changed_.notify_all();
+    full_changed_.notify_all();
 }
 
 std::size_t BlockRing::full_count() {

@@ -53,7 +53,9 @@ private:
     std::deque<Slot*> free_, full_;
     bool full_closed_ = false, aborted_ = false;
     std::mutex mutex_;
-    std::condition_variable changed_;
+    // One per queue, woken one waiter per slot: a broadcast would wake every
+    // stream and every writer for each block.
+    std::condition_variable free_changed_, full_changed_;
 };
 
 }  // namespace slabcast::mover

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -35,26 +36,30 @@ std::map<std::string, Journal::Partial> Journal::load() const {
     std::map<std::string, Partial> out;
     std::istringstream lines(text);
     std::string line;
-    while (std::getline(lines, line)) {  // "B SIZE MTIME BLOCK OFFSET PATH"; a torn last line is skipped
+    // "B SIZE MTIME BLOCK OFFSET CHECKSUM PATH" (checksum in hex); a torn last line is skipped.
+    while (std::getline(lines, line)) {
+        if (lines.eof()) break;  // no newline: the write was cut short (a torn path could name another file)
         std::istringstream f(line);
         std::string tag, path;
         Partial p;
-        std::uint64_t offset = 0;
-        if (!(f >> tag >> p.size >> p.mtime_ns >> p.block >> offset) || tag != "B" || f.get() != ' ' ||
-            !std::getline(f, path))
+        std::uint64_t offset = 0, sum = 0;
+        if (!(f >> tag >> p.size >> p.mtime_ns >> p.block >> offset >> std::hex >> sum) || tag != "B" ||
+            f.get() != ' ' || !std::getline(f, path))
             continue;
         Partial& known = out[path];
         if (known.size != p.size || known.mtime_ns != p.mtime_ns || known.block != p.block)
             known = Partial{p.size, p.mtime_ns, p.block, {}};  // a later run over another version: it counts
-        known.offsets.insert(offset);
+        known.blocks[offset] = sum;
     }
     return out;
 }
 
 void Journal::block_written(const std::string& path, std::uint64_t size, std::int64_t mtime_ns, std::uint32_t block,
-                            std::uint64_t offset) {
+                            std::uint64_t offset, std::uint64_t checksum) {
+    char sum[17];
+    std::snprintf(sum, sizeof sum, "%016llx", static_cast<unsigned long long>(checksum));
     const std::string line = "B " + std::to_string(size) + " " + std::to_string(mtime_ns) + " " + std::to_string(block) +
-                             " " + std::to_string(offset) + " " + path + "\n";
+                             " " + std::to_string(offset) + " " + sum + " " + path + "\n";
     std::lock_guard lock(mutex_);
     // One write per line with O_APPEND: a kill leaves whole lines, at worst a torn last one.
     if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))

@@ -1,5 +1,6 @@
 // Resume bookkeeping of one destination: the blocks of unfinished files that
-// are already written, one appended line per block. A killed transfer leaves
+// are already written, with their checksums (the file's checksum is made of
+// them), one appended line per block. A killed transfer leaves
 // the journal and the partial files; the next one with the same files (size
 // and time unchanged) sends only the blocks that are missing. Removed once a
 // transfer ends with every file in place.
@@ -8,7 +9,6 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 
 namespace slabcast::mover {
@@ -23,7 +23,7 @@ public:
         std::uint64_t size = 0;
         std::int64_t mtime_ns = 0;
         std::uint32_t block = 0;  // block size of the transfer that wrote them
-        std::set<std::uint64_t> offsets;
+        std::map<std::uint64_t, std::uint64_t> blocks;  // offset -> the block's checksum
     };
 
     // Opens (creating) the journal at the top of the tree; `prefix` is the
@@ -36,7 +36,7 @@ public:
     // Blocks written, by file path (as in the manifest), as of the last runs.
     std::map<std::string, Partial> load() const;
     void block_written(const std::string& path, std::uint64_t size, std::int64_t mtime_ns, std::uint32_t block,
-                       std::uint64_t offset);
+                       std::uint64_t offset, std::uint64_t checksum);
     void remove();
 
 private:

@@ -8,7 +8,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <cerrno>
 #include <cstring>
@@ -17,8 +16,9 @@
 namespace slabcast::mover {
 using nlohmann::json;
 
-ReceiveTransfer::ReceiveTransfer(std::uint64_t id, DestTree& tree, std::string prefix, ReceiveSettings settings)
-    : id_(id), tree_(tree), prefix_(std::move(prefix)), settings_(settings) {}
+ReceiveTransfer::ReceiveTransfer(std::uint64_t id, const std::string& root, std::string prefix,
+                                 ReceiveSettings settings)
+    : id_(id), tree_(root), prefix_(std::move(prefix)), settings_(settings) {}
 
 ReceiveTransfer::~ReceiveTransfer() {
     if (ring_) ring_->abort();
@@ -62,6 +62,7 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) 
         FileState& f = files_[i];
         f.blocks = (m.size + block - 1) / block;
         f.seen.assign(f.blocks, false);
+        f.sums.assign(f.blocks, 0);
         const auto [dir, name] = split_path(path_of(i));
         const int dir_fd = tree_.parent_fd(path_of(i));
         // Already in place, same size and time: as rsync's quick check.
@@ -85,9 +86,10 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) 
                    static_cast<std::uint64_t>(st.st_size) == m.size;
         if (f.resume) {
             json offsets = json::array();
-            for (std::uint64_t off : known->second.offsets)
+            for (const auto& [off, sum] : known->second.blocks)
                 if (off % block == 0 && off / block < f.blocks && !f.seen[off / block]) {
                     f.seen[off / block] = true;
+                    f.sums[off / block] = sum;
                     ++f.blocks_seen;
                     offsets.push_back(off);
                 }
@@ -236,11 +238,12 @@ void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload) {
         const std::uint64_t length = f.kind == Kind::Data ? f.length : f.extra;
         if (f.offset % manifest_.block != 0 || f.offset >= m.size || length != std::min<std::uint64_t>(manifest_.block, m.size - f.offset))
             throw std::runtime_error(m.path + ": a block outside the file");
+        const std::uint64_t sum = f.kind == Kind::Data ? checksum(payload, f.length) : zeros_checksum(length);
+        if (sum != f.checksum) {
+            fail_file(f.file, "block at offset " + std::to_string(f.offset) + " damaged in transit");
+            return;
+        }
         if (f.kind == Kind::Data) {
-            if (checksum(payload, f.length) != f.checksum) {
-                fail_file(f.file, "block at offset " + std::to_string(f.offset) + " damaged in transit");
-                return;
-            }
             for (std::uint64_t done = 0; done < length;) {
                 const ssize_t w = ::pwrite(fd_of(f.file), payload + done, length - done, static_cast<off_t>(f.offset + done));
                 if (w < 0 && errno == EINTR) continue;
@@ -251,7 +254,8 @@ void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload) {
             }
             bytes_written_ += length;
         }  // Zeros: the file was sized with ftruncate, the hole reads as zeros already
-        journal_->block_written(path_of(f.file), m.size, m.mtime_ns, manifest_.block, f.offset);
+        journal_->block_written(path_of(f.file), m.size, m.mtime_ns, manifest_.block, f.offset, sum);
+        file.sums[f.offset / manifest_.block] = sum;  // each block has one slot, written by one writer
         block_arrived(f.file, f.offset, length);
         return;
     }
@@ -304,32 +308,20 @@ int ReceiveTransfer::fd_of(std::uint32_t index) {
     return f.fd;
 }
 
-// Reads the file back and compares it with the sender's checksum of the whole
-// file: what is on disk is what was read at the source, or it does not go in.
+// The file is whole: its checksum, made of the checksums of the blocks that
+// arrived (each verified against its bytes) and of those journaled by an
+// earlier run, must be the sender's, made of the blocks it read. Only then is
+// it moved into place.
 void ReceiveTransfer::finish_file(std::uint32_t index) {
     FileState& f = files_[index];
     const ManifestFile& m = manifest_.files[index];
     const int fd = fd_of(index);
-    thread_local std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> owned(XXH3_createState(),
-                                                                                     XXH3_freeState);
-    XXH3_state_t* state = owned.get();
-    thread_local std::vector<std::uint8_t> buf(1 << 20);  // once per writer, not per file
-    XXH3_64bits_reset(state);
-    bool read_ok = true;
-    for (std::uint64_t at = 0; at < m.size;) {
-        const ssize_t n = ::pread(fd, buf.data(), std::min<std::uint64_t>(buf.size(), m.size - at), static_cast<off_t>(at));
-        if (n <= 0) {
-            read_ok = false;
-            break;
-        }
-        XXH3_64bits_update(state, buf.data(), static_cast<std::size_t>(n));
-        at += static_cast<std::uint64_t>(n);
-    }
-    const std::uint64_t got = XXH3_64bits_digest(state);
-    if (!read_ok || got != f.checksum) {
+    const bool sums_match = file_checksum(f.sums.data(), f.sums.size()) == f.checksum;
+    if (!sums_match || (settings_.read_back && !read_back_matches(index))) {
         // Its blocks are not to be trusted for a resume either: the part file goes.
         ::unlinkat(tree_.parent_fd(path_of(index)), split_path(part_of(index)).second.c_str(), 0);
-        fail_file(index, read_ok ? "checksum of the whole file differs from the sender's" : "cannot read it back");
+        fail_file(index, sums_match ? "read back, it differs from what was received (the storage changed it)"
+                                    : "checksum of the whole file differs from the sender's");
         return;
     }
     timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(m.mtime_ns / 1'000'000'000), static_cast<long>(m.mtime_ns % 1'000'000'000)}};
@@ -349,6 +341,27 @@ void ReceiveTransfer::finish_file(std::uint32_t index) {
         ++resolved_;
     }
     maybe_finish();
+}
+
+// --read-back: every block as it is on the storage now, against its checksum.
+bool ReceiveTransfer::read_back_matches(std::uint32_t index) {
+    const FileState& f = files_[index];
+    const std::uint64_t size = manifest_.files[index].size, block = manifest_.block;
+    thread_local std::vector<std::uint8_t> buf;  // once per writer thread, not per file
+    buf.resize(block);
+    const int fd = fd_of(index);
+    for (std::uint64_t b = 0; b < f.blocks; ++b) {
+        const std::size_t len = static_cast<std::size_t>(std::min(block, size - b * block));
+        std::size_t got = 0;
+        while (got < len) {
+            const ssize_t n = ::pread(fd, buf.data() + got, len - got, static_cast<off_t>(b * block + got));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return false;
+            got += static_cast<std::size_t>(n);
+        }
+        if (checksum(buf.data(), len) != f.sums[b]) return false;
+    }
+    return true;
 }
 
 void ReceiveTransfer::fail_file(std::uint32_t index, const std::string& why) {

@@ -2,8 +2,9 @@
 // checked and the tree prepared, then back-end threads (one per TCP stream)
 // put every block into the ring and a pool of front-end writer threads takes
 // them out: verify the block's checksum, write it at its offset, note it in
-// the journal, and once a file is whole, read it back against the sender's
-// whole-file checksum and move it into place under its name.
+// the journal, and once a file is whole, check the file's checksum (made of
+// its blocks' checksums) against the sender's, optionally read it back too,
+// and move it into place under its name.
 #pragma once
 
 #include "mover/block_ring.h"
@@ -26,12 +27,18 @@ namespace slabcast::mover {
 struct ReceiveSettings {
     int writers = 4;
     std::size_t ring_bytes = 256u << 20;
+    // Read every finished file back and check each block against its checksum:
+    // catches what goes wrong between write() and the storage, at the cost of
+    // reading the whole transfer a second time.
+    bool read_back = false;
 };
 
 class ReceiveTransfer {
 public:
     // `prefix`: the destination inside the tree ("" for its top).
-    ReceiveTransfer(std::uint64_t id, DestTree& tree, std::string prefix, ReceiveSettings settings);
+    // `root`: the server's --root, opened afresh for each transfer (its
+    // directories may have been removed or replaced since the last one).
+    ReceiveTransfer(std::uint64_t id, const std::string& root, std::string prefix, ReceiveSettings settings);
     ~ReceiveTransfer();
 
     std::uint64_t id() const { return id_; }
@@ -53,6 +60,7 @@ private:
         bool resume = false;  // its part file holds blocks of an earlier run
         std::uint64_t blocks = 0, blocks_seen = 0;
         std::vector<bool> seen;
+        std::vector<std::uint64_t> sums;  // each block's checksum, as verified on arrival (or journaled)
         bool end_seen = false;
         std::uint64_t checksum = 0;
         enum class Status { Waiting, Done, Failed, Skipped } status = Status::Waiting;
@@ -66,13 +74,14 @@ private:
     void block_arrived(std::uint32_t file, std::uint64_t offset, std::uint64_t length);
     int fd_of(std::uint32_t file);
     void finish_file(std::uint32_t file);
+    bool read_back_matches(std::uint32_t file);
     void fail_file(std::uint32_t file, const std::string& why);
     void maybe_finish();
     std::string path_of(std::uint32_t file) const;
     std::string part_of(std::uint32_t file) const;
 
     std::uint64_t id_;
-    DestTree& tree_;
+    DestTree tree_;
     std::string prefix_;
     ReceiveSettings settings_;
     Manifest manifest_;

@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <cerrno>
 #include <cstring>
@@ -91,11 +90,7 @@ void SendTransfer::start() {
     } catch (const std::exception& e) {
         throw std::runtime_error(std::string("the server's answer is malformed: ") + e.what());
     }
-    for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
-        if (in_place_.count(i)) continue;
-        ++files_to_send_;
-        bytes_to_send_ += manifest_.files[i].size;  // all of it is read (the blocks it has too, for the checksum)
-    }
+    plan_pieces();
     const std::size_t slot = manifest_.block + 4096;
     ring_ = std::make_unique<BlockRing>(std::max<std::size_t>(4, settings_.ring_bytes / slot), slot);
     {
@@ -172,13 +167,29 @@ std::uint8_t* SendTransfer::reserve(Slot*& slot, std::size_t payload, bool align
     return at;
 }
 
+void SendTransfer::plan_pieces() {
+    const std::uint64_t block = manifest_.block;
+    reading_ = std::make_unique<FileReading[]>(manifest_.files.size());
+    for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
+        if (in_place_.count(i)) continue;
+        const std::uint64_t blocks = (manifest_.files[i].size + block - 1) / block;
+        ++files_to_send_;
+        bytes_to_send_ += manifest_.files[i].size;  // all of it is read (the blocks it has too, for the checksum)
+        reading_[i].sums.assign(blocks, 0);
+        std::uint32_t pieces = 0;
+        for (std::uint64_t b = 0; b < blocks || (b == 0 && pieces == 0); b += kPieceBlocks, ++pieces)
+            pieces_.push_back(Piece{i, b, std::min(blocks, b + kPieceBlocks)});
+        reading_[i].pieces_left = pieces;
+    }
+}
+
 void SendTransfer::reader_loop(const std::atomic<bool>* quit) {
     Slot* slot = nullptr;
     try {
         while (!*quit) {
-            const std::uint32_t i = next_file_++;
-            if (i >= manifest_.files.size()) break;
-            if (!in_place_.count(i)) read_file(i, slot);
+            const std::size_t i = next_piece_++;
+            if (i >= pieces_.size()) break;
+            read_piece(pieces_[i], slot);
         }
     } catch (const std::exception& e) {
         fail(e.what());
@@ -187,43 +198,56 @@ void SendTransfer::reader_loop(const std::atomic<bool>* quit) {
         if (slot->used > slot->begin) ring_->put_full(slot);
         else ring_->put_free(slot);
     }
-    // The last reader out, with every file taken, ends the stream of blocks.
-    if (--readers_running_ == 0 && next_file_ >= manifest_.files.size()) {
+    // The last reader out, with every piece taken, ends the stream of blocks.
+    if (--readers_running_ == 0 && next_piece_ >= pieces_.size()) {
         reading_done_ = true;
         ring_->close_full();
     }
 }
 
-void SendTransfer::read_file(std::uint32_t index, Slot*& slot) {
-    const ManifestFile& m = manifest_.files[index];
-    auto failed = [&](const std::string& why) {
-        spdlog::warn("move: {}: {}", m.source, why);
+// The first failure of a file is sent (once, whichever piece meets it); its
+// other pieces are skipped, and no FileEnd follows.
+void SendTransfer::file_failed(std::uint32_t index, const std::string& why, Slot*& slot) {
+    if (!reading_[index].failed.exchange(true)) {
+        spdlog::warn("move: {}: {}", manifest_.files[index].source, why);
         ++progress_.files_failed;
-        std::uint8_t* at = reserve(slot, why.size(), false);
-        if (!at) return;
-        std::memcpy(at + kHeaderBytes, why.data(), why.size());
-        put_header(at, Frame{Kind::FileFailed, id_, index, static_cast<std::uint32_t>(why.size())});
-    };
-    const int fd = ::open(m.source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return failed(std::string("cannot open: ") + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != m.size) {
-        ::close(fd);
-        return failed("changed since it was listed (size " + std::to_string(st.st_size) + ", was " +
-                      std::to_string(m.size) + ")");
+        if (std::uint8_t* at = reserve(slot, why.size(), false)) {
+            std::memcpy(at + kHeaderBytes, why.data(), why.size());
+            put_header(at, Frame{Kind::FileFailed, id_, index, static_cast<std::uint32_t>(why.size())});
+        }
     }
-    XXH3_state_t* state = XXH3_createState();
-    XXH3_64bits_reset(state);
+    piece_done(index, slot);
+}
+
+void SendTransfer::piece_done(std::uint32_t index, Slot*& slot) {
+    FileReading& r = reading_[index];
+    if (--r.pieces_left != 0 || r.failed) return;
+    std::uint8_t* at = reserve(slot, 0, false);
+    if (!at) return;
+    put_header(at, Frame{Kind::FileEnd, id_, index, 0, 0, file_checksum(r.sums.data(), r.sums.size()),
+                         manifest_.files[index].size});
+    ++progress_.files_read;
+}
+
+void SendTransfer::read_piece(const Piece& piece, Slot*& slot) {
+    const std::uint32_t index = piece.file;
+    const ManifestFile& m = manifest_.files[index];
+    FileReading& r = reading_[index];
+    if (r.failed) return piece_done(index, slot);
+    const int fd = ::open(m.source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return file_failed(index, std::string("cannot open: ") + std::strerror(errno), slot);
+    Fd closer(fd);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != m.size)
+        return file_failed(index, "changed since it was listed (size " + std::to_string(st.st_size) + ", was " +
+                                      std::to_string(m.size) + ")", slot);
     const auto have = have_.find(index);
     const std::uint64_t block = manifest_.block;
-    bool ok = true;
-    for (std::uint64_t off = 0; off < m.size && ok; off += block) {
+    for (std::uint64_t b = piece.first_block; b < piece.end_block; ++b) {
+        const std::uint64_t off = b * block;
         const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(block, m.size - off));
         std::uint8_t* at = reserve(slot, len, len == block);
-        if (!at) {
-            ok = false;
-            break;
-        }
+        if (!at) return;  // the ring was aborted: the transfer is over
         std::uint8_t* data = at + kHeaderBytes;
         std::size_t got = 0;
         while (got < len) {
@@ -234,29 +258,21 @@ void SendTransfer::read_file(std::uint32_t index, Slot*& slot) {
         }
         if (got < len) {
             slot->used -= kHeaderBytes + len;
-            ::close(fd);
-            XXH3_freeState(state);
-            return failed("shrank or could not be read while it was sent");
+            return file_failed(index, "shrank or could not be read while it was sent", slot);
         }
-        XXH3_64bits_update(state, data, len);
+        const std::uint64_t sum = checksum(data, len);
+        r.sums[b] = sum;
         progress_.bytes_read += len;
         if (have != have_.end() && have->second.count(off)) {
             slot->used -= kHeaderBytes + len;  // the destination has it: read for the checksum only
         } else if (all_zero(data, len)) {
             slot->used -= len;  // a hole, or zeros: no bytes on the wire
-            put_header(at, Frame{Kind::Zeros, id_, index, 0, off, 0, len});
+            put_header(at, Frame{Kind::Zeros, id_, index, 0, off, sum, len});
         } else {
-            put_header(at, Frame{Kind::Data, id_, index, static_cast<std::uint32_t>(len), off, checksum(data, len)});
+            put_header(at, Frame{Kind::Data, id_, index, static_cast<std::uint32_t>(len), off, sum});
         }
     }
-    ::close(fd);
-    const std::uint64_t whole = XXH3_64bits_digest(state);
-    XXH3_freeState(state);
-    if (!ok) return;
-    std::uint8_t* at = reserve(slot, 0, false);
-    if (!at) return;
-    put_header(at, Frame{Kind::FileEnd, id_, index, 0, 0, whole, m.size});
-    ++progress_.files_read;
+    piece_done(index, slot);
 }
 
 void SendTransfer::stream_loop(int fd, const std::atomic<bool>* quit, bool first) {

@@ -1,7 +1,8 @@
 // The sending side of one transfer (`slabcast move`): a pool of reader
 // threads (front end) cuts the files into tagged blocks in ring slots, small
-// files packed together, and a pool of stream threads (back end), one per TCP
-// connection, sends whole slots. Both pools can be resized while it runs.
+// files packed together and large ones split among the readers, and a pool of
+// stream threads (back end), one per TCP connection, sends whole slots. Both
+// pools can be resized while it runs.
 #pragma once
 
 #include "mover/block_ring.h"
@@ -58,9 +59,27 @@ private:
         std::vector<std::unique_ptr<std::atomic<bool>>> quit;
     };
 
+    // What a reader takes at a time: a whole small file, or a run of blocks of
+    // a large one (so one large file keeps every reader busy).
+    struct Piece {
+        std::uint32_t file;
+        std::uint64_t first_block, end_block;
+    };
+    // A file being read: its blocks' checksums, filled in by whichever reader
+    // reads them; the reader that finishes its last piece sends FileEnd.
+    struct FileReading {
+        std::vector<std::uint64_t> sums;
+        std::atomic<std::uint32_t> pieces_left{0};
+        std::atomic<bool> failed{false};
+    };
+    static constexpr std::uint64_t kPieceBlocks = 4;
+
     int open_stream(int index);
+    void plan_pieces();
     void reader_loop(const std::atomic<bool>* quit);
-    void read_file(std::uint32_t index, Slot*& slot);
+    void read_piece(const Piece& piece, Slot*& slot);
+    void piece_done(std::uint32_t file, Slot*& slot);
+    void file_failed(std::uint32_t file, const std::string& why, Slot*& slot);
     void stream_loop(int fd, const std::atomic<bool>* quit, bool first);
     // Room for a frame of `payload` bytes in `slot`, handing it on and taking
     // a new one when full. nullptr when the ring was aborted.
@@ -73,7 +92,9 @@ private:
     std::unique_ptr<BlockRing> ring_;
     std::set<std::uint32_t> in_place_;
     std::map<std::uint32_t, std::set<std::uint64_t>> have_;
-    std::atomic<std::uint32_t> next_file_{0};
+    std::vector<Piece> pieces_;
+    std::unique_ptr<FileReading[]> reading_;
+    std::atomic<std::size_t> next_piece_{0};
     std::atomic<int> readers_running_{0};
     std::atomic<bool> reading_done_{false}, first_stream_done_{false}, failed_{false};
     int control_fd_ = -1;

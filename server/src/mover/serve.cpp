@@ -35,11 +35,13 @@ struct ServeOptions {
     std::vector<std::string> allow;
     std::string tune_file;
     bool once = false;
+    bool read_back = false;
 };
 
 class Server {
 public:
-    explicit Server(const ServeOptions& o) : o_(o), tree_(o.root) {
+    explicit Server(const ServeOptions& o) : o_(o) {
+        DestTree check(o.root);  // creates --root, or names why it cannot be used, before listening
         for (const auto& a : o.allow) allowed_.add_list(a);
         if (o.writers < 1 || o.writers > 256) throw std::invalid_argument("--writers must be 1..256");
         if (o.ring_mb < 16) throw std::invalid_argument("--ring-mb must be >= 16");
@@ -147,8 +149,8 @@ private:
                 if (stream == 0) {
                     if (it != transfers_.end()) throw std::runtime_error("a transfer with this id is running");
                     ReceiveSettings s{writers_now_ ? writers_now_ : o_.writers,
-                                      static_cast<std::size_t>(o_.ring_mb) << 20};
-                    t = std::make_shared<ReceiveTransfer>(f.transfer, tree_, dest, s);
+                                      static_cast<std::size_t>(o_.ring_mb) << 20, o_.read_back};
+                    t = std::make_shared<ReceiveTransfer>(f.transfer, o_.root, dest, s);
                     transfers_[f.transfer] = t;
                 } else {
                     if (it == transfers_.end()) throw std::runtime_error("a stream of an unknown transfer");
@@ -175,7 +177,6 @@ private:
     }
 
     const ServeOptions& o_;
-    DestTree tree_;
     AddressFilter allowed_;
     std::mutex mutex_;
     std::map<std::uint64_t, std::shared_ptr<ReceiveTransfer>> transfers_;
@@ -200,6 +201,8 @@ void register_serve(CLI::App& root, RoleMain& run) {
     c->add_option("--ring-mb", o->ring_mb, "block cache per transfer, MiB")->capture_default_str();
     c->add_option("--allow", o->allow, "clients to accept: CIDR[,CIDR...] (default: any, with a warning)");
     c->add_option("--tune-file", o->tune_file, "file with a line writers=N, re-read every 0.2 s while running");
+    c->add_flag("--read-back", o->read_back,
+                "read each finished file back and check every block against its checksum before it goes into place");
     c->add_flag("--once", o->once, "exit after the first transfer (exit code 1 if it failed)");
     c->callback([o, &run] { run = [o] { return Server(*o).run(); }; });
 }

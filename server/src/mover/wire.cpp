@@ -2,7 +2,10 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <vector>
 
 namespace slabcast::mover {
 namespace {
@@ -62,5 +65,29 @@ std::optional<Frame> decode_header(const std::uint8_t* in, std::string* problem)
 }
 
 std::uint64_t checksum(const void* data, std::size_t length) { return XXH3_64bits(data, length); }
+
+std::uint64_t zeros_checksum(std::uint64_t length) {
+    static const std::vector<std::uint8_t> zeros(64 << 10);
+    thread_local std::map<std::uint64_t, std::uint64_t> known;
+    if (auto it = known.find(length); it != known.end()) return it->second;
+    XXH3_state_t* state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    for (std::uint64_t left = length; left;) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, zeros.size()));
+        XXH3_64bits_update(state, zeros.data(), n);
+        left -= n;
+    }
+    const std::uint64_t sum = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+    if (known.size() < 64) known[length] = sum;  // the block size, and a few file tails
+    return sum;
+}
+
+std::uint64_t file_checksum(const std::uint64_t* block_checksums, std::size_t blocks) {
+    std::vector<std::uint8_t> words(blocks * 8);
+    std::uint8_t* p = words.data();
+    for (std::size_t i = 0; i < blocks; ++i) put<std::uint64_t>(p, block_checksums[i]);
+    return XXH3_64bits(words.data(), words.size());
+}
 
 }  // namespace slabcast::mover

@@ -13,7 +13,7 @@
 namespace slabcast::mover {
 
 inline constexpr std::uint32_t kMagic = 0x424d4353;  // "SCMB"
-inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::uint16_t kVersion = 2;  // 2: file checksums are made of block checksums
 inline constexpr std::size_t kHeaderBytes = 48;
 inline constexpr std::uint32_t kMaxPayload = 64u << 20;
 inline constexpr std::uint32_t kDefaultBlock = 4u << 20;
@@ -23,8 +23,8 @@ enum class Kind : std::uint16_t {
     Manifest = 2,  // payload: a part of the manifest JSON at `offset`; `extra` = its total size
     Have = 3,      // server -> client, payload: JSON, what the destination already holds (resume)
     Data = 4,      // payload: bytes [offset, offset + length) of file `file`; checksum: XXH3-64 of them
-    Zeros = 5,     // no payload: `extra` zero bytes at `offset` of `file` (holes stay holes)
-    FileEnd = 6,   // no payload: file `file` was sent whole; `extra` = size, checksum: XXH3-64 of the file
+    Zeros = 5,     // no payload: `extra` zero bytes at `offset` of `file` (holes stay holes); checksum: theirs
+    FileEnd = 6,   // no payload: file `file` was read whole; `extra` = size, checksum: file_checksum()
     Done = 7,      // client -> server: every block has been sent; `extra` = number of files
     Report = 8,    // server -> client, payload: JSON, the outcome per file
     Bye = 9,       // this stream has nothing more to send (it may close)
@@ -48,5 +48,12 @@ void encode_header(const Frame& f, std::uint8_t* out);
 std::optional<Frame> decode_header(const std::uint8_t* in, std::string* problem = nullptr);
 
 std::uint64_t checksum(const void* data, std::size_t length);
+// checksum() of `length` zero bytes (remembered for the common block sizes).
+std::uint64_t zeros_checksum(std::uint64_t length);
+// A file's checksum: XXH3-64 of its blocks' checksums in offset order, as
+// little-endian 64-bit words. Both ends can build it from blocks that arrive
+// (and are read) in any order, by any thread, so no end reads a file twice;
+// it still changes with any byte, any block's place, and any missing block.
+std::uint64_t file_checksum(const std::uint64_t* block_checksums, std::size_t blocks);
 
 }  // namespace slabcast::mover
