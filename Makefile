@@ -25,10 +25,12 @@ soak: build
 	cd $(BUILD) && ctest --output-on-failure -L soak -V
 
 bench: build
+	bash testing/install-deps.sh --bench
 	cd $(BUILD) && ctest --output-on-failure -L benchmark -V
 	$(BUILD)/testing/bench_packet_paths
 	for b in loopback_vs_iperf3 sender_vs_iperf3 pacing_accuracy step_latency mover_vs_peers; do \
 	  SLABCAST_BUILD=$(BUILD) python3 testing/bench/$$b.py || exit 1; done
+	SLABCAST_BUILD=$(BUILD) python3 testing/bench/mover_vs_peers.py --wan
 
 # The live demo: ParaView's GUI when there is a display, else frames in demo-output/.
 # Pass options through DEMO_ARGS, e.g. make demo DEMO_ARGS="--head-to-head --forever".

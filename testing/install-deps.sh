@@ -16,6 +16,11 @@ packages=(
   # tests and demo: rendering without a display, MPI ranks, network peers
   python3 xvfb openmpi-bin iproute2 iperf3 xxhash rsync
 )
+# `--bench` (make bench): the data mover's peers, an ssh server for rsync and
+# scp between namespaces, and GridFTP (its server runs only inside the benchmark).
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(openssh-server openssh-client globus-gass-copy-progs globus-gridftp-server-progs)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,38 +1,45 @@
 #!/usr/bin/env python3
-"""Benchmark: `slabcast move` against a per-file peer on loopback, memory to
-memory (/dev/shm both ends, so the disks are not what is measured).
+"""Benchmark: `slabcast move` against per-file transfer tools, in the same run,
+memory to memory (/dev/shm at both ends, so no disk is what is measured).
 
-Datasets: a CMIP-like tree of 10,000 small files (80% 4-64 KiB, 20% 64 KiB-
-4 MiB), 100 x 10 MiB, 10 x 100 MiB and 1 x 1 GiB. Peer: rsync over TCP to an
-rsync daemon (the per-file protocol without ssh's encryption, which would only
-slow it), once as `rsync -a` and once as 4 rsyncs in parallel over the
-top-level directories, as its users parallelise it.
+Datasets: a CMIP-like tree of 10,000 files (80% 4-64 KiB, 20% 64 KiB-4 MiB),
+100 x 10 MiB, 10 x 100 MiB and 1 x 1 GiB.
 
-Goals (issue 7): throughput on 10 MiB files >= 0.95 x on 1 GiB files; on the
-small-file tree >= 3 x the best peer. Prints the table and the ratios.
+Two places:
+  loopback (default): every tool's server on 127.0.0.1. Peers: rsync to an
+      rsync daemon (no ssh cipher in its way), once and as 4 in parallel over
+      the top-level directories; GridFTP (globus-url-copy -cc 4 -p 4 -pp, its
+      concurrency, parallel streams and pipelining) when installed.
+  --wan: two hosts made of network namespaces with 16 ms each way between them
+      (32 ms round trip, testing/netns), TCP buffers autotuned up to 64 MiB on
+      both. Peers: rsync over ssh, once and 4 in parallel; scp -r; GridFTP.
+      Needs root.
 
-    python3 testing/bench/mover_vs_peers.py [--keep]
+Goals (issue 7): throughput on 10 MiB files >= 0.95 x on the 1 GiB file; on the
+small-file tree >= 3 x the best per-file peer. Prints a table and the ratios.
+
+    python3 testing/bench/mover_vs_peers.py [--wan] [--sets small,f10m,f100m,f1g] [--keep]
 """
 
+import argparse
 import os
 import random
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
-from slabcast_testlib import SLABCAST, wait_for  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+sys.path.insert(0, os.path.join(HERE, "..", "netns"))
+from slabcast_testlib import SLABCAST  # noqa: E402
 
 BASE = "/dev/shm/slabcast-bench-mover"
 MIB = 1 << 20
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+SETS = ("small", "f10m", "f100m", "f1g")
+SCP_MAX_FILES = 100  # scp pays round trips per file: past this it would run for many minutes
 
 
 def write(path, size, rng):
@@ -45,20 +52,20 @@ def write(path, size, rng):
             left -= n
 
 
-def make_datasets():
+def make_datasets(names):
     rng = random.Random(11)
     sets = {}
-    small = os.path.join(BASE, "src", "small")
-    if not os.path.exists(small):
-        for i in range(10_000):
-            size = rng.randrange(4096, 65536) if rng.random() < 0.8 else int(65536 * 64 ** rng.random())
-            write(os.path.join(small, "v%02d" % (i % 50), "tas_%05d.nc" % i), size, rng)
-    sets["small"] = small
-    for name, size, count in (("f10m", 10 * MIB, 100), ("f100m", 100 * MIB, 10), ("f1g", 1024 * MIB, 1)):
+    for name in names:
         path = os.path.join(BASE, "src", name)
         if not os.path.exists(path):
-            for i in range(count):
-                write(os.path.join(path, "d%02d" % (i % 10), "file_%03d.bin" % i), size, rng)
+            if name == "small":
+                for i in range(10_000):
+                    size = rng.randrange(4096, 65536) if rng.random() < 0.8 else int(65536 * 64 ** rng.random())
+                    write(os.path.join(path, "v%02d" % (i % 50), "tas_%05d.nc" % i), size, rng)
+            else:
+                size, count = {"f10m": (10 * MIB, 100), "f100m": (100 * MIB, 10), "f1g": (1024 * MIB, 1)}[name]
+                for i in range(count):
+                    write(os.path.join(path, "d%02d" % (i % 10), "file_%03d.bin" % i), size, rng)
         sets[name] = path
     return sets
 
@@ -73,8 +80,9 @@ def tree_bytes(path):
 
 
 def clear(path):
-    """Empties the destination (the server keeps its root directory open)."""
+    """Empties the destination (servers keep its directory open)."""
     os.makedirs(path, exist_ok=True)
+    os.chmod(path, 0o777)  # GridFTP writes as nobody
     for name in os.listdir(path):
         shutil.rmtree(os.path.join(path, name), ignore_errors=True)
 
@@ -91,59 +99,146 @@ def timed(cmd_lists, cwd=None):
     return time.monotonic() - t0
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Place:
+    """Where the servers run and how a client reaches them."""
+
+    def __init__(self, wan, work):
+        self.wan, self.work, self.procs = wan, work, []
+        self.bed = None
+        if wan:
+            import netns_testbed
+            why = netns_testbed.available()
+            if why:
+                sys.exit("--wan " + why)
+            self.bed = netns_testbed.Testbed(delay_ms=16)
+            self.host = netns_testbed.RECEIVER
+            self.client, self.server = self.bed.prefix("sender"), self.bed.prefix("receiver")
+        else:
+            self.host, self.client, self.server = "127.0.0.1", [], []
+
+    def start(self, cmd):
+        p = subprocess.Popen(self.server + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        return p
+
+    def close(self):
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if self.bed:
+            self.bed.close()
+
+
+def ssh_setup(place, work):
+    """An sshd on the receiving host, a key for root, and the ssh command."""
+    key, host_key = os.path.join(work, "id"), os.path.join(work, "host")
+    for k in (key, host_key):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", k], check=True)
+    os.makedirs("/run/sshd", exist_ok=True)
+    conf = os.path.join(work, "sshd_config")
+    with open(conf, "w") as f:
+        f.write("ListenAddress %s\nPort 22\nHostKey %s\nAuthorizedKeysFile %s.pub\nPermitRootLogin prohibit-password\n"
+                "UsePAM no\nStrictModes no\nPidFile none\nSubsystem sftp /usr/lib/openssh/sftp-server\n"
+                % (place.host, host_key, key))
+    place.start(["/usr/sbin/sshd", "-D", "-e", "-f", conf])
+    time.sleep(0.5)
+    # The fastest cipher here (AES-NI), as a user moving data would choose it.
+    return ("ssh -F none -i %s -c aes128-gcm@openssh.com -o BatchMode=yes -o StrictHostKeyChecking=no "
+            "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR" % key)
+
+
 def main():
-    keep = "--keep" in sys.argv
-    sets = make_datasets()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--wan", action="store_true", help="between namespaces, 16 ms each way")
+    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--streams", type=int, default=4, help="slabcast move --streams")
+    ap.add_argument("--keep", action="store_true", help="keep the datasets in %s" % BASE)
+    a = ap.parse_args()
+    names = [n for n in a.sets.split(",") if n]
+    sets = make_datasets(names)
     dst = os.path.join(BASE, "dst")
     clear(dst)
-    port, rport = free_port(), free_port()
-    serve = subprocess.Popen([SLABCAST, "serve", "--root", dst, "--listen", "127.0.0.1", "--port", str(port),
-                              "--writers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    conf = os.path.join(BASE, "rsyncd.conf")
-    with open(conf, "w") as f:
-        f.write("use chroot = no\nuid = root\ngid = root\n[dst]\npath = %s\nread only = no\n" % dst)
-    rsyncd = subprocess.Popen(["rsync", "--daemon", "--no-detach", "--config", conf, "--address", "127.0.0.1",
-                               "--port", str(rport)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
+    work = tempfile.mkdtemp(prefix="slabcast-bench-")
+    place = Place(a.wan, work)
+    gridftp = shutil.which("globus-url-copy") and os.path.exists("/usr/sbin/globus-gridftp-server")
     rows = {}
     try:
+        port, rport, gport = free_port(), free_port(), free_port()
+        place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(port), "--writers", "2"])
+        if a.wan:
+            ssh = ssh_setup(place, work)
+            rsync_opts, rsync_target = ["-e", ssh], "root@%s:%s/" % (place.host, dst)
+        else:
+            conf = os.path.join(work, "rsyncd.conf")
+            with open(conf, "w") as f:
+                f.write("use chroot = no\nuid = root\ngid = root\n[dst]\npath = %s\nread only = no\n" % dst)
+            place.start(["rsync", "--daemon", "--no-detach", "--config", conf, "--address", place.host,
+                         "--port", str(rport)])
+            rsync_opts, rsync_target = [], "rsync://%s:%d/dst/" % (place.host, rport)
+        if gridftp:
+            place.start(["/usr/sbin/globus-gridftp-server", "-aa", "-anonymous-user", "nobody", "-p", str(gport),
+                         "-control-interface", place.host, "-data-interface", place.host, "-log-level", "error"])
+        time.sleep(1)
         for name, src in sets.items():
             size, files = tree_bytes(src)
+            times = {}
             clear(dst)
-            t_move = timed([[SLABCAST, "move", "--port", str(port), "--progress", "none", "--streams", "4",
-                             "--readers", "2", src, "127.0.0.1:"]])
+            times["slabcast move"] = timed([place.client + [
+                SLABCAST, "move", "--port", str(port), "--progress", "none", "--streams", str(a.streams),
+                "--readers", "2", src, place.host + ":"]])
             clear(dst)
-            t_rsync = timed([["rsync", "-a", src, "rsync://127.0.0.1:%d/dst/" % rport]])
+            opts, target = rsync_opts, rsync_target
+            times["rsync -a"] = timed([place.client + ["rsync", "-a"] + opts + [src, target]])
             clear(dst)
-            tops = sorted(os.path.join(src, d) for d in os.listdir(src))
+            tops = sorted(os.listdir(src))
             groups = [tops[i::4] for i in range(4)]
-            t_rsync4 = timed([["rsync", "-a", "--relative"] + [os.path.relpath(p, os.path.dirname(src)) for p in g]
-                              + ["rsync://127.0.0.1:%d/dst/" % rport] for g in groups if g],
-                             cwd=os.path.dirname(src)) if len(tops) > 1 else None
+            times["4 x rsync -a"] = timed(
+                [place.client + ["rsync", "-a", "--relative"] + opts + [os.path.join(os.path.basename(src), p)
+                                                                         for p in g] + [target]
+                 for g in groups if g], cwd=os.path.dirname(src)) if len(tops) > 1 else None
+            if a.wan and files <= SCP_MAX_FILES:
+                clear(dst)
+                times["scp -r"] = timed([place.client + ["scp", "-r", "-q"] + ssh.split()[1:] + [
+                    src, "root@%s:%s/" % (place.host, dst)]])
+            if gridftp:
+                clear(dst)
+                times["globus-url-copy"] = timed([place.client + [
+                    "globus-url-copy", "-r", "-cd", "-cc", "4", "-p", "4", "-pp", "-fast", "file://%s/" % src,
+                    "ftp://%s:%d%s/%s/" % (place.host, gport, dst, name)]])
             clear(dst)
-            rows[name] = (size, files, t_move, t_rsync, t_rsync4)
+            rows[name] = (size, files, times)
     finally:
-        serve.terminate()
-        rsyncd.terminate()
-        serve.wait()
-        rsyncd.wait()
-        if not keep:
+        place.close()
+        shutil.rmtree(work, ignore_errors=True)
+        if not a.keep:
             shutil.rmtree(BASE, ignore_errors=True)
 
     gbps = lambda size, t: size * 8e-9 / t  # noqa: E731
-    print("%-6s %9s %6s | %14s | %14s | %14s | %s" % ("set", "MiB", "files", "slabcast move", "rsync -a",
-                                                     "4 x rsync -a", "move / best peer"))
-    for name, (size, files, tm, tr, tr4) in rows.items():
-        best = min(t for t in (tr, tr4) if t)
-        print("%-6s %9.0f %6d | %6.2f s %5.2f | %6.2f s %5.2f | %s | %.2f" % (
-            name, size / MIB, files, tm, gbps(size, tm), tr, gbps(size, tr),
-            "%6.2f s %5.2f" % (tr4, gbps(size, tr4)) if tr4 else "%14s" % "-", best / tm))
-    r10 = gbps(rows["f10m"][0], rows["f10m"][2]) / gbps(rows["f1g"][0], rows["f1g"][2])
-    small = rows["small"]
-    r_small = min(t for t in small[3:] if t) / small[2]
-    print("(Gbit/s after each time; %s cores)" % os.cpu_count())
-    print("10 MiB files vs 1 GiB file, slabcast move: %.2f (goal >= 0.95)" % r10)
-    print("small-file tree, slabcast move vs best per-file peer: %.2fx (goal >= 3)" % r_small)
+    where = "between namespaces, 32 ms round trip" if a.wan else "loopback"
+    print("slabcast move against per-file peers, %s, %s cores (seconds, Gbit/s)" % (where, os.cpu_count()))
+    for name, (size, files, times) in rows.items():
+        peers = {k: t for k, t in times.items() if k != "slabcast move" and t}
+        best = min(peers, key=peers.get)
+        cells = "  ".join("%s %.2f s %.2f" % (k, t, gbps(size, t)) for k, t in times.items() if t)
+        print("%-6s %6.0f MiB %6d files | %s | move vs best peer (%s): %.2fx" % (
+            name, size / MIB, files, cells, best, peers[best] / times["slabcast move"]))
+    if "f10m" in rows and "f1g" in rows:
+        r10 = gbps(rows["f10m"][0], rows["f10m"][2]["slabcast move"]) / gbps(rows["f1g"][0], rows["f1g"][2]["slabcast move"])
+        print("10 MiB files vs 1 GiB file, slabcast move: %.2f (goal >= 0.95)" % r10)
+    if "small" in rows:
+        times = rows["small"][2]
+        best = min(t for k, t in times.items() if k != "slabcast move" and t)
+        print("small-file tree, slabcast move vs best per-file peer: %.2fx (goal >= 3)" % (best / times["slabcast move"]))
 
 
 if __name__ == "__main__":

@@ -4,14 +4,25 @@
     receiver 10.77.2.2 ──veth── 10.77.2.1 ├ wan (routes between them; runs the impairment relay)
     controller 10.77.3.2 ──veth── 10.77.3.1 ┘
 
-Every link has MTU 9000. The wan namespace forwards IP between the three, so
-control traffic (syncs and replies) goes straight through; data meant to be
-impaired is sent to the relay's address on the sender side (10.77.1.1) and
-the relay forwards it to the receiver. Names carry the test's pid, so tests
-running side by side do not collide, and everything goes with `close()`."""
+Every link has MTU 9000 (or `mtu`). The wan namespace forwards IP between the
+three, so control traffic (syncs and replies) goes straight through; data
+meant to be impaired is sent to the relay's address on the sender side
+(10.77.1.1) and the relay forwards it to the receiver.
 
+With `delay_ms`, every packet crossing the wan, TCP included, is held that
+long by delay_line.cpp (a TUN device the wan routes through), and the hosts'
+TCP buffers are raised as ESnet's fasterdata advises for data transfer nodes
+(autotuning up to 64 MiB), so that a long round trip is what limits a tool,
+not a stock buffer. Names carry the test's pid, so tests running side by side
+do not collide, and everything goes with `close()`."""
+
+import json
 import os
+import shutil
+import socket
 import subprocess
+import tempfile
+import time
 
 SENDER, RECEIVER, CONTROLLER = "10.77.1.2", "10.77.2.2", "10.77.3.2"
 WAN_SENDER_SIDE = "10.77.1.1"
@@ -37,27 +48,44 @@ def available():
     return None
 
 
+def _sysctl(ns, *settings):
+    subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw"] + list(settings), check=True)
+
+
 class Testbed:
-    def __init__(self):
+    def __init__(self, delay_ms=None, mtu=MTU):
         tag = os.getpid() % 100000
         self.ns = {role: "sc%s%d" % (role[0], tag) for role in ("sender", "receiver", "controller", "wan")}
+        self.mtu = mtu
         self._made = []
+        self._delay_line = None
+        self._delay_stats = None
         try:
             self._build(tag)
+            if delay_ms:
+                self._add_delay(tag, delay_ms)
         except Exception:
             self.close()
             raise
 
     def _build(self, tag):
-        for ns in self.ns.values():
+        for role, ns in self.ns.items():
             _ip("netns", "add", ns)
             self._made.append(ns)
             _ip("link", "set", "lo", "up", ns=ns)
+            # `ip netns exec` puts /etc/netns/NS/hosts over /etc/hosts: the
+            # testbed's names resolve, both ways, with no DNS (tools such as
+            # GridFTP look their own address up).
+            os.makedirs("/etc/netns/" + ns, exist_ok=True)
+            own = {"sender": SENDER, "receiver": RECEIVER, "controller": CONTROLLER, "wan": WAN_SENDER_SIDE}
+            with open("/etc/netns/%s/hosts" % ns, "w") as f:
+                f.write("127.0.0.1 localhost\n%s %s\n" % (own[role], socket.gethostname()))  # its own name
+                f.write("".join("%s %s\n" % (a, r) for r, a in own.items()))
         wan = self.ns["wan"]
         subprocess.run(["ip", "netns", "exec", wan, "sysctl", "-qw", "net.ipv4.ip_forward=1"], check=True)
         for subnet, role in ((1, "sender"), (2, "receiver"), (3, "controller")):
             host, side = "h%s%d" % (role[0], tag), "w%s%d" % (role[0], tag)
-            _ip("link", "add", host, "mtu", str(MTU), "type", "veth", "peer", "name", side, "mtu", str(MTU))
+            _ip("link", "add", host, "mtu", str(self.mtu), "type", "veth", "peer", "name", side, "mtu", str(self.mtu))
             _ip("link", "set", host, "netns", self.ns[role])
             _ip("link", "set", side, "netns", wan)
             _ip("addr", "add", "10.77.%d.2/24" % subnet, "dev", host, ns=self.ns[role])
@@ -66,11 +94,61 @@ class Testbed:
             _ip("link", "set", side, "up", ns=wan)
             _ip("route", "add", "default", "via", "10.77.%d.1" % subnet, ns=self.ns[role])
 
+    def _add_delay(self, tag, delay_ms):
+        wan, dev = self.ns["wan"], "dl%d" % tag
+        self._delay_stats = tempfile.mktemp(prefix="slabcast-delay-", suffix=".json")
+        ready = self._delay_stats + ".ready"
+        build = os.environ.get("SLABCAST_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+        self._delay_line = subprocess.Popen(
+            ["ip", "netns", "exec", wan, os.path.join(build, "testing", "slabcast_delay_line"),
+             "--dev", dev, "--delay-ms", str(delay_ms), "--stats", self._delay_stats, "--ready", ready])
+        deadline = time.monotonic() + 10
+        while not os.path.exists(ready):
+            if self._delay_line.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the delay line did not start")
+            time.sleep(0.02)
+        os.unlink(ready)
+        _ip("link", "set", dev, "up", "mtu", "65535", "txqueuelen", "20000", ns=wan)
+        _sysctl(wan, "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.%s.rp_filter=0" % dev)
+        # What comes in from a host goes into the delay line; what the delay
+        # line writes back (incoming interface: its device) is routed as usual.
+        _ip("route", "add", "default", "dev", dev, "table", "100", ns=wan)
+        for role in ("sender", "receiver", "controller"):
+            _ip("rule", "add", "iif", "w%s%d" % (role[0], tag), "lookup", "100", ns=wan)
+            _sysctl(self.ns[role], "net.ipv4.tcp_rmem=4096 131072 67108864", "net.ipv4.tcp_wmem=4096 16384 67108864")
+
+    def cut(self, role, down=True):
+        """Cuts (or mends) the path from a host into the wan: its packets are
+        dropped without a word in the middle of the path (blackhole rules, both ways),
+        as when a path fails somewhere far away; the host's own link stays up."""
+        side = "w%s%d" % (role[0], os.getpid() % 100000)
+        address = {"sender": SENDER, "receiver": RECEIVER, "controller": CONTROLLER}[role]
+        verb = "add" if down else "del"
+        _ip("rule", verb, "iif", side, "blackhole", "priority", "10", ns=self.ns["wan"])  # from it
+        _ip("rule", verb, "to", address, "blackhole", "priority", "11", ns=self.ns["wan"])  # and to it
+
+    def delay_counts(self):
+        """The delay line's counts (after close())."""
+        with open(self._delay_stats) as f:
+            return json.load(f)
+
     def prefix(self, role):
         """Command prefix that runs a program on that host."""
         return ["ip", "netns", "exec", self.ns[role]]
 
     def close(self):
+        if self._delay_line:
+            self._delay_line.terminate()
+            self._delay_line.wait(timeout=10)
+            self._delay_line = None
+        for ns in self._made:  # what is left running there (an sshd's session, ...) goes first
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), 9)
+                except (ProcessLookupError, ValueError):
+                    pass
         for ns in reversed(self._made):  # deleting a namespace deletes its veth ends too
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            shutil.rmtree("/etc/netns/" + ns, ignore_errors=True)
         self._made = []

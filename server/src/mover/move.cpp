@@ -30,6 +30,7 @@ struct MoveOptions {
     int ring_mb = 256;
     std::string progress = "auto";
     std::string tune_file;
+    int peer_timeout_s = 60;
 };
 
 // "host:dest", "[v6]:dest"; DEST may be empty (the server's root).
@@ -140,7 +141,7 @@ int run_move(const MoveOptions& o) {
     const std::size_t files = manifest.files.size();
     const std::uint64_t bytes = manifest.total_bytes();
     SendTransfer t(std::move(manifest), SendSettings{host, o.port, dest, o.streams, o.readers,
-                                                     static_cast<std::size_t>(o.ring_mb) << 20});
+                                                     static_cast<std::size_t>(o.ring_mb) << 20, o.peer_timeout_s});
     ProgressView view(o.progress, t);
     const auto t0 = std::chrono::steady_clock::now();
     t.start();
@@ -197,6 +198,9 @@ void register_move(CLI::App& root, RoleMain& run) {
     c->add_option("--progress", o->progress, "auto (a bar on a terminal, else JSON lines), bar, json or none")
         ->capture_default_str();
     c->add_option("--tune-file", o->tune_file, "file with lines streams=N / readers=N, re-read while running");
+    c->add_option("--peer-timeout", o->peer_timeout_s, "seconds without an answer from the server (path cut, host down) before giving up")
+        ->check(CLI::Range(2, 3600))
+        ->capture_default_str();
     c->callback([o, &run] { run = [o] { return run_move(*o); }; });
 }
 

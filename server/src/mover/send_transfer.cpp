@@ -55,7 +55,7 @@ SendTransfer::~SendTransfer() {
 }
 
 int SendTransfer::open_stream(int index) {
-    const int fd = connect_tcp(settings_.host, settings_.port);
+    const int fd = connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s);
     const std::string hello = json{{"stream", index}, {"dest", settings_.dest}}.dump();
     try {
         write_frame(fd, Frame{Kind::Hello, id_}, hello.data(), hello.size());

@@ -27,6 +27,7 @@ struct SendSettings {
     int streams = 4;
     int readers = 4;
     std::size_t ring_bytes = 256u << 20;
+    int peer_timeout_s = 60;
 };
 
 struct SendProgress {

@@ -36,6 +36,7 @@ struct ServeOptions {
     std::string tune_file;
     bool once = false;
     bool read_back = false;
+    int peer_timeout_s = 60;
 };
 
 class Server {
@@ -66,7 +67,7 @@ public:
                 ::close(fd);
                 continue;
             }
-            tune_tcp(fd);
+            tune_tcp(fd, o_.peer_timeout_s);
             reap();
             std::lock_guard lock(mutex_);
             auto done = std::make_shared<std::atomic<bool>>(false);
@@ -203,6 +204,10 @@ void register_serve(CLI::App& root, RoleMain& run) {
     c->add_option("--tune-file", o->tune_file, "file with a line writers=N, re-read every 0.2 s while running");
     c->add_flag("--read-back", o->read_back,
                 "read each finished file back and check every block against its checksum before it goes into place");
+    c->add_option("--peer-timeout", o->peer_timeout_s,
+                  "seconds without an answer from a client (path cut, host down) before its transfer stops")
+        ->check(CLI::Range(2, 3600))
+        ->capture_default_str();
     c->add_flag("--once", o->once, "exit after the first transfer (exit code 1 if it failed)");
     c->callback([o, &run] { run = [o] { return Server(*o).run(); }; });
 }

@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -44,14 +45,24 @@ addrinfo* resolve(const std::string& host, int port, bool passive) {
 
 }  // namespace
 
-void tune_tcp(int fd) {
-    const int one = 1, buffer = 8 << 20;
+void tune_tcp(int fd, int peer_timeout_s) {
+    // No SO_SNDBUF/SO_RCVBUF: setting them turns off the kernel's buffer
+    // autotuning, which is what lets one stream fill a long, fast path (up to
+    // net.ipv4.tcp_rmem's maximum; ESnet's fasterdata advice for such hosts).
+    const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+    // Data unacknowledged for the timeout ends the connection, and so does
+    // silence: probes start after a quarter of it, three go unanswered.
+    const int idle = std::max(1, peer_timeout_s / 4), interval = std::max(1, peer_timeout_s / 12), probes = 3;
+    const unsigned user_timeout_ms = static_cast<unsigned>(peer_timeout_s) * 1000u;
+    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 }
 
-int connect_tcp(const std::string& host, int port) {
+int connect_tcp(const std::string& host, int port, int peer_timeout_s) {
     addrinfo* found = resolve(host, port, false);
     int err = 0;
     for (addrinfo* a = found; a; a = a->ai_next) {
@@ -59,7 +70,7 @@ int connect_tcp(const std::string& host, int port) {
         if (fd < 0) continue;
         if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
             ::freeaddrinfo(found);
-            tune_tcp(fd);
+            tune_tcp(fd, peer_timeout_s);
             return fd;
         }
         err = errno;

@@ -13,9 +13,11 @@
 
 namespace slabcast::mover {
 
-int connect_tcp(const std::string& host, int port);  // throws naming the peer
+int connect_tcp(const std::string& host, int port, int peer_timeout_s);  // throws naming the peer
 int listen_tcp(const std::string& address, int port);
-void tune_tcp(int fd);  // large buffers, no Nagle delay for the small frames
+// No Nagle delay for small frames; buffers left to autotuning; a peer that
+// vanishes (host down, path cut) is given up after about `peer_timeout_s`.
+void tune_tcp(int fd, int peer_timeout_s);
 
 // false on an orderly EOF before the first byte; throws on an error or an EOF
 // in the middle.

@@ -1,0 +1,140 @@
+"""ctest e2e_mover_netns: the data mover between two hosts made of network
+namespaces, 16 ms each way (a 32 ms round trip, delay_line.cpp), the way it
+is used between sites.
+
+Shows: a tree (small files, a large one, a sparse one, an empty one, a
+unicode name) arrives bit for bit; the server takes clients only from
+--allow; a server killed mid-transfer, and then a path cut mid-transfer, are
+each named by the client within seconds (--peer-timeout), the server outlives
+the cut, and the same command afterwards sends only what is missing. Needs root."""
+
+import os
+import random
+import subprocess
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+import netns_testbed as tb  # noqa: E402
+from slabcast_testlib import SLABCAST, Workspace, wait_for  # noqa: E402
+from test_mover import tree_listing, write_file  # noqa: E402
+
+MIB = 1 << 20
+PORT = 7100
+
+
+class MoverNetnsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        why = tb.available()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def setUp(self):
+        self.ws = Workspace("movernetns")
+        self.bed = tb.Testbed(delay_ms=16)
+        self.root = os.path.join(self.ws.dir, "site-b")
+
+    def tearDown(self):
+        self.ws.close()  # every process first: a namespace lives while a process is in it
+        self.bed.close()
+
+    def start_serve(self, name="serve"):
+        server = self.ws.start(name, ["serve", "--root", self.root, "--listen", tb.RECEIVER, "--port", str(PORT),
+                                      "--allow", tb.SENDER + "/32", "--peer-timeout", "3"],
+                               prefix=self.bed.prefix("receiver"))
+        wait_for(lambda: "serve:" in server.text(), what="the server")
+        return server
+
+    def move_cmd(self, src, host="sender"):
+        return self.bed.prefix(host) + [SLABCAST, "move", "--port", str(PORT), "--progress", "none", "--streams", "4",
+                                        "--peer-timeout", "3", src, tb.RECEIVER + ":dst"]
+
+    def assert_same_tree(self, src, dst):
+        a, b = tree_listing(src), tree_listing(dst)
+        self.assertEqual(sorted(a), sorted(b), "the trees list different names")
+        for rel in a:
+            self.assertEqual(a[rel], b[rel], rel)
+
+    def test_a_tree_crosses_the_wan_bit_for_bit(self):
+        src = os.path.join(self.ws.dir, "cmip")
+        rng = random.Random(3)
+        write_file(os.path.join(src, "empty.nc"), b"")
+        write_file(os.path.join(src, "größe", "ψ.nc"), rng.randbytes(48 * MIB + 5), 0o640)
+        with open(os.path.join(src, "sparse.raw"), "wb") as f:
+            f.truncate(32 * MIB)
+            f.seek(9 * MIB)
+            f.write(rng.randbytes(4096))
+        for i in range(500):
+            write_file(os.path.join(src, "v%d" % (i % 7), "tas_%03d.nc" % i), rng.randbytes(rng.randrange(0, 65536)))
+        server = self.start_serve()
+        t0 = time.monotonic()
+        r = subprocess.run(self.move_cmd(src), capture_output=True, text=True, timeout=120)
+        seconds = time.monotonic() - t0
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_same_tree(src, os.path.join(self.root, "dst", "cmip"))
+        print("503 files, 80 MiB across a 32 ms round trip in %.2f s" % seconds, flush=True)
+        # A client on another host is refused before it can send anything.
+        r = subprocess.run(self.move_cmd(src, host="controller"), capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("refused a connection from %s" % tb.CONTROLLER, server.text())
+
+    def test_a_lost_server_and_a_cut_path_are_named_and_resumed(self):
+        src = os.path.join(self.ws.dir, "big")
+        write_file(os.path.join(src, "run.bin"), os.urandom(512 * MIB))
+        journal = os.path.join(self.root, "dst", ".slabcast-move.journal")
+
+        def journaled():
+            try:
+                with open(journal) as f:
+                    return f.read().count("\n")
+            except FileNotFoundError:
+                return 0
+
+        def started_then(action):
+            """Runs the move until a few blocks have landed, then `action`;
+            returns (exit code, stderr, seconds from the action to the exit)."""
+            mover = subprocess.Popen(self.move_cmd(src), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            start = journaled()
+            wait_for(lambda: journaled() >= start + 6 or mover.poll() is not None, timeout=60, what="blocks")
+            self.assertIsNone(mover.poll(), "the transfer ended before the fault: the test proves nothing")
+            action()
+            t0 = time.monotonic()
+            _, err = mover.communicate(timeout=60)
+            return mover.returncode, err, time.monotonic() - t0
+
+        # 1. The server is killed: the client says so at once.
+        server = self.start_serve("serve")
+        code, err, seconds = started_then(server.proc.kill)
+        self.assertNotEqual(code, 0)
+        self.assertRegex(err, "connection|closed|reset|lost", err)
+        self.assertLess(seconds, 10)
+        print("server killed: the client stopped %.1f s later: %s" % (seconds, err.strip().splitlines()[-1]),
+              flush=True)
+
+        # 2. The path is cut: the client gives up after --peer-timeout, so does the server, which stays up.
+        server = self.start_serve("serve2")
+        code, err, seconds = started_then(lambda: self.bed.cut("sender"))
+        self.assertNotEqual(code, 0)
+        self.assertLess(seconds, 20, "the client waited on a dead path for too long")
+        wait_for(lambda: "stopped" in server.text(), timeout=30, what="the server to give the transfer up")
+        self.assertTrue(server.alive())
+        print("path cut: the client stopped %.1f s later: %s" % (seconds, err.strip().splitlines()[-1]), flush=True)
+
+        # 3. Mended: the same command sends what is missing, and only that.
+        self.bed.cut("sender", down=False)
+        before = journaled()
+        r = subprocess.run(self.move_cmd(src), capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_same_tree(src, os.path.join(self.root, "dst", "big"))
+        written = [l for l in server.text().splitlines() if "bytes written" in l][-1]
+        bytes_written = int(written.rsplit("bytes written", 1)[0].split()[-1])
+        print("resumed: %d of 128 blocks were there; the last run wrote %.0f MiB of 512" % (
+            before, bytes_written / MIB), flush=True)
+        self.assertLessEqual(bytes_written, (128 - before + 4) * 4 * MIB)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
