@@ -9,6 +9,7 @@
 #include "staged_step.h"
 #include "status_reporter.h"
 #include "step_copier.h"
+#include "step_pull.h"
 #include "stop_signal.h"
 #include "udp.h"
 
@@ -24,6 +25,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,6 +38,8 @@ struct StageOptions {
     std::string key_file;    // authenticates syncs (empty: unauthenticated, with a warning)
     std::string controller;  // addresses syncs may come from (empty: any)
     std::string dataset;
+    std::string from;  // HOST[:PORT] of a `slabcast serve --allow-pull`: --dataset is beneath its root
+    int pull_streams = 4;
     std::string staging;
     std::string budget;
     std::string streams;  // stream ids whose shufflers share this staging area
@@ -74,9 +78,10 @@ struct StageCounters {
 class Stager {
 public:
     Stager(const StageOptions& o, StatusReporter& status)
-        : o_(o), status_(status), dataset_(read_dataset(o.dataset)), streams_(parse_index_list(o.streams, "--streams")) {
+        : o_(o), status_(status), streams_(parse_index_list(o.streams, "--streams")) {
         if (::mkdir(o.staging.c_str(), 0750) != 0 && errno != EEXIST)
             throw std::runtime_error(o.staging + ": cannot create staging directory: " + std::strerror(errno));
+        dataset_ = load_dataset();
         struct statvfs fs {};
         if (::statvfs(o.staging.c_str(), &fs) != 0)
             throw std::runtime_error(o.staging + ": cannot stat: " + std::strerror(errno));
@@ -125,9 +130,38 @@ public:
         // Leave nothing behind in shared memory.
         copier_.reset();
         for (auto& [pos, loc] : staged_) remove_step(loc);
+        if (!o_.from.empty()) std::filesystem::remove_all(o_.staging + "/.slabcast-dataset");
     }
 
 private:
+    // Local: the dataset's directory. --from: its dataset.json is pulled from
+    // the data host first (into a hidden directory of the staging area).
+    Dataset load_dataset() {
+        if (o_.from.empty()) return read_dataset(o_.dataset);
+        const auto colon = o_.from.rfind(':');
+        pull_.host = colon == std::string::npos ? o_.from : o_.from.substr(0, colon);
+        pull_.port = colon == std::string::npos ? 7100 : std::stoi(o_.from.substr(colon + 1));
+        pull_.streams = o_.pull_streams;
+        std::string descriptor = o_.dataset;
+        while (!descriptor.empty() && descriptor.back() == '/') descriptor.pop_back();
+        if (descriptor.size() < 5 || descriptor.compare(descriptor.size() - 5, 5, ".json") != 0) descriptor += "/dataset.json";
+        remote_dir_ = descriptor.find('/') == std::string::npos ? "" : descriptor.substr(0, descriptor.rfind('/'));
+        const std::string local = o_.staging + "/.slabcast-dataset";
+        ::unlink((local + "/" + descriptor.substr(descriptor.rfind('/') + 1)).c_str());  // always the server's current one
+        mover::Pull::now(pull_, {descriptor}, local);
+        Dataset d = read_dataset(local + "/" + descriptor.substr(descriptor.rfind('/') + 1));
+        d.directory = o_.from + ":" + remote_dir_;
+        return d;
+    }
+
+    std::unique_ptr<StepFetch> fetch(const DatasetStep& step) {
+        if (o_.from.empty())
+            return std::make_unique<StepCopier>(dataset_.step_path(step), o_.staging + "/" + step.file,
+                                                dataset_.step_bytes(), drop_source_cache_);
+        return std::make_unique<StepPull>(pull_, remote_dir_.empty() ? step.file : remote_dir_ + "/" + step.file,
+                                          o_.staging, dataset_.step_bytes());
+    }
+
     const DatasetStep& step_at(long pos) const {
         return dataset_.steps[static_cast<std::size_t>(pos % static_cast<long>(dataset_.steps.size()))];
     }
@@ -212,8 +246,7 @@ private:
             if (busy) continue;
             for (int s : streams_) ::unlink(done_marker_path(o_.staging, step.file, s).c_str());
             try {
-                copier_ = std::make_unique<StepCopier>(dataset_.step_path(step), o_.staging + "/" + step.file,
-                                                       dataset_.step_bytes(), drop_source_cache_);
+                copier_ = fetch(step);
                 copying_pos_ = pos;
                 copy_started_ns_ = monotonic_ns();
             } catch (const std::exception& e) {
@@ -267,7 +300,9 @@ private:
     long cursor_ = 0;                      // schedule position of the next step to be sent
     std::map<long, std::string> staged_;   // schedule position -> staged file
     std::set<long> consumed_;              // positions sent (or skipped) but not yet passed
-    std::unique_ptr<StepCopier> copier_;
+    std::unique_ptr<StepFetch> copier_;
+    mover::PullSettings pull_;  // --from
+    std::string remote_dir_;    // --from: the dataset's directory beneath the server's root
     long copying_pos_ = 0;
     std::int64_t copy_started_ns_ = 0;
     StageCounters counters_;
@@ -304,6 +339,12 @@ void register_stage(CLI::App& root, RoleMain& run) {
     auto o = std::make_shared<StageOptions>();
     CLI::App* c = root.add_subcommand("stage", "copy the next steps into the staging area ahead of the shufflers");
     c->add_option("--dataset", o->dataset, "dataset directory or its dataset.json")->required();
+    c->add_option("--from", o->from,
+                  "HOST[:PORT] of a `slabcast serve --allow-pull` on the data host: pull the steps from it "
+                  "(--dataset is then a path beneath its --root)");
+    c->add_option("--pull-streams", o->pull_streams, "TCP streams per pulled step (with --from)")
+        ->check(CLI::Range(1, 128))
+        ->capture_default_str();
     c->add_option("--staging", o->staging, "staging directory, e.g. /dev/shm/slabcast-staging")->required();
     c->add_option("--streams", o->streams, "streams whose shufflers use this staging area, e.g. 0-31")->required();
     c->add_option("--budget", o->budget, "memory for staged steps, e.g. 16G (default: half the free space)");

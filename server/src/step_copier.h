@@ -9,7 +9,19 @@
 
 namespace slabcast {
 
-class StepCopier {
+// One step on its way into the staging area: from a local file (StepCopier)
+// or from a data host (StepPull). Destroying it unfinished removes the part.
+class StepFetch {
+public:
+    virtual ~StepFetch() = default;
+    // Moves up to about `max_bytes` along; true once the whole step is in
+    // place. Throws std::runtime_error naming the problem.
+    virtual bool advance(std::uint64_t max_bytes) = 0;
+    virtual std::uint64_t copied() const = 0;
+    virtual std::uint64_t total() const = 0;
+};
+
+class StepCopier : public StepFetch {
 public:
     // Throws std::runtime_error naming the file when the source cannot be
     // opened, has the wrong size, or the destination cannot be created.
@@ -17,14 +29,14 @@ public:
     // too large to stay cached (they would only push out everything else).
     StepCopier(const std::string& source, const std::string& destination, std::uint64_t expected_bytes,
                bool drop_source_cache);
-    ~StepCopier();  // removes the partial file unless finished
+    ~StepCopier() override;  // removes the partial file unless finished
     StepCopier(const StepCopier&) = delete;
     StepCopier& operator=(const StepCopier&) = delete;
 
     // Copies up to `max_bytes`; returns true once the whole step is in place.
-    bool advance(std::uint64_t max_bytes);
-    std::uint64_t copied() const { return copied_; }
-    std::uint64_t total() const { return total_; }
+    bool advance(std::uint64_t max_bytes) override;
+    std::uint64_t copied() const override { return copied_; }
+    std::uint64_t total() const override { return total_; }
 
 private:
     std::string source_, destination_, partial_;

@@ -33,6 +33,12 @@ def quad_packet(batch, records):
     return struct.pack("<ii", batch, len(records)) + body
 
 
+def free_tcp_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def free_udp_ports(count):
     socks = []
     for _ in range(count):

@@ -17,16 +17,10 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from slabcast_testlib import SLABCAST, Workspace, wait_for  # noqa: E402
+from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, wait_for  # noqa: E402
 
 MIB = 1 << 20
 PROTOCOL_VERSION = 2  # server/src/mover/wire.h kVersion
-
-
-def free_tcp_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def tree_listing(root):

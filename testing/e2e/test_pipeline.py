@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from slabcast_testlib import (Workspace, free_udp_ports, read_json_lines, read_slab_header, read_slab_values,
+from slabcast_testlib import (Workspace, free_tcp_port, free_udp_ports, read_json_lines, read_slab_header, read_slab_values,
                               source_planes, wait_for)
 
 DIMS = (64, 64, 64)
@@ -22,7 +22,10 @@ STREAMS = 4
 class Deployment:
     """Every role of one sender host and one receiver host, on loopback."""
 
-    def __init__(self, ws, dataset, rate="500M", name="e2e", wait_staged_ms=2000, order="scan", key_file=None):
+    def __init__(self, ws, dataset, rate="500M", name="e2e", wait_staged_ms=2000, order="scan", key_file=None,
+                 stage_from=None):
+        """stage_from: (HOST:PORT, dataset path beneath that server's root): the
+        stager pulls the steps from a `slabcast serve --allow-pull` there."""
         self.ws, self.dataset, self.name = ws, dataset, name
         self.auth = ["--key-file", key_file] if key_file else []
         sync_from = self.auth + (["--controller", "127.0.0.1"] if key_file else [])
@@ -36,8 +39,9 @@ class Deployment:
         self.descriptor = os.path.join(ws.shm, name + ".slabcast")
         wait_for(lambda: os.path.exists(self.descriptor), what="the receiver's descriptor")
         self.stage_json = os.path.join(ws.dir, name + "-stage.json")
+        source = ["--from", stage_from[0], "--dataset", stage_from[1]] if stage_from else ["--dataset", dataset]
         self.stager = ws.start("stage", [
-            "stage", "--dataset", dataset, "--staging", ws.staging, "--streams", "0-%d" % (STREAMS - 1),
+            "stage"] + source + ["--staging", ws.staging, "--streams", "0-%d" % (STREAMS - 1),
             "--budget", "3M", "--sync", "127.0.0.1:%d" % self.stager_port, "--stats-json", self.stage_json] + sync_from)
         self.shuffle_json = []
         self.shufflers = []
@@ -144,6 +148,45 @@ class PipelineTest(unittest.TestCase):
         self.assertGreaterEqual(len(staged), 4)
         self.assertEqual(os.listdir(self.ws.staging), [], "the stager left staged steps behind")
         self.assertIn("Gbit/s", d.receiver.text())
+
+    def test_the_stager_pulls_the_steps_from_a_data_host(self):
+        """stage --from: every step comes from a `serve --allow-pull` on the data
+        host through the data mover, and arrives bit for bit at the receiver."""
+        port = free_tcp_port()
+        data_host = self.ws.start("serve", ["serve", "--root", os.path.dirname(self.dataset), "--listen", "127.0.0.1",
+                                            "--port", str(port), "--allow-pull", "--allow", "127.0.0.1/32"])
+        wait_for(lambda: "serve:" in data_host.text(), what="the data host's server")
+        d = Deployment(self.ws, self.dataset, stage_from=("127.0.0.1:%d" % port, os.path.basename(self.dataset)))
+        for step in range(4):
+            d.control("--steps", str(step))
+            wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == step for k in range(STREAMS)),
+                     what="step %d at every slab" % step)
+            self.assert_slabs_equal_step(d, step)
+        staged = lambda: [e for e in read_json_lines(d.stage_json) if e.get("result") == "staged"]  # noqa: E731
+        try:
+            wait_for(lambda: len(staged()) >= 4, what="4 steps staged")  # the file is in place just before the event
+        except AssertionError:
+            print(d.stager.text()[-3000:], file=sys.stderr)
+            raise
+        pulls = lambda: [l for l in data_host.text().splitlines() if "serve: pull" in l and "done" in l]  # noqa: E731
+        wait_for(lambda: len(pulls()) >= 5, what="the descriptor and each step pulled")  # logged after the reply
+        pulls = pulls()
+        self.assertTrue(all('"failed":[]' in l for l in pulls), pulls)
+        self.assertEqual(set(d.stop_all().values()), {0})
+        self.assertEqual(os.listdir(self.ws.staging), [], "the stager left something behind")
+
+    def test_a_data_host_that_does_not_give_files_out_is_named(self):
+        port = free_tcp_port()
+        data_host = self.ws.start("serve", ["serve", "--root", os.path.dirname(self.dataset), "--listen", "127.0.0.1",
+                                            "--port", str(port)])
+        wait_for(lambda: "serve:" in data_host.text(), what="the data host's server")
+        r = self.ws.run(["stage", "--from", "127.0.0.1:%d" % port, "--dataset", os.path.basename(self.dataset),
+                         "--staging", self.ws.staging, "--streams", "0"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("start it with --allow-pull", r.stderr)
+        r = self.ws.run(["stage", "--from", "127.0.0.1:%d" % port, "--dataset", "../etc",
+                         "--staging", self.ws.staging, "--streams", "0"])
+        self.assertNotEqual(r.returncode, 0)
 
     def test_morton_order_arrives_bit_for_bit(self):
         d = Deployment(self.ws, self.dataset, order="morton")

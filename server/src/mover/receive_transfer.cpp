@@ -97,15 +97,17 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) 
         }
     }
     const std::string have = json{{"complete", complete}, {"blocks", have_blocks}}.dump();
-    spdlog::info("serve: transfer {:016x}: {} files ({:.1f} MiB) into {}/{}: {} already in place, {} resumed",
-                 id_, manifest_.files.size(), static_cast<double>(manifest_.total_bytes()) / (1 << 20), tree_.root(),
+    spdlog::info("{}: transfer {:016x}: {} files ({:.1f} MiB) into {}/{}: {} already in place, {} resumed",
+                 settings_.log_name, id_, manifest_.files.size(), static_cast<double>(manifest_.total_bytes()) / (1 << 20), tree_.root(),
                  prefix_, complete.size(), have_blocks.size());
 
     const std::size_t slot = manifest_.block + 4096;
     ring_ = std::make_unique<BlockRing>(std::max<std::size_t>(4, settings_.ring_bytes / slot), slot);
     set_writers(settings_.writers);
+    bytes_expected_ = manifest_.total_bytes();
     std::lock_guard lock(control_send_);
     write_frame(control_fd, Frame{Kind::Have, id_}, have.data(), have.size());
+    prepared_ = true;
 }
 
 void ReceiveTransfer::run_first_stream(int fd) {
@@ -120,6 +122,7 @@ void ReceiveTransfer::run_first_stream(int fd) {
         std::uint64_t total = 0;
         do {
             if (!read_frame(fd, f, payload)) throw std::runtime_error("the sender left before its manifest");
+            if (f.kind == Kind::Error) throw std::runtime_error("the sender refused: " + payload);
             if (f.kind != Kind::Manifest) throw std::runtime_error("expected the manifest");
             if (checksum(payload.data(), payload.size()) != f.checksum) throw std::runtime_error("manifest checksum");
             if (f.offset != manifest.size() || f.extra > (1u << 30)) throw std::runtime_error("manifest out of order");
@@ -140,7 +143,7 @@ void ReceiveTransfer::run_stream(int fd) {
         std::lock_guard lock(mutex_);
         if (finished_) return;
         if (streams_.size() >= 128) {
-            spdlog::warn("serve: transfer {:016x}: a 129th stream refused", id_);
+            spdlog::warn("{}: transfer {:016x}: a 129th stream refused", settings_.log_name, id_);
             return;
         }
         streams_.push_back(fd);
@@ -162,6 +165,10 @@ void ReceiveTransfer::carry_blocks(int fd, bool first) {
             if (!f) throw std::runtime_error(problem);
             if (f->transfer != id_) throw std::runtime_error("a frame of another transfer");
             if (f->kind == Kind::Bye) return;
+            // The sender turned down this one stream (it came after the last
+            // block, say): the transfer goes on without it. A transfer that
+            // stops says so on the first stream.
+            if (f->kind == Kind::Error && !first) return;
             if (f->kind == Kind::Done) {
                 if (!first) throw std::runtime_error("Done on a stream other than the first");
                 {
@@ -375,7 +382,7 @@ void ReceiveTransfer::fail_file(std::uint32_t index, const std::string& why) {
         f.problem = why;
         ++resolved_;
     }
-    spdlog::warn("serve: transfer {:016x}: {}: {}", id_, path_of(index), why);
+    spdlog::warn("{}: transfer {:016x}: {}: {}", settings_.log_name, id_, path_of(index), why);
     maybe_finish();
 }
 
@@ -394,6 +401,11 @@ void ReceiveTransfer::maybe_finish() {
         }
     }
     succeeded_ = failed.empty();
+    if (!failed.empty()) {
+        std::lock_guard lock(mutex_);
+        problem_ = std::to_string(failed.size()) + " file(s) failed, " + failed[0]["path"].get<std::string>() + ": " +
+                   failed[0]["why"].get<std::string>();
+    }
     // Directory modes last: a read-only directory would have refused its files.
     for (const auto& d : manifest_.dirs) {
         const std::string path = prefix_.empty() ? d.path : prefix_ + "/" + d.path;
@@ -402,15 +414,20 @@ void ReceiveTransfer::maybe_finish() {
     if (succeeded_) journal_->remove();
     const std::string report = json{{"files", done}, {"in_place", skipped}, {"failed", failed},
                                     {"bytes_written", bytes_written_.load()}}.dump();
-    spdlog::info("serve: transfer {:016x} done: {} files written, {} already in place, {} failed; {} bytes written",
-                 id_, done, skipped, failed.size(), bytes_written_.load());
+    spdlog::info("{}: transfer {:016x} done: {} files written, {} already in place, {} failed; {} bytes written",
+                 settings_.log_name, id_, done, skipped, failed.size(), bytes_written_.load());
     try {
         std::lock_guard lock(control_send_);
         write_frame(control_fd_, Frame{Kind::Report, id_}, report.data(), report.size());
     } catch (const std::exception& e) {
-        spdlog::warn("serve: transfer {:016x}: cannot send the report: {}", id_, e.what());
+        spdlog::warn("{}: transfer {:016x}: cannot send the report: {}", settings_.log_name, id_, e.what());
     }
     if (ring_) ring_->abort();
+}
+
+std::string ReceiveTransfer::problem() const {
+    std::lock_guard lock(mutex_);
+    return problem_;
 }
 
 void ReceiveTransfer::abort(const std::string& why) {
@@ -420,8 +437,9 @@ void ReceiveTransfer::abort(const std::string& why) {
         if (finished_) return;
         finished_ = true;
         streams = streams_;
+        problem_ = why;
     }
-    spdlog::error("serve: transfer {:016x} stopped: {}; what was written stays for a resumed transfer", id_, why);
+    spdlog::error("{}: transfer {:016x} stopped: {}; what was written stays for a resumed transfer", settings_.log_name, id_, why);
     try {  // the sender learns why, if it is still there
         std::lock_guard lock(control_send_);
         if (control_fd_ >= 0) write_frame(control_fd_, Frame{Kind::Error, id_}, why.data(), why.size());

@@ -31,6 +31,7 @@ struct ReceiveSettings {
     // catches what goes wrong between write() and the storage, at the cost of
     // reading the whole transfer a second time.
     bool read_back = false;
+    std::string log_name = "serve";  // how its log lines begin
 };
 
 class ReceiveTransfer {
@@ -50,6 +51,12 @@ public:
     // Changes the writer pool while the transfer runs.
     void set_writers(int n);
     bool finished() const { return finished_; }
+    // The manifest is in and the destination prepared: more streams may join.
+    bool prepared() const { return prepared_; }
+    std::uint64_t bytes_written() const { return bytes_written_; }
+    // Why it did not succeed: what stopped it, or the files that failed.
+    std::string problem() const;
+    std::uint64_t bytes_expected() const { return bytes_expected_; }
     bool succeeded() const { return succeeded_; }
     // Ends the transfer: an error, a stop request or a lost peer.
     void abort(const std::string& why);
@@ -88,7 +95,7 @@ private:
     std::vector<FileState> files_;
     std::unique_ptr<Journal> journal_;
     std::unique_ptr<BlockRing> ring_;
-    std::mutex mutex_;  // files_ status, counters, streams_
+    mutable std::mutex mutex_;  // files_ status, counters, streams_
     std::vector<int> streams_;
     int control_fd_ = -1;
     std::mutex control_send_;
@@ -98,7 +105,9 @@ private:
     std::mutex pool_mutex_;
     std::vector<std::thread> writers_;
     std::vector<std::unique_ptr<std::atomic<bool>>> writer_quit_;
-    std::atomic<std::uint64_t> bytes_written_{0};
+    std::atomic<std::uint64_t> bytes_written_{0}, bytes_expected_{0};
+    std::atomic<bool> prepared_{false};
+    std::string problem_;  // under mutex_
 };
 
 }  // namespace slabcast::mover

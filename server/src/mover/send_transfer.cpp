@@ -44,7 +44,7 @@ SendTransfer::SendTransfer(Manifest manifest, SendSettings settings)
     if (settings_.streams < 1 || settings_.streams > 128) throw std::invalid_argument("--streams must be 1..128");
     if (settings_.readers < 1 || settings_.readers > 128) throw std::invalid_argument("--readers must be 1..128");
     std::random_device rd;
-    id_ = (static_cast<std::uint64_t>(rd()) << 32) | rd();
+    id_ = settings_.transfer_id ? settings_.transfer_id : (static_cast<std::uint64_t>(rd()) << 32) | rd();
 }
 
 SendTransfer::~SendTransfer() {
@@ -66,8 +66,27 @@ int SendTransfer::open_stream(int index) {
     return fd;
 }
 
-void SendTransfer::start() {
-    control_fd_ = open_stream(0);
+void SendTransfer::start() { begin(open_stream(0)); }
+
+void SendTransfer::start_on(int control_fd) {
+    settings_.host.clear();  // no connections of its own to open
+    settings_.streams = 1;
+    begin(::dup(control_fd));
+}
+
+void SendTransfer::add_stream(int fd) {
+    // The receiving end opens it once it has answered the manifest, which may
+    // be before this end has read that answer and set up its ring.
+    for (int waited = 0; !ring_ready_; ++waited) {
+        if (failed_ || waited > 30'000) throw std::runtime_error("the transfer did not start");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const std::atomic<bool> never{false};
+    stream_loop(fd, &never, false);
+}
+
+void SendTransfer::begin(int control_fd) {
+    control_fd_ = control_fd;
     const std::string text = to_json(manifest_);
     for (std::size_t at = 0; at < text.size() || at == 0;) {  // the manifest, as blocks
         const std::size_t n = std::min<std::size_t>(text.size() - at, manifest_.block);
@@ -93,6 +112,7 @@ void SendTransfer::start() {
     plan_pieces();
     const std::size_t slot = manifest_.block + 4096;
     ring_ = std::make_unique<BlockRing>(std::max<std::size_t>(4, settings_.ring_bytes / slot), slot);
+    ring_ready_ = true;
     {
         std::lock_guard lock(pools_mutex_);
         streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
@@ -115,12 +135,15 @@ int SendTransfer::readers() const {
 
 void SendTransfer::set_streams(int n) {
     std::lock_guard lock(pools_mutex_);
-    if (!ring_) return;
+    if (!ring_ || (settings_.host.empty() && n > 0)) return;  // a pull: the receiving end opens streams
     while (static_cast<int>(streams_.threads.size()) < n) {
         const int fd = open_stream(static_cast<int>(streams_.threads.size()));
         streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
         stream_fds_.push_back(fd);
-        streams_.threads.emplace_back(&SendTransfer::stream_loop, this, fd, streams_.quit.back().get(), false);
+        streams_.threads.emplace_back([this, fd, quit = streams_.quit.back().get()] {
+            stream_loop(fd, quit, false);
+            ::close(fd);  // opened here, closed here, however the stream ended
+        });
     }
     // Stream 0 carries the manifest and the report: it stays, unless everything stops (n = 0).
     while (static_cast<int>(streams_.threads.size()) > std::max(n, 0) && (n == 0 || streams_.threads.size() > 1)) {
@@ -302,7 +325,6 @@ void SendTransfer::stream_loop(int fd, const std::atomic<bool>* quit, bool first
         } else {
             write_frame(fd, Frame{Kind::Bye, id_});
             ::shutdown(fd, SHUT_WR);
-            ::close(fd);
         }
     } catch (const std::exception& e) {
         fail(std::string("sending: ") + e.what());

@@ -28,6 +28,7 @@ struct SendSettings {
     int readers = 4;
     std::size_t ring_bytes = 256u << 20;
     int peer_timeout_s = 60;
+    std::uint64_t transfer_id = 0;  // 0: a new random one; a pull uses the id its receiving end chose
 };
 
 struct SendProgress {
@@ -42,6 +43,13 @@ public:
     // Connects, sends the manifest, learns what the destination has, and starts
     // both pools. Throws with the server's message when it refuses.
     void start();
+    // The same over a connection the receiving end opened (a pull: `serve`
+    // sending to `slabcast stage --from`). The receiving end opens the other
+    // streams too, and each is handed over with add_stream().
+    void start_on(int control_fd);
+    // Carries blocks over a stream the receiving end opened, in the calling
+    // thread, until the transfer ends; `fd` stays the caller's to close.
+    void add_stream(int fd);
     // Waits for the end; returns the server's report (JSON text). Throws on a
     // lost connection or a server error.
     std::string finish();
@@ -76,6 +84,7 @@ private:
     static constexpr std::uint64_t kPieceBlocks = 4;
 
     int open_stream(int index);
+    void begin(int control_fd);
     void plan_pieces();
     void reader_loop(const std::atomic<bool>* quit);
     void read_piece(const Piece& piece, Slot*& slot);
@@ -97,7 +106,7 @@ private:
     std::unique_ptr<FileReading[]> reading_;
     std::atomic<std::size_t> next_piece_{0};
     std::atomic<int> readers_running_{0};
-    std::atomic<bool> reading_done_{false}, first_stream_done_{false}, failed_{false};
+    std::atomic<bool> reading_done_{false}, first_stream_done_{false}, failed_{false}, ring_ready_{false};
     int control_fd_ = -1;
     mutable std::mutex pools_mutex_;
     Pool readers_, streams_;

@@ -2,7 +2,9 @@
 // TCP port; every transfer arrives over one or more streams that name it in
 // their Hello, and goes into a directory beneath --root.
 #include "address_filter.h"
+#include "mover/manifest.h"
 #include "mover/receive_transfer.h"
+#include "mover/send_transfer.h"
 #include "mover/stream_io.h"
 #include "roles.h"
 #include "stop_signal.h"
@@ -15,6 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <atomic>
 #include <fstream>
 #include <map>
@@ -37,6 +42,7 @@ struct ServeOptions {
     bool once = false;
     bool read_back = false;
     int peer_timeout_s = 60;
+    bool allow_pull = false;
 };
 
 class Server {
@@ -139,6 +145,21 @@ private:
             ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
             const auto hello = nlohmann::json::parse(payload);
             const int stream = hello.at("stream").get<int>();
+            if (hello.contains("get")) {
+                serve_pull(fd.get(), f.transfer, hello.at("get"));
+                return;
+            }
+            if (stream > 0) {
+                std::shared_ptr<SendTransfer> pull;
+                {
+                    std::lock_guard lock(mutex_);
+                    if (auto it = pulls_.find(f.transfer); it != pulls_.end()) pull = it->second;
+                }
+                if (pull) {
+                    pull->add_stream(fd.get());
+                    return;
+                }
+            }
             std::string dest = hello.value("dest", std::string());
             while (!dest.empty() && dest.back() == '/') dest.pop_back();
             if (!dest.empty() && dest != ".") check_relative_path(dest);
@@ -177,10 +198,56 @@ private:
         }
     }
 
+    // A path a client asked for, beneath --root: no `..`, no absolute path, and
+    // no symbolic link on the way that leads out of it.
+    std::string beneath_root(const std::string& rel) const {
+        check_relative_path(rel);
+        char root[PATH_MAX], path[PATH_MAX];
+        const std::string joined = o_.root + "/" + rel;
+        if (!::realpath(o_.root.c_str(), root)) throw std::runtime_error(o_.root + ": " + std::strerror(errno));
+        if (!::realpath(joined.c_str(), path)) throw std::runtime_error(rel + ": " + std::strerror(errno));
+        const std::string r(root), p(path);
+        if (p.compare(0, r.size() + 1, r + "/") != 0) throw std::runtime_error(rel + ": leads out of the served tree");
+        return p;
+    }
+
+    // A pull (`slabcast stage --from`): the client asked for files on stream 0;
+    // they go back over the streams it opens, as `slabcast move` would send them.
+    void serve_pull(int fd, std::uint64_t id, const nlohmann::json& wanted) {
+        if (!o_.allow_pull) throw std::runtime_error("this server does not give files out (start it with --allow-pull)");
+        if (!wanted.is_array() || wanted.empty()) throw std::runtime_error("a pull names no files");
+        std::vector<std::string> sources;
+        for (const auto& w : wanted) sources.push_back(beneath_root(w.get<std::string>()));
+        Manifest manifest = scan_sources(sources, kDefaultBlock);
+        SendSettings s;
+        s.readers = 2;
+        s.ring_bytes = static_cast<std::size_t>(o_.ring_mb) << 20;
+        s.peer_timeout_s = o_.peer_timeout_s;
+        s.transfer_id = id;
+        auto t = std::make_shared<SendTransfer>(std::move(manifest), s);
+        {
+            std::lock_guard lock(mutex_);
+            if (pulls_.count(id) || transfers_.count(id)) throw std::runtime_error("a transfer with this id is running");
+            pulls_[id] = t;
+        }
+        try {
+            t->start_on(fd);
+            const std::string report = t->finish();
+            spdlog::info("serve: pull {:016x} of {} done: {}", id, wanted.dump(), report);
+        } catch (...) {
+            std::lock_guard lock(mutex_);
+            pulls_.erase(id);
+            throw;
+        }
+        std::lock_guard lock(mutex_);
+        pulls_.erase(id);
+    }
+
     const ServeOptions& o_;
     AddressFilter allowed_;
     std::mutex mutex_;
     std::map<std::uint64_t, std::shared_ptr<ReceiveTransfer>> transfers_;
+    std::map<std::uint64_t, std::shared_ptr<SendTransfer>> pulls_;
     struct StreamThread {
         std::thread thread;
         std::shared_ptr<std::atomic<bool>> done;
@@ -208,6 +275,8 @@ void register_serve(CLI::App& root, RoleMain& run) {
                   "seconds without an answer from a client (path cut, host down) before its transfer stops")
         ->check(CLI::Range(2, 3600))
         ->capture_default_str();
+    c->add_flag("--allow-pull", o->allow_pull,
+                "also give files beneath --root out to clients that ask (slabcast stage --from); --allow limits who");
     c->add_flag("--once", o->once, "exit after the first transfer (exit code 1 if it failed)");
     c->callback([o, &run] { run = [o] { return Server(*o).run(); }; });
 }
