@@ -113,7 +113,7 @@ class Place:
         self.bed = None
         if wan:
             import netns_testbed
-            why = netns_testbed.available()
+            why = netns_testbed.available(delay=True)
             if why:
                 sys.exit("--wan " + why)
             self.bed = netns_testbed.Testbed(delay_ms=16)

@@ -36,10 +36,16 @@ def _ip(*args, ns=None):
         raise RuntimeError("%s: %s" % (" ".join(cmd), r.stderr.strip()))
 
 
-def available():
-    """Why namespaces cannot be made here, or None when they can."""
+def available(delay=False):
+    """Why namespaces (and, with `delay`, the TUN delay line) cannot be made
+    here, or None when they can."""
     if os.geteuid() != 0:
         return "needs root (ip netns add)"
+    if delay:
+        try:
+            os.close(os.open("/dev/net/tun", os.O_RDWR))
+        except OSError as e:
+            return "the delay line needs /dev/net/tun: %s" % e
     probe = "scprobe%d" % os.getpid()
     r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if r.returncode != 0:

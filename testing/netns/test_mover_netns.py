@@ -28,7 +28,7 @@ PORT = 7100
 class MoverNetnsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        why = tb.available()
+        why = tb.available(delay=True)
         if why:
             raise unittest.SkipTest(why)
 

@@ -73,3 +73,12 @@ TEST_CASE("the journal gives back each block's checksum; a torn last line and ot
     CHECK(c.size == 12);
     CHECK(c.blocks == std::map<std::uint64_t, std::uint64_t>{{0, 8}});
 }
+
+TEST_CASE("a checksum taken a piece at a time is the checksum of the whole") {
+    std::vector<std::uint8_t> block(3 * kCachePiece + 123);
+    for (std::size_t i = 0; i < block.size(); ++i) block[i] = static_cast<std::uint8_t>(i * 31 + (i >> 11));
+    RunningChecksum running;
+    for (std::size_t at = 0; at < block.size(); at += kCachePiece)
+        running.add(block.data() + at, std::min(kCachePiece, block.size() - at));
+    CHECK(running.value() == checksum(block.data(), block.size()));
+}

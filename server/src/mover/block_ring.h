@@ -18,6 +18,7 @@ struct Slot {
     std::size_t capacity = 0;
     std::size_t begin = 0;  // where its first frame starts (full blocks: payload page-aligned)
     std::size_t used = 0;   // end of its last frame
+    std::uint64_t sum = 0;  // receiving side: the checksum of the block's payload, taken as it arrived
 };
 
 class BlockRing {

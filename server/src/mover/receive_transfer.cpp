@@ -190,10 +190,17 @@ void ReceiveTransfer::carry_blocks(int fd, bool first) {
             // Payloads start page-aligned in the slot, as they were read.
             slot->used = 4096 - kHeaderBytes;
             std::memcpy(slot->data + slot->used, header, kHeaderBytes);
-            if (f->length && !read_full(fd, slot->data + 4096, f->length)) {
-                ring_->put_free(slot);
-                throw std::runtime_error("the peer closed the connection in the middle of a frame");
+            RunningChecksum sum;
+            for (std::size_t at = 0; at < f->length;) {
+                const std::size_t n = std::min<std::size_t>(kCachePiece, f->length - at);
+                if (!read_full(fd, slot->data + 4096 + at, n)) {
+                    ring_->put_free(slot);
+                    throw std::runtime_error("the peer closed the connection in the middle of a frame");
+                }
+                sum.add(slot->data + 4096 + at, n);  // while the piece is still in cache
+                at += n;
             }
+            slot->sum = sum.value();
             ring_->put_full(slot);
         }
     } catch (const std::exception& e) {
@@ -223,7 +230,7 @@ void ReceiveTransfer::writer_loop(const std::atomic<bool>* quit) {
         if (r == BlockRing::Take::Timeout) continue;
         const auto f = decode_header(slot->data + slot->used);
         try {
-            if (f && !finished_) handle(*f, slot->data + 4096);
+            if (f && !finished_) handle(*f, slot->data + 4096, slot->sum);
         } catch (const std::exception& e) {
             abort(e.what());
         }
@@ -231,7 +238,7 @@ void ReceiveTransfer::writer_loop(const std::atomic<bool>* quit) {
     }
 }
 
-void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload) {
+void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload, std::uint64_t payload_sum) {
     if (f.file >= files_.size()) throw std::runtime_error("a block of file " + std::to_string(f.file) + ", not in the manifest");
     FileState& file = files_[f.file];
     const ManifestFile& m = manifest_.files[f.file];
@@ -245,7 +252,7 @@ void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload) {
         const std::uint64_t length = f.kind == Kind::Data ? f.length : f.extra;
         if (f.offset % manifest_.block != 0 || f.offset >= m.size || length != std::min<std::uint64_t>(manifest_.block, m.size - f.offset))
             throw std::runtime_error(m.path + ": a block outside the file");
-        const std::uint64_t sum = f.kind == Kind::Data ? checksum(payload, f.length) : zeros_checksum(length);
+        const std::uint64_t sum = f.kind == Kind::Data ? payload_sum : zeros_checksum(length);
         if (sum != f.checksum) {
             fail_file(f.file, "block at offset " + std::to_string(f.offset) + " damaged in transit");
             return;

@@ -77,7 +77,8 @@ private:
     void prepare(const std::string& manifest_text, int control_fd);
     void carry_blocks(int fd, bool first);
     void writer_loop(const std::atomic<bool>* quit);
-    void handle(const Frame& f, const std::uint8_t* payload);
+    // `payload_sum`: checksum() of the payload, taken as it arrived.
+    void handle(const Frame& f, const std::uint8_t* payload, std::uint64_t payload_sum);
     void block_arrived(std::uint32_t file, std::uint64_t offset, std::uint64_t length);
     int fd_of(std::uint32_t file);
     void finish_file(std::uint32_t file);

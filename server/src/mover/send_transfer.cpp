@@ -272,23 +272,33 @@ void SendTransfer::read_piece(const Piece& piece, Slot*& slot) {
         std::uint8_t* at = reserve(slot, len, len == block);
         if (!at) return;  // the ring was aborted: the transfer is over
         std::uint8_t* data = at + kHeaderBytes;
+        RunningChecksum running;
+        bool zeros = true;
         std::size_t got = 0;
         while (got < len) {
-            const ssize_t n = ::pread(fd, data + got, len - got, static_cast<off_t>(off + got));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            got += static_cast<std::size_t>(n);
+            const std::size_t want = std::min(kCachePiece, len - got);
+            std::size_t piece = 0;
+            while (piece < want) {
+                const ssize_t n = ::pread(fd, data + got + piece, want - piece, static_cast<off_t>(off + got + piece));
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) break;
+                piece += static_cast<std::size_t>(n);
+            }
+            if (piece < want) break;
+            running.add(data + got, piece);  // while the piece is still in cache
+            zeros = zeros && all_zero(data + got, piece);
+            got += piece;
         }
         if (got < len) {
             slot->used -= kHeaderBytes + len;
             return file_failed(index, "shrank or could not be read while it was sent", slot);
         }
-        const std::uint64_t sum = checksum(data, len);
+        const std::uint64_t sum = running.value();
         r.sums[b] = sum;
         progress_.bytes_read += len;
         if (have != have_.end() && have->second.count(off)) {
             slot->used -= kHeaderBytes + len;  // the destination has it: read for the checksum only
-        } else if (all_zero(data, len)) {
+        } else if (zeros) {
             slot->used -= len;  // a hole, or zeros: no bytes on the wire
             put_header(at, Frame{Kind::Zeros, id_, index, 0, off, sum, len});
         } else {

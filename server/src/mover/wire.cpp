@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <new>
 #include <vector>
 
 namespace slabcast::mover {
@@ -65,6 +66,19 @@ std::optional<Frame> decode_header(const std::uint8_t* in, std::string* problem)
 }
 
 std::uint64_t checksum(const void* data, std::size_t length) { return XXH3_64bits(data, length); }
+
+RunningChecksum::RunningChecksum() : state_(XXH3_createState()) {
+    if (!state_) throw std::bad_alloc();
+    XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
+}
+
+RunningChecksum::~RunningChecksum() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void RunningChecksum::add(const void* data, std::size_t length) {
+    XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), data, length);
+}
+
+std::uint64_t RunningChecksum::value() const { return XXH3_64bits_digest(static_cast<XXH3_state_t*>(state_)); }
 
 std::uint64_t zeros_checksum(std::uint64_t length) {
     static const std::vector<std::uint8_t> zeros(64 << 10);
