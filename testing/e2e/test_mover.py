@@ -40,6 +40,14 @@ def tree_listing(root):
     return out
 
 
+def assert_trees_equal(test, src, dst):
+    """Same names, kinds, sizes, modes, times and contents."""
+    a, b = tree_listing(src), tree_listing(dst)
+    test.assertEqual(sorted(a), sorted(b), "the trees list different names")
+    for rel in a:
+        test.assertEqual(a[rel], b[rel], rel)
+
+
 def write_file(path, data, mode=0o644, mtime_ns=None):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
@@ -75,10 +83,7 @@ class MoverTest(unittest.TestCase):
         return r, lines
 
     def assert_same_tree(self, src, dst):
-        a, b = tree_listing(src), tree_listing(dst)
-        self.assertEqual(sorted(a), sorted(b), "the trees list different names")
-        for rel in a:
-            self.assertEqual(a[rel], b[rel], rel)
+        assert_trees_equal(self, src, dst)
 
     def test_a_tree_arrives_bit_for_bit(self):
         src = os.path.join(self.ws.dir, "cmip")

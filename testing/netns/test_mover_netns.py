@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import netns_testbed as tb  # noqa: E402
 from slabcast_testlib import SLABCAST, Workspace, wait_for  # noqa: E402
-from test_mover import tree_listing, write_file  # noqa: E402
+from test_mover import assert_trees_equal, write_file  # noqa: E402
 
 MIB = 1 << 20
 PORT = 7100
@@ -53,10 +53,7 @@ class MoverNetnsTest(unittest.TestCase):
                                         "--peer-timeout", "3", src, tb.RECEIVER + ":dst"]
 
     def assert_same_tree(self, src, dst):
-        a, b = tree_listing(src), tree_listing(dst)
-        self.assertEqual(sorted(a), sorted(b), "the trees list different names")
-        for rel in a:
-            self.assertEqual(a[rel], b[rel], rel)
+        assert_trees_equal(self, src, dst)
 
     def test_a_tree_crosses_the_wan_bit_for_bit(self):
         src = os.path.join(self.ws.dir, "cmip")
