@@ -114,6 +114,7 @@ void ReceiveTransfer::run_first_stream(int fd) {
     control_fd_ = fd;
     {
         std::lock_guard lock(mutex_);
+        if (finished_) return;  // stopped before it began (a pull given up while connecting)
         streams_.push_back(fd);
     }
     try {
