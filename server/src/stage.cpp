@@ -9,6 +9,7 @@
 #include "staged_step.h"
 #include "status_reporter.h"
 #include "step_copier.h"
+#include "mover/dest_tree.h"
 #include "step_pull.h"
 #include "stop_signal.h"
 #include "udp.h"
@@ -140,16 +141,21 @@ private:
         if (o_.from.empty()) return read_dataset(o_.dataset);
         const auto colon = o_.from.rfind(':');
         pull_.host = colon == std::string::npos ? o_.from : o_.from.substr(0, colon);
-        pull_.port = colon == std::string::npos ? 7100 : std::stoi(o_.from.substr(colon + 1));
+        try {
+            pull_.port = colon == std::string::npos ? 7100 : std::stoi(o_.from.substr(colon + 1));
+        } catch (const std::exception&) {
+            throw std::invalid_argument("--from '" + o_.from + "': expected HOST[:PORT]");
+        }
         pull_.streams = o_.pull_streams;
         std::string descriptor = o_.dataset;
         while (!descriptor.empty() && descriptor.back() == '/') descriptor.pop_back();
         if (descriptor.size() < 5 || descriptor.compare(descriptor.size() - 5, 5, ".json") != 0) descriptor += "/dataset.json";
-        remote_dir_ = descriptor.find('/') == std::string::npos ? "" : descriptor.substr(0, descriptor.rfind('/'));
+        const auto [dir, name] = mover::split_path(descriptor);
+        remote_dir_ = dir;
         const std::string local = o_.staging + "/.slabcast-dataset";
-        ::unlink((local + "/" + descriptor.substr(descriptor.rfind('/') + 1)).c_str());  // always the server's current one
+        ::unlink((local + "/" + name).c_str());  // always the server's current one
         mover::Pull::now(pull_, {descriptor}, local);
-        Dataset d = read_dataset(local + "/" + descriptor.substr(descriptor.rfind('/') + 1));
+        Dataset d = read_dataset(local + "/" + name);
         d.directory = o_.from + ":" + remote_dir_;
         return d;
     }

@@ -34,7 +34,6 @@ void Pull::check() const {
 }
 
 std::uint64_t Pull::bytes_written() const { return transfer_->bytes_written(); }
-std::uint64_t Pull::bytes_expected() const { return transfer_->bytes_expected(); }
 
 void Pull::run() {
     std::vector<Fd> fds;

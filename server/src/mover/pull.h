@@ -39,7 +39,6 @@ public:
     // Once finished: throws naming what went wrong, unless every file arrived.
     void check() const;
     std::uint64_t bytes_written() const;
-    std::uint64_t bytes_expected() const;
 
     // Pulls and waits; throws naming what went wrong.
     static void now(const PullSettings& settings, const std::vector<std::string>& paths, const std::string& local_root);

@@ -104,7 +104,6 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) 
     const std::size_t slot = manifest_.block + 4096;
     ring_ = std::make_unique<BlockRing>(std::max<std::size_t>(4, settings_.ring_bytes / slot), slot);
     set_writers(settings_.writers);
-    bytes_expected_ = manifest_.total_bytes();
     std::lock_guard lock(control_send_);
     write_frame(control_fd, Frame{Kind::Have, id_}, have.data(), have.size());
     prepared_ = true;

@@ -56,7 +56,6 @@ public:
     std::uint64_t bytes_written() const { return bytes_written_; }
     // Why it did not succeed: what stopped it, or the files that failed.
     std::string problem() const;
-    std::uint64_t bytes_expected() const { return bytes_expected_; }
     bool succeeded() const { return succeeded_; }
     // Ends the transfer: an error, a stop request or a lost peer.
     void abort(const std::string& why);
@@ -106,7 +105,7 @@ private:
     std::mutex pool_mutex_;
     std::vector<std::thread> writers_;
     std::vector<std::unique_ptr<std::atomic<bool>>> writer_quit_;
-    std::atomic<std::uint64_t> bytes_written_{0}, bytes_expected_{0};
+    std::atomic<std::uint64_t> bytes_written_{0};
     std::atomic<bool> prepared_{false};
     std::string problem_;  // under mutex_
 };

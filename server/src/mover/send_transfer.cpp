@@ -116,7 +116,6 @@ void SendTransfer::begin(int control_fd) {
     {
         std::lock_guard lock(pools_mutex_);
         streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
-        stream_fds_.push_back(control_fd_);
         streams_.threads.emplace_back(&SendTransfer::stream_loop, this, control_fd_, streams_.quit.back().get(), true);
     }
     set_streams(settings_.streams);
@@ -139,7 +138,6 @@ void SendTransfer::set_streams(int n) {
     while (static_cast<int>(streams_.threads.size()) < n) {
         const int fd = open_stream(static_cast<int>(streams_.threads.size()));
         streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
-        stream_fds_.push_back(fd);
         streams_.threads.emplace_back([this, fd, quit = streams_.quit.back().get()] {
             stream_loop(fd, quit, false);
             ::close(fd);  // opened here, closed here, however the stream ended
@@ -151,7 +149,6 @@ void SendTransfer::set_streams(int n) {
         streams_.threads.back().join();
         streams_.threads.pop_back();
         streams_.quit.pop_back();
-        stream_fds_.pop_back();
     }
 }
 

@@ -110,7 +110,6 @@ private:
     int control_fd_ = -1;
     mutable std::mutex pools_mutex_;
     Pool readers_, streams_;
-    std::vector<int> stream_fds_;
     std::mutex error_mutex_;
     std::string error_;
     std::uint64_t bytes_to_send_ = 0, files_to_send_ = 0;
