@@ -48,7 +48,9 @@ void add_tree(Manifest& m, const fs::path& root, const std::string& name) {
     for (; it != end; it.increment(ec)) {
         if (ec) throw std::runtime_error(it->path().string() + ": " + ec.message());
         const fs::path& p = it->path();
-        const std::string rel = name + "/" + fs::relative(p, root).generic_string();
+        // lexically: fs::relative would resolve both paths on disk, a dozen
+        // system calls for every file of a large tree.
+        const std::string rel = name + "/" + p.lexically_relative(root).generic_string();
         const struct stat st = lstat_or_throw(p);
         if (S_ISDIR(st.st_mode)) m.dirs.push_back(ManifestDir{rel, static_cast<std::uint32_t>(st.st_mode & 07777)});
         else if (S_ISREG(st.st_mode)) add_file(m, p, rel, st);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -151,26 +152,53 @@ void ReceiveTransfer::run_stream(int fd) {
     carry_blocks(fd, false);
 }
 
-// The back end of one stream: frames off the socket into ring slots.
+namespace {
+
+// In a receiving slot each frame is a record: its header, the checksum of its
+// payload taken as it arrived, then the payload, padded to 8 bytes.
+constexpr std::size_t kRecordHead = kHeaderBytes + sizeof(std::uint64_t);
+
+std::size_t record_bytes(std::size_t payload) { return kRecordHead + ((payload + 7) & ~std::size_t{7}); }
+
+// Bytes already waiting on the socket (0 if it cannot tell).
+std::size_t bytes_waiting(int fd) {
+    int n = 0;
+    return ::ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+
+}  // namespace
+
+// The back end of one stream: frames off the socket into ring slots. A whole
+// block fills a slot of its own, its payload page-aligned as it was read; small
+// frames (small files, their ends) share a slot for as long as more of them are
+// already waiting on the socket, so that ten thousand small files cost the
+// writers a few hundred hand-overs, not twenty thousand. A slot is handed over
+// as soon as nothing more is waiting: no frame sits in it for want of the next.
 void ReceiveTransfer::carry_blocks(int fd, bool first) {
+    Slot* slot = nullptr;  // being filled
+    auto hand_over = [&] {
+        if (slot) ring_->put_full(slot);
+        slot = nullptr;
+    };
     try {
         for (;;) {
             std::uint8_t header[kHeaderBytes];
             if (!read_full(fd, header, sizeof header)) {
                 if (!finished_) abort("a stream closed without saying goodbye (the sender was stopped or lost)");
-                return;
+                break;
             }
             std::string problem;
             const auto f = decode_header(header, &problem);
             if (!f) throw std::runtime_error(problem);
             if (f->transfer != id_) throw std::runtime_error("a frame of another transfer");
-            if (f->kind == Kind::Bye) return;
+            if (f->kind == Kind::Bye) break;
             // The sender turned down this one stream (it came after the last
             // block, say): the transfer goes on without it. A transfer that
             // stops says so on the first stream.
-            if (f->kind == Kind::Error && !first) return;
+            if (f->kind == Kind::Error && !first) break;
             if (f->kind == Kind::Done) {
                 if (!first) throw std::runtime_error("Done on a stream other than the first");
+                hand_over();
                 {
                     std::lock_guard lock(mutex_);
                     done_seen_ = true;
@@ -181,29 +209,35 @@ void ReceiveTransfer::carry_blocks(int fd, bool first) {
             if (f->kind != Kind::Data && f->kind != Kind::Zeros && f->kind != Kind::FileEnd && f->kind != Kind::FileFailed)
                 throw std::runtime_error("unexpected frame kind during the transfer");
             if (f->length > manifest_.block) throw std::runtime_error("a block larger than the transfer's block size");
-            Slot* slot = nullptr;
-            for (;;) {
-                const auto r = ring_->take_free(slot, 200);
-                if (r == BlockRing::Take::Got) break;
-                if (r == BlockRing::Take::Closed || finished_) return;
+            const bool whole_block = f->length == manifest_.block;
+            const std::size_t need = record_bytes(f->length);
+            if (slot && (whole_block || slot->used + need > slot->capacity)) hand_over();
+            if (!slot) {
+                for (;;) {
+                    const auto r = ring_->take_free(slot, 200);
+                    if (r == BlockRing::Take::Got) break;
+                    if (r == BlockRing::Take::Closed || finished_) return;
+                }
+                slot->begin = slot->used = whole_block ? 4096 - kRecordHead : 0;
             }
-            // Payloads start page-aligned in the slot, as they were read.
-            slot->used = 4096 - kHeaderBytes;
-            std::memcpy(slot->data + slot->used, header, kHeaderBytes);
+            std::uint8_t* record = slot->data + slot->used;
+            std::uint8_t* payload = record + kRecordHead;
+            std::memcpy(record, header, kHeaderBytes);
             RunningChecksum sum;
             for (std::size_t at = 0; at < f->length;) {
                 const std::size_t n = std::min<std::size_t>(kCachePiece, f->length - at);
-                if (!read_full(fd, slot->data + 4096 + at, n)) {
-                    ring_->put_free(slot);
-                    throw std::runtime_error("the peer closed the connection in the middle of a frame");
-                }
-                sum.add(slot->data + 4096 + at, n);  // while the piece is still in cache
+                if (!read_full(fd, payload + at, n)) throw std::runtime_error("the peer closed the connection in the middle of a frame");
+                sum.add(payload + at, n);  // while the piece is still in cache
                 at += n;
             }
-            slot->sum = sum.value();
-            ring_->put_full(slot);
+            const std::uint64_t value = sum.value();
+            std::memcpy(record + kHeaderBytes, &value, sizeof value);
+            slot->used += need;
+            if (whole_block || bytes_waiting(fd) < kHeaderBytes) hand_over();
         }
+        hand_over();  // what came before a goodbye is good
     } catch (const std::exception& e) {
+        if (slot) ring_->put_free(slot);  // the transfer stops: its frames are not written
         if (!finished_) abort(std::string("stream: ") + e.what());
     }
 }
@@ -228,11 +262,19 @@ void ReceiveTransfer::writer_loop(const std::atomic<bool>* quit) {
         const auto r = ring_->take_full(slot, 200);
         if (r == BlockRing::Take::Closed) return;
         if (r == BlockRing::Take::Timeout) continue;
-        const auto f = decode_header(slot->data + slot->used);
-        try {
-            if (f && !finished_) handle(*f, slot->data + 4096, slot->sum);
-        } catch (const std::exception& e) {
-            abort(e.what());
+        // Its records, as carry_blocks laid them out (checked there).
+        for (std::size_t at = slot->begin; at < slot->used && !finished_;) {
+            const std::uint8_t* record = slot->data + at;
+            const auto f = decode_header(record);
+            if (!f) break;
+            std::uint64_t sum;
+            std::memcpy(&sum, record + kHeaderBytes, sizeof sum);
+            try {
+                handle(*f, record + kRecordHead, sum);
+            } catch (const std::exception& e) {
+                abort(e.what());
+            }
+            at += record_bytes(f->length);
         }
         ring_->put_free(slot);
     }
