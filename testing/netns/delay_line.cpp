@@ -9,6 +9,14 @@
 // windows, slow start and acknowledgements, as across a WAN. (A first version
 // in Python spent most of a core at 1.5 Gbit/s and became the bottleneck.)
 //
+// The device carries the hosts' TCP segmentation offload through: with a
+// virtio-net header on every packet (IFF_VNET_HDR) and TSO announced
+// (TUNSETOFFLOAD), the kernel hands over a host's 64 KiB send as one packet
+// and cuts it into MTU-sized segments only where it leaves for the other host,
+// as a NIC would. Cutting it here instead costs seven reads and writes where
+// one does, and most of a core at 5 Gbit/s, on the same cores as the hosts
+// under test.
+//
 // No packet is dropped unless more than --max-mb are held at once (counted).
 // On SIGTERM/SIGINT it writes its counts as JSON to --stats and exits.
 //
@@ -37,7 +45,11 @@ volatile std::sig_atomic_t stopping = 0;
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kMaxPacket = 65536;
+// A GSO packet: at most 64 KiB of IP, after its virtio-net header (struct
+// virtio_net_hdr, 10 bytes, the device's default; <linux/virtio_net.h> itself
+// does not compile as C++).
+constexpr std::size_t kVirtioNetHeader = 10;
+constexpr std::size_t kMaxPacket = 65536 + kVirtioNetHeader;
 
 struct Held {
     Clock::time_point due;
@@ -49,9 +61,12 @@ int open_tun(const std::string& name) {
     const int fd = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return -1;
     ifreq req{};
-    req.ifr_flags = IFF_TUN | IFF_NO_PI;
+    req.ifr_flags = IFF_TUN | IFF_NO_PI | IFF_VNET_HDR;
     std::snprintf(req.ifr_name, IFNAMSIZ, "%s", name.c_str());
-    if (::ioctl(fd, TUNSETIFF, &req) != 0) {
+    // The header travels back unchanged with each packet, so the kernel keeps
+    // its checksum and segmentation state.
+    const unsigned offloads = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6;
+    if (::ioctl(fd, TUNSETIFF, &req) != 0 || ::ioctl(fd, TUNSETOFFLOAD, offloads) != 0) {
         ::close(fd);
         return -1;
     }
