@@ -8,6 +8,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -118,13 +119,15 @@ class MoverTest(unittest.TestCase):
         self.assertIn("10005 already there", r.stderr)
         self.assertEqual(lines[-1]["bytes"], 0)
 
-    def start_and_kill(self, src, dest, at_least):
-        """Starts a move, kills it (-9) once `at_least` blocks are journaled;
-        returns the journal's lines."""
+    def start_and_kill(self, src, dest, at_least, sig=signal.SIGKILL):
+        """Starts a move, kills it (`sig`) once `at_least` blocks are journaled;
+        returns the journal's lines (and keeps the move's exit code and
+        messages in self.killed)."""
         journal = os.path.join(self.root, dest, ".slabcast-move.journal")
         stops = self.server.text().count("stopped")
         mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "2",
-                                  src, "127.0.0.1:" + dest], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                  src, "127.0.0.1:" + dest], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True)
 
         def journaled():
             try:
@@ -133,8 +136,9 @@ class MoverTest(unittest.TestCase):
             except FileNotFoundError:
                 return []
         wait_for(lambda: len(journaled()) >= at_least or mover.poll() is not None, timeout=60, what="some blocks")
-        mover.kill()
-        mover.wait()
+        mover.send_signal(sig)
+        _, stderr = mover.communicate(timeout=10)
+        self.killed = (mover.returncode, stderr)
         wait_for(lambda: self.server.text().count("stopped") > stops, what="the server to notice")
         return journaled()
 
@@ -157,6 +161,23 @@ class MoverTest(unittest.TestCase):
             written, written_again / MIB), flush=True)
         self.assertLessEqual(written_again, (192 - written + 4) * 4 * MIB)
         self.assertFalse(os.path.exists(journal), "the journal outlived a complete transfer")
+
+    def test_ctrl_c_stops_a_move_at_once_and_a_rerun_resumes(self):
+        src = os.path.join(self.ws.dir, "big")
+        write_file(os.path.join(src, "a.bin"), os.urandom(768 * MIB))
+        self.start_serve()
+        t0 = time.monotonic()
+        written = len(self.start_and_kill(src, "dst", 16, sig=signal.SIGINT))
+        code, stderr = self.killed
+        self.assertLess(written, 192, "the transfer finished before it was stopped: the test proves nothing")
+        self.assertEqual(code, 130, stderr)
+        self.assertIn("run the same command again", stderr)
+        self.assertTrue(self.server.alive(), "the server died with its client")
+        r, _ = self.move(src, "127.0.0.1:dst")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_same_tree(src, os.path.join(self.root, "dst", "big"))
+        print("Ctrl-C: move ended with 130 after %d of 192 blocks (%.1f s in all); the rerun completed it" % (
+            written, time.monotonic() - t0), flush=True)
 
     def test_a_damaged_resume_is_caught_and_sent_again(self):
         """What an earlier run left is checked: a journaled block checksum

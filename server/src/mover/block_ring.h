@@ -1,6 +1,6 @@
 // The block cache between a mover's front end (disk) and back end (network):
 // a fixed set of page-aligned slots allocated once, passed between the pools
-// through two queues, `free` and `full`. Either pool can grow or shrink while
+// through two queues, `free` (last in, first out) and `full` (in order). Either pool can grow or shrink while
 // the other runs; only the slots move, never their bytes.
 #pragma once
 
@@ -18,7 +18,6 @@ struct Slot {
     std::size_t capacity = 0;
     std::size_t begin = 0;  // where its first frame starts (full blocks: payload page-aligned)
     std::size_t used = 0;   // end of its last frame
-    std::uint64_t sum = 0;  // receiving side: the checksum of the block's payload, taken as it arrived
 };
 
 class BlockRing {

@@ -11,8 +11,10 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -145,26 +147,41 @@ int run_move(const MoveOptions& o) {
     ProgressView view(o.progress, t);
     const auto t0 = std::chrono::steady_clock::now();
     t.start();
-    std::atomic<bool> done{false};
+    // The transfer ends in its own thread; this one shows progress and takes
+    // tuning every 0.25 s meanwhile, and goes on the moment it ends.
+    std::mutex ended_mutex;
+    std::condition_variable ended;
+    bool done = false;
     std::string report, error;
     std::thread waiter([&] {
+        std::string r, e;
         try {
-            report = t.finish();
-        } catch (const std::exception& e) {
-            error = e.what();
+            r = t.finish();
+        } catch (const std::exception& x) {
+            e = x.what();
         }
+        std::lock_guard lock(ended_mutex);
+        report = std::move(r);
+        error = std::move(e);
         done = true;
+        ended.notify_all();
     });
-    while (!done) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-        if (stop_requested()) break;
+    for (;;) {
+        {
+            std::unique_lock lock(ended_mutex);
+            if (ended.wait_for(lock, std::chrono::milliseconds(250), [&] { return done; })) break;
+        }
+        if (stop_requested()) {
+            // The process ends now, its threads with it (unwinding would tear
+            // the transfer down under the thread still waiting on it); the
+            // server keeps what arrived, and a rerun resumes.
+            spdlog::error("move: stopped; run the same command again to send what is missing");
+            spdlog::default_logger()->flush();
+            std::fflush(nullptr);
+            std::_Exit(130);
+        }
         retune(o.tune_file, t);
         view.show();
-    }
-    if (!done) {
-        waiter.detach();  // the process ends now; a rerun resumes
-        spdlog::error("move: stopped; run the same command again to send what is missing");
-        return 130;
     }
     waiter.join();
     view.show(true);

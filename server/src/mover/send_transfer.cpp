@@ -136,9 +136,17 @@ void SendTransfer::set_streams(int n) {
     std::lock_guard lock(pools_mutex_);
     if (!ring_ || (settings_.host.empty() && n > 0)) return;  // a pull: the receiving end opens streams
     while (static_cast<int>(streams_.threads.size()) < n) {
-        const int fd = open_stream(static_cast<int>(streams_.threads.size()));
+        // Each stream connects on its own thread, so that new streams pay
+        // their round trips side by side, not one after another.
+        const int index = static_cast<int>(streams_.threads.size());
         streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
-        streams_.threads.emplace_back([this, fd, quit = streams_.quit.back().get()] {
+        streams_.threads.emplace_back([this, index, quit = streams_.quit.back().get()] {
+            int fd = -1;
+            try {
+                fd = open_stream(index);
+            } catch (const std::exception& e) {
+                return fail("opening stream " + std::to_string(index) + ": " + e.what());
+            }
             stream_loop(fd, quit, false);
             ::close(fd);  // opened here, closed here, however the stream ended
         });
@@ -323,20 +331,28 @@ void SendTransfer::stream_loop(int fd, const std::atomic<bool>* quit, bool first
             ring_->put_free(slot);
         }
         if (failed_) {
-            if (first) first_stream_done_ = true;
+            if (first) first_stream_ended();
             return;
         }
         if (first) {
             if (!*quit) write_frame(fd, Frame{Kind::Done, id_, 0, 0, 0, 0, manifest_.files.size()});
-            first_stream_done_ = true;
+            first_stream_ended();
         } else {
             write_frame(fd, Frame{Kind::Bye, id_});
             ::shutdown(fd, SHUT_WR);
         }
     } catch (const std::exception& e) {
         fail(std::string("sending: ") + e.what());
-        if (first) first_stream_done_ = true;
+        if (first) first_stream_ended();
     }
+}
+
+void SendTransfer::first_stream_ended() {
+    {
+        std::lock_guard lock(ended_mutex_);
+        first_stream_done_ = true;
+    }
+    ended_.notify_all();
 }
 
 void SendTransfer::fail(const std::string& why) {
@@ -345,13 +361,20 @@ void SendTransfer::fail(const std::string& why) {
         if (!error_.empty()) return;
         error_ = why;
     }
-    failed_ = true;
+    {
+        std::lock_guard lock(ended_mutex_);
+        failed_ = true;
+    }
+    ended_.notify_all();
     if (ring_) ring_->abort();
 }
 
 std::string SendTransfer::finish() {
     // Wait without holding the pools: they may still be resized meanwhile.
-    while (!failed_ && !first_stream_done_) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    {
+        std::unique_lock lock(ended_mutex_);
+        ended_.wait(lock, [&] { return failed_ || first_stream_done_; });
+    }
     {
         std::lock_guard lock(pools_mutex_);
         for (auto& t : readers_.threads) t.join();

@@ -9,6 +9,7 @@
 #include "mover/manifest.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -95,6 +96,7 @@ private:
     // a new one when full. nullptr when the ring was aborted.
     std::uint8_t* reserve(Slot*& slot, std::size_t payload, bool aligned);
     void fail(const std::string& why);
+    void first_stream_ended();  // all sent (Done), or it stopped: finish() goes on
 
     Manifest manifest_;
     SendSettings settings_;
@@ -107,6 +109,8 @@ private:
     std::atomic<std::size_t> next_piece_{0};
     std::atomic<int> readers_running_{0};
     std::atomic<bool> reading_done_{false}, first_stream_done_{false}, failed_{false}, ring_ready_{false};
+    std::mutex ended_mutex_;  // first_stream_done_ and failed_ change under it, for ended_
+    std::condition_variable ended_;
     int control_fd_ = -1;
     mutable std::mutex pools_mutex_;
     Pool readers_, streams_;
