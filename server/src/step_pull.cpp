@@ -20,6 +20,10 @@ StepPull::StepPull(const mover::PullSettings& from, const std::string& remote_pa
 StepPull::~StepPull() {
     pull_.reset();  // stops it
     if (!finished_) {
+        // The pull may have moved the step into place after advance() last
+        // looked (the stager stopped, or the controller moved past it, at
+        // that moment): a step that was never handed over goes too.
+        ::unlink((staging_ + "/" + name_).c_str());
         ::unlink((staging_ + "/." + name_ + ".slabcast-part").c_str());
         ::unlink((staging_ + "/" + mover::Journal::kName).c_str());
     }

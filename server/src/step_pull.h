@@ -18,7 +18,7 @@ public:
     // `staging`/its name, which must come to `expected_bytes`.
     StepPull(const mover::PullSettings& from, const std::string& remote_path, const std::string& staging,
              std::uint64_t expected_bytes);
-    ~StepPull() override;  // an unfinished pull is stopped and its part file removed
+    ~StepPull() override;  // an unfinished pull is stopped and what it wrote removed
 
     bool advance(std::uint64_t max_bytes) override;
     std::uint64_t copied() const override;
