@@ -10,18 +10,21 @@ Two places:
       rsync daemon (no ssh cipher in its way), once and as 4 in parallel over
       the top-level directories; GridFTP (globus-url-copy -cc 4 -p 4 -pp, its
       concurrency, parallel streams and pipelining) when installed.
-  --wan: two hosts made of network namespaces with 16 ms each way between them
-      (32 ms round trip, testing/netns), TCP buffers autotuned up to 64 MiB on
+  --wan: two hosts made of network namespaces with a 32 ms round trip between
+      them (all of it on the way back, as netem on one interface: testbed's
+      docstring in testing/netns), TCP buffers autotuned up to 64 MiB on
       both. Peers: rsync over ssh, once and 4 in parallel; scp -r; GridFTP.
       Needs root.
 
 Goals (issue 7): throughput on 10 MiB files >= 0.95 x on the 1 GiB file; on the
 small-file tree >= 3 x the best per-file peer. Prints a table and the ratios.
 
-    python3 testing/bench/mover_vs_peers.py [--wan] [--sets small,f10m,f100m,f1g] [--keep]
+    python3 testing/bench/mover_vs_peers.py [--wan] [--sets small,f10m,f100m,f1g] [--tools iperf3,move,rsync,...]
+                                            [--repeat 3] [--keep]
 """
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -39,6 +42,7 @@ from slabcast_testlib import SLABCAST  # noqa: E402
 BASE = "/dev/shm/slabcast-bench-mover"
 MIB = 1 << 20
 SETS = ("small", "f10m", "f100m", "f1g")
+TOOLS = ("iperf3", "move", "rsync", "4rsync", "scp", "gridftp")
 SCP_MAX_FILES = 100  # scp pays round trips per file: past this it would run for many minutes
 
 
@@ -87,8 +91,41 @@ def clear(path):
         shutil.rmtree(os.path.join(path, name), ignore_errors=True)
 
 
-def timed(cmd_lists, cwd=None):
-    """Runs the commands side by side; seconds until the last ends."""
+def warm_pages(size):
+    """Writes and deletes `size` bytes in /dev/shm, so that the tool timed next
+    writes into memory pages this machine has just used. It is a virtual machine
+    whose first touch of a page it has not used lately is slow (writing 2 GiB
+    into a new /dev/shm file: 3-4 s on such pages, 0.5 s on pages just freed):
+    without this, whichever tool ran first in a set would pay that alone."""
+    chunk = bytes(4 * MIB)
+    path = os.path.join(BASE, "warm")
+    with open(path, "wb") as f:
+        for _ in range((size + len(chunk) - 1) // len(chunk)):
+            f.write(chunk)
+    os.unlink(path)
+
+
+def busy_seconds():
+    """CPU time the whole machine has spent on anything but idling: every
+    process of a tool on both hosts, the kernel's network stack and the delay
+    line alike."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+CPU = {}  # (set, tool) -> CPU-seconds of its median run
+RUNS = {}  # (set, tool) -> seconds of every run
+ONCE_PAST_S = 30  # a tool slower than this runs once: its figure is far from the mover's anyway
+
+
+def run_once(cmd_lists, cwd, warm):
+    """Runs the commands side by side: (seconds until the last ends, CPU time
+    the machine spent meanwhile)."""
+    if warm:
+        warm_pages(warm)
+    cpu0 = busy_seconds()
     t0 = time.monotonic()
     procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd)
              for c in cmd_lists]
@@ -96,7 +133,23 @@ def timed(cmd_lists, cwd=None):
         _, err = p.communicate()
         if p.returncode != 0:
             raise RuntimeError("%s failed: %s" % (" ".join(c), err[-2000:]))
-    return time.monotonic() - t0
+    return time.monotonic() - t0, busy_seconds() - cpu0
+
+
+def timed(cmd_lists, label, dst, repeat, cwd=None, warm=0):
+    """The median of `repeat` runs, each into an empty destination (runs on
+    this shared virtual machine vary by 10-30%). Its CPU time goes into CPU."""
+    runs = []
+    for _ in range(repeat):
+        clear(dst)
+        runs.append(run_once(cmd_lists, cwd, warm))
+        if runs[0][0] > ONCE_PAST_S:
+            break
+    clear(dst)
+    RUNS[label] = [r[0] for r in runs]
+    seconds, cpu = sorted(runs)[len(runs) // 2]
+    CPU[label] = cpu
+    return seconds
 
 
 def free_port():
@@ -116,7 +169,8 @@ class Place:
             why = netns_testbed.available(delay=True)
             if why:
                 sys.exit("--wan " + why)
-            self.bed = netns_testbed.Testbed(delay_ms=16)
+            # The 32 ms round trip, all on the way back: see netns_testbed.
+            self.bed = netns_testbed.Testbed(delay_ms=32, delayed_from=("receiver",))
             self.host = netns_testbed.RECEIVER
             self.client, self.server = self.bed.prefix("sender"), self.bed.prefix("receiver")
         else:
@@ -139,6 +193,22 @@ class Place:
             self.bed.close()
 
 
+def path_ceiling(place, streams):
+    """iperf3 from memory to memory over the same path with as many streams as
+    the mover: what the network and these cores carry with no files at all.
+    Returns (Gbit/s, CPU-seconds per GiB moved)."""
+    port = free_port()
+    server = place.start(["iperf3", "-s", "-1", "-B", place.host, "-p", str(port)])
+    time.sleep(0.5)
+    cpu0 = busy_seconds()
+    out = subprocess.run(place.client + ["iperf3", "-c", place.host, "-p", str(port), "-P", str(streams), "-t", "5",
+                                         "-J"], capture_output=True, text=True, check=True).stdout
+    cpu = busy_seconds() - cpu0
+    server.wait(timeout=10)
+    end = json.loads(out)["end"]["sum_received"]
+    return end["bits_per_second"] * 1e-9, cpu / (end["bytes"] / (1 << 30))
+
+
 def ssh_setup(place, work):
     """An sshd on the receiving host, a key for root, and the ssh command."""
     key, host_key = os.path.join(work, "id"), os.path.join(work, "host")
@@ -150,8 +220,10 @@ def ssh_setup(place, work):
         f.write("ListenAddress %s\nPort 22\nHostKey %s\nAuthorizedKeysFile %s.pub\nPermitRootLogin prohibit-password\n"
                 "UsePAM no\nStrictModes no\nPidFile none\nSubsystem sftp /usr/lib/openssh/sftp-server\n"
                 % (place.host, host_key, key))
-    place.start(["/usr/sbin/sshd", "-D", "-e", "-f", conf])
+    sshd = place.start(["/usr/sbin/sshd", "-D", "-e", "-f", conf])
     time.sleep(0.5)
+    if sshd.poll() is not None:
+        sys.exit("sshd did not start (make bench installs it): " + sshd.stderr.read().strip())
     # The fastest cipher here (AES-NI), as a user moving data would choose it.
     return ("ssh -F none -i %s -c aes128-gcm@openssh.com -o BatchMode=yes -o StrictHostKeyChecking=no "
             "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR" % key)
@@ -159,19 +231,27 @@ def ssh_setup(place, work):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--wan", action="store_true", help="between namespaces, 16 ms each way")
+    ap.add_argument("--wan", action="store_true", help="between namespaces, 32 ms round trip")
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--streams", type=int, default=4, help="slabcast move --streams")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of each tool on each set; the median counts (a run over %d s is not repeated)" % ONCE_PAST_S)
     ap.add_argument("--keep", action="store_true", help="keep the datasets in %s" % BASE)
+    ap.add_argument("--tools", default=",".join(TOOLS),
+                    help="which to run, of %s (to look at one tool alone)" % ",".join(TOOLS))
     a = ap.parse_args()
+    tools = set(t for t in a.tools.split(",") if t)
+    if tools - set(TOOLS):
+        sys.exit("unknown --tools: %s" % ",".join(sorted(tools - set(TOOLS))))
     names = [n for n in a.sets.split(",") if n]
     sets = make_datasets(names)
     dst = os.path.join(BASE, "dst")
     clear(dst)
     work = tempfile.mkdtemp(prefix="slabcast-bench-")
     place = Place(a.wan, work)
-    gridftp = shutil.which("globus-url-copy") and os.path.exists("/usr/sbin/globus-gridftp-server")
+    gridftp = "gridftp" in tools and shutil.which("globus-url-copy") and os.path.exists("/usr/sbin/globus-gridftp-server")
     rows = {}
+    ceiling = None
     try:
         port, rport, gport = free_port(), free_port(), free_port()
         place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(port), "--writers", "2"])
@@ -189,33 +269,34 @@ def main():
             place.start(["/usr/sbin/globus-gridftp-server", "-aa", "-anonymous-user", "nobody", "-p", str(gport),
                          "-control-interface", place.host, "-data-interface", place.host, "-log-level", "error"])
         time.sleep(1)
+        if "iperf3" in tools and shutil.which("iperf3"):
+            ceiling = path_ceiling(place, a.streams)
         for name, src in sets.items():
             size, files = tree_bytes(src)
             times = {}
-            clear(dst)
-            times["slabcast move"] = timed([place.client + [
-                SLABCAST, "move", "--port", str(port), "--progress", "none", "--streams", str(a.streams),
-                "--readers", "2", src, place.host + ":"]])
-            clear(dst)
+
+            def run(tool, cmd_lists, cwd=None):
+                times[tool] = timed(cmd_lists, (name, tool), dst, a.repeat, cwd=cwd, warm=size)
+            if "move" in tools:
+                run("slabcast move", [place.client + [
+                    SLABCAST, "move", "--port", str(port), "--progress", "none", "--streams", str(a.streams),
+                    "--readers", "2", src, place.host + ":"]])
             opts, target = rsync_opts, rsync_target
-            times["rsync -a"] = timed([place.client + ["rsync", "-a"] + opts + [src, target]])
-            clear(dst)
+            if "rsync" in tools:
+                run("rsync -a", [place.client + ["rsync", "-a"] + opts + [src, target]])
             tops = sorted(os.listdir(src))
             groups = [tops[i::4] for i in range(4)]
-            times["4 x rsync -a"] = timed(
-                [place.client + ["rsync", "-a", "--relative"] + opts + [os.path.join(os.path.basename(src), p)
-                                                                         for p in g] + [target]
-                 for g in groups if g], cwd=os.path.dirname(src)) if len(tops) > 1 else None
-            if a.wan and files <= SCP_MAX_FILES:
-                clear(dst)
-                times["scp -r"] = timed([place.client + ["scp", "-r", "-q"] + ssh.split()[1:] + [
+            if "4rsync" in tools and len(tops) > 1:
+                run("4 x rsync -a", [place.client + ["rsync", "-a", "--relative"] + opts +
+                                     [os.path.join(os.path.basename(src), p) for p in g] + [target]
+                                     for g in groups if g], cwd=os.path.dirname(src))
+            if "scp" in tools and a.wan and files <= SCP_MAX_FILES:
+                run("scp -r", [place.client + ["scp", "-r", "-q"] + ssh.split()[1:] + [
                     src, "root@%s:%s/" % (place.host, dst)]])
             if gridftp:
-                clear(dst)
-                times["globus-url-copy"] = timed([place.client + [
+                run("globus-url-copy", [place.client + [
                     "globus-url-copy", "-r", "-cd", "-cc", "4", "-p", "4", "-pp", "-fast", "file://%s/" % src,
                     "ftp://%s:%d%s/%s/" % (place.host, gport, dst, name)]])
-            clear(dst)
             rows[name] = (size, files, times)
     finally:
         place.close()
@@ -225,17 +306,30 @@ def main():
 
     gbps = lambda size, t: size * 8e-9 / t  # noqa: E731
     where = "between namespaces, 32 ms round trip" if a.wan else "loopback"
-    print("slabcast move against per-file peers, %s, %s cores (seconds, Gbit/s)" % (where, os.cpu_count()))
+    print("slabcast move against per-file peers, %s, %s cores: the median of %d runs (seconds, Gbit/s, and the\n"
+          "CPU time the whole machine spent meanwhile: both hosts, the network stack and any delay line)"
+          % (where, os.cpu_count(), a.repeat))
+    if ceiling:
+        print("iperf3 -P %d, the path's ceiling: %.2f Gbit/s, %.2f CPU-s per GiB" % (a.streams, ceiling[0], ceiling[1]))
     for name, (size, files, times) in rows.items():
         peers = {k: t for k, t in times.items() if k != "slabcast move" and t}
-        best = min(peers, key=peers.get)
-        cells = "  ".join("%s %.2f s %.2f" % (k, t, gbps(size, t)) for k, t in times.items() if t)
-        print("%-6s %6.0f MiB %6d files | %s | move vs best peer (%s): %.2fx" % (
-            name, size / MIB, files, cells, best, peers[best] / times["slabcast move"]))
+        cells = "  ".join("%s %.2f s %.2f (%.1f CPU-s)" % (k, t, gbps(size, t), CPU[(name, k)])
+                          for k, t in times.items() if t)
+        versus = ""
+        if peers and "slabcast move" in times:
+            best = min(peers, key=peers.get)
+            versus = " | move vs best peer (%s): %.2fx" % (best, peers[best] / times["slabcast move"])
+        print("%-6s %6.0f MiB %6d files | %s%s" % (name, size / MIB, files, cells, versus))
+        print("       every run (s): %s" % "  ".join("%s %s" % (k, "/".join("%.2f" % t for t in RUNS[(name, k)]))
+                                                   for k in times))
+        if ceiling and "slabcast move" in times:
+            print("       slabcast move / iperf3: %.2f" % (gbps(size, times["slabcast move"]) / ceiling[0]))
+    if "move" not in tools:
+        return
     if "f10m" in rows and "f1g" in rows:
         r10 = gbps(rows["f10m"][0], rows["f10m"][2]["slabcast move"]) / gbps(rows["f1g"][0], rows["f1g"][2]["slabcast move"])
         print("10 MiB files vs 1 GiB file, slabcast move: %.2f (goal >= 0.95)" % r10)
-    if "small" in rows:
+    if "small" in rows and len(rows["small"][2]) > 1:
         times = rows["small"][2]
         best = min(t for k, t in times.items() if k != "slabcast move" and t)
         print("small-file tree, slabcast move vs best per-file peer: %.2fx (goal >= 3)" % (best / times["slabcast move"]))

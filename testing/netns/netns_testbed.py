@@ -13,7 +13,13 @@ With `delay_ms`, every packet crossing the wan, TCP included, is held that
 long by delay_line.cpp (a TUN device the wan routes through), and the hosts'
 TCP buffers are raised as ESnet's fasterdata advises for data transfer nodes
 (autotuning up to 64 MiB), so that a long round trip is what limits a tool,
-not a stock buffer. Names carry the test's pid, so tests running side by side
+not a stock buffer. `delayed_from` names the hosts whose packets are held
+(all, by default: `delay_ms` each way). A benchmark puts the whole round trip
+on the way back, `Testbed(delay_ms=32, delayed_from=("receiver",))`, as netem
+on one interface would: TCP and every request-reply exchange see the same
+32 ms, and the bulk data is not copied through user space twice on the cores
+that run the tools under test, a cost a real WAN does not put on its hosts.
+Names carry the test's pid, so tests running side by side
 do not collide, and everything goes with `close()`."""
 
 import json
@@ -59,7 +65,7 @@ def _sysctl(ns, *settings):
 
 
 class Testbed:
-    def __init__(self, delay_ms=None, mtu=MTU):
+    def __init__(self, delay_ms=None, mtu=MTU, delayed_from=("sender", "receiver", "controller")):
         tag = os.getpid() % 100000
         self.ns = {role: "sc%s%d" % (role[0], tag) for role in ("sender", "receiver", "controller", "wan")}
         self.mtu = mtu
@@ -69,7 +75,7 @@ class Testbed:
         try:
             self._build(tag)
             if delay_ms:
-                self._add_delay(tag, delay_ms)
+                self._add_delay(tag, delay_ms, delayed_from)
         except Exception:
             self.close()
             raise
@@ -100,7 +106,7 @@ class Testbed:
             _ip("link", "set", side, "up", ns=wan)
             _ip("route", "add", "default", "via", "10.77.%d.1" % subnet, ns=self.ns[role])
 
-    def _add_delay(self, tag, delay_ms):
+    def _add_delay(self, tag, delay_ms, delayed_from):
         wan, dev = self.ns["wan"], "dl%d" % tag
         self._delay_stats = tempfile.mktemp(prefix="slabcast-delay-", suffix=".json")
         ready = self._delay_stats + ".ready"
@@ -120,7 +126,8 @@ class Testbed:
         # line writes back (incoming interface: its device) is routed as usual.
         _ip("route", "add", "default", "dev", dev, "table", "100", ns=wan)
         for role in ("sender", "receiver", "controller"):
-            _ip("rule", "add", "iif", "w%s%d" % (role[0], tag), "lookup", "100", ns=wan)
+            if role in delayed_from:
+                _ip("rule", "add", "iif", "w%s%d" % (role[0], tag), "lookup", "100", ns=wan)
             _sysctl(self.ns[role], "net.ipv4.tcp_rmem=4096 131072 67108864", "net.ipv4.tcp_wmem=4096 16384 67108864")
 
     def cut(self, role, down=True):
