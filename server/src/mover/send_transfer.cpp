@@ -11,11 +11,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
+#include <future>
 #include <random>
-#include <thread>
 #include <stdexcept>
+#include <thread>
 
 namespace slabcast::mover {
 using nlohmann::json;
@@ -135,22 +136,30 @@ int SendTransfer::readers() const {
 void SendTransfer::set_streams(int n) {
     std::lock_guard lock(pools_mutex_);
     if (!ring_ || (settings_.host.empty() && n > 0)) return;  // a pull: the receiving end opens streams
+    // Each new stream connects on its own thread, so that they pay their
+    // round trips side by side, not one after another; this returns once all
+    // have said Hello, so that the server knows every stream before the
+    // transfer can end (a stream arriving after it would be refused).
+    std::vector<std::future<void>> connected;
     while (static_cast<int>(streams_.threads.size()) < n) {
-        // Each stream connects on its own thread, so that new streams pay
-        // their round trips side by side, not one after another.
         const int index = static_cast<int>(streams_.threads.size());
+        auto hello_sent = std::make_shared<std::promise<void>>();
+        connected.push_back(hello_sent->get_future());
         streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
-        streams_.threads.emplace_back([this, index, quit = streams_.quit.back().get()] {
+        streams_.threads.emplace_back([this, index, hello_sent, quit = streams_.quit.back().get()] {
             int fd = -1;
             try {
                 fd = open_stream(index);
             } catch (const std::exception& e) {
+                hello_sent->set_value();
                 return fail("opening stream " + std::to_string(index) + ": " + e.what());
             }
+            hello_sent->set_value();
             stream_loop(fd, quit, false);
             ::close(fd);  // opened here, closed here, however the stream ended
         });
     }
+    for (auto& c : connected) c.wait();
     // Stream 0 carries the manifest and the report: it stays, unless everything stops (n = 0).
     while (static_cast<int>(streams_.threads.size()) > std::max(n, 0) && (n == 0 || streams_.threads.size() > 1)) {
         *streams_.quit.back() = true;
