@@ -19,8 +19,8 @@ Two places:
 Goals (issue 7): throughput on 10 MiB files >= 0.95 x on the 1 GiB file; on the
 small-file tree >= 3 x the best per-file peer. Prints a table and the ratios.
 
-    python3 testing/bench/mover_vs_peers.py [--wan] [--sets small,f10m,f100m,f1g] [--tools iperf3,move,rsync,...]
-                                            [--repeat 3] [--keep]
+    python3 testing/bench/mover_vs_peers.py [--wan [--both-ways]] [--sets small,f10m,f100m,f1g]
+                                            [--tools iperf3,move,rsync,...] [--repeat 3] [--keep]
 """
 
 import argparse
@@ -161,7 +161,7 @@ def free_port():
 class Place:
     """Where the servers run and how a client reaches them."""
 
-    def __init__(self, wan, work):
+    def __init__(self, wan, work, both_ways=False):
         self.wan, self.work, self.procs = wan, work, []
         self.bed = None
         if wan:
@@ -169,8 +169,10 @@ class Place:
             why = netns_testbed.available(delay=True)
             if why:
                 sys.exit("--wan " + why)
-            # The 32 ms round trip, all on the way back: see netns_testbed.
-            self.bed = netns_testbed.Testbed(delay_ms=32, delayed_from=("receiver",))
+            # The 32 ms round trip, all on the way back (see netns_testbed), or
+            # 16 ms each way with --both-ways.
+            self.bed = (netns_testbed.Testbed(delay_ms=16) if both_ways else
+                        netns_testbed.Testbed(delay_ms=32, delayed_from=("receiver",)))
             self.host = netns_testbed.RECEIVER
             self.client, self.server = self.bed.prefix("sender"), self.bed.prefix("receiver")
         else:
@@ -232,6 +234,8 @@ def ssh_setup(place, work):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--wan", action="store_true", help="between namespaces, 32 ms round trip")
+    ap.add_argument("--both-ways", action="store_true",
+                    help="--wan with 16 ms each way: the data passes the delay line too, on the same cores")
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--streams", type=int, default=4, help="slabcast move --streams")
     ap.add_argument("--repeat", type=int, default=3,
@@ -248,7 +252,7 @@ def main():
     dst = os.path.join(BASE, "dst")
     clear(dst)
     work = tempfile.mkdtemp(prefix="slabcast-bench-")
-    place = Place(a.wan, work)
+    place = Place(a.wan, work, a.both_ways)
     gridftp = "gridftp" in tools and shutil.which("globus-url-copy") and os.path.exists("/usr/sbin/globus-gridftp-server")
     rows = {}
     ceiling = None
@@ -305,7 +309,8 @@ def main():
             shutil.rmtree(BASE, ignore_errors=True)
 
     gbps = lambda size, t: size * 8e-9 / t  # noqa: E731
-    where = "between namespaces, 32 ms round trip" if a.wan else "loopback"
+    where = ("between namespaces, 32 ms round trip" + (" (16 ms each way)" if a.both_ways else "")
+             if a.wan else "loopback")
     print("slabcast move against per-file peers, %s, %s cores: the median of %d runs (seconds, Gbit/s, and the\n"
           "CPU time the whole machine spent meanwhile: both hosts, the network stack and any delay line)"
           % (where, os.cpu_count(), a.repeat))
