@@ -1,6 +1,6 @@
 #include "slabcast/dataset.h"
 
-#include "json_file.h"
+#include "slabcast/json_file.h"
 
 #include <sys/stat.h>
 

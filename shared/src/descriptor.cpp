@@ -1,6 +1,6 @@
 #include "slabcast/descriptor.h"
 
-#include "json_file.h"
+#include "slabcast/json_file.h"
 
 #include <set>
 

@@ -1,4 +1,4 @@
-#include "json_file.h"
+#include "slabcast/json_file.h"
 
 #include <sys/stat.h>
 

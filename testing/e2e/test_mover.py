@@ -320,6 +320,21 @@ class MoverTest(unittest.TestCase):
                 kind, payload = read_frame(s)
             self.assertEqual(kind, 10, payload)  # Error
             self.assertIn(why, payload.decode())
+        # Numbers that fit no field (once cast, undefined: fuzz_manifest), and a Hello that is not one.
+        for entry, why in (({"path": "a", "size": 1, "mode": 4.2e113, "mtime_ns": 0}, "'mode' must be a whole number"),
+                           ({"path": "a", "size": -1, "mode": 420, "mtime_ns": 0}, "'size' is out of range")):
+            manifest = json.dumps({"block": 4 << 20, "dirs": [], "files": [entry]}).encode()
+            with socket.create_connection(("127.0.0.1", self.port)) as s:
+                hello = json.dumps({"stream": 0, "dest": "h"}).encode()
+                s.sendall(frame(1, 98, hello) + frame(2, 98, manifest, extra=len(manifest)))
+                kind, payload = read_frame(s)
+            self.assertEqual(kind, 10, payload)
+            self.assertIn(why, payload.decode())
+        with socket.create_connection(("127.0.0.1", self.port)) as s:
+            s.sendall(frame(1, 97, json.dumps({"stream": 1e300}).encode()))
+            kind, payload = read_frame(s)
+        self.assertEqual(kind, 10, payload)
+        self.assertIn("'stream' must be a whole number", payload.decode())
         self.assertFalse(os.path.exists(os.path.join(self.ws.dir, "evil")))
         self.assertTrue(self.server.alive())
 

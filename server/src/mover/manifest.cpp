@@ -1,5 +1,7 @@
 #include "mover/manifest.h"
 
+#include "slabcast/json_file.h"
+
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -112,24 +114,35 @@ void check_relative_path(const std::string& path) {
 Manifest manifest_from_json(const std::string& text) {
     Manifest m;
     std::map<std::string, char> kinds;  // path -> 'd' or 'f'
+    // Every field by name and type: this is what any client reaching the
+    // server's port sends (json_file::field turns 1e300 or "x" into an error
+    // naming the field, never a cast).
+    using json_file::field;
+    const std::string what = "malformed manifest";
+    json j;
     try {
-        const json j = json::parse(text);
-        m.block = j.at("block").get<std::uint32_t>();
-        if (m.block < 4096 || m.block > (64u << 20) || m.block % 4096 != 0)
-            throw std::runtime_error("block size " + std::to_string(m.block) + " is not 4 KiB..64 MiB in pages");
-        for (const auto& d : j.at("dirs")) {
-            m.dirs.push_back(ManifestDir{d.at("path").get<std::string>(), d.at("mode").get<std::uint32_t>() & 07777});
-        }
-        for (const auto& f : j.at("files")) {
-            ManifestFile file;
-            file.path = f.at("path").get<std::string>();
-            file.size = f.at("size").get<std::uint64_t>();
-            file.mode = f.at("mode").get<std::uint32_t>() & 07777;
-            file.mtime_ns = f.at("mtime_ns").get<std::int64_t>();
-            m.files.push_back(file);
-        }
+        j = json::parse(text);
     } catch (const json::exception& e) {
-        throw std::runtime_error(std::string("malformed manifest: ") + e.what());
+        throw std::runtime_error(what + ": " + e.what());
+    }
+    m.block = field<std::uint32_t>(j, "block", what);
+    if (m.block < 4096 || m.block > (64u << 20) || m.block % 4096 != 0)
+        throw std::runtime_error("block size " + std::to_string(m.block) + " is not 4 KiB..64 MiB in pages");
+    const auto list = [&](const char* key) -> const json& {
+        if (!j.contains(key) || !j.at(key).is_array()) throw std::runtime_error(what + ": '" + key + "' must be a list");
+        return j.at(key);
+    };
+    for (const auto& d : list("dirs"))
+        m.dirs.push_back(ManifestDir{field<std::string>(d, "path", what + " (a directory)"),
+                                     field<std::uint32_t>(d, "mode", what + " (a directory)") & 07777});
+    for (const auto& f : list("files")) {
+        const std::string entry = what + " (a file)";
+        ManifestFile file;
+        file.path = field<std::string>(f, "path", entry);
+        file.size = field<std::uint64_t>(f, "size", entry);
+        file.mode = field<std::uint32_t>(f, "mode", entry) & 07777;
+        file.mtime_ns = field<std::int64_t>(f, "mtime_ns", entry);
+        m.files.push_back(file);
     }
     if (m.files.size() > 100'000'000) throw std::runtime_error("malformed manifest: too many files");
     auto claim = [&](const std::string& path, char kind) {

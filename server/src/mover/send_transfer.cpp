@@ -2,6 +2,7 @@
 
 #include "mover/stream_io.h"
 #include "mover/wire.h"
+#include "slabcast/json_file.h"
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
@@ -104,9 +105,11 @@ void SendTransfer::begin(int control_fd) {
     if (reply.kind != Kind::Have) throw std::runtime_error("the server answered the manifest with something else");
     try {
         const json have = json::parse(payload);
-        for (const auto& i : have.at("complete")) in_place_.insert(i.get<std::uint32_t>());
+        using json_file::whole_number;
+        for (const auto& i : have.at("complete")) in_place_.insert(whole_number<std::uint32_t>(i, "a file"));
         for (const auto& [file, offsets] : have.at("blocks").items())
-            for (const auto& o : offsets) have_[static_cast<std::uint32_t>(std::stoul(file))].insert(o.get<std::uint64_t>());
+            for (const auto& o : offsets)
+                have_[static_cast<std::uint32_t>(std::stoul(file))].insert(whole_number<std::uint64_t>(o, "an offset"));
     } catch (const std::exception& e) {
         throw std::runtime_error(std::string("the server's answer is malformed: ") + e.what());
     }

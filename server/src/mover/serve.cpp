@@ -7,6 +7,7 @@
 #include "mover/send_transfer.h"
 #include "mover/stream_io.h"
 #include "roles.h"
+#include "slabcast/json_file.h"
 #include "stop_signal.h"
 
 #include <nlohmann/json.hpp>
@@ -144,7 +145,8 @@ private:
                 throw std::runtime_error("expected a Hello frame");
             ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
             const auto hello = nlohmann::json::parse(payload);
-            const int stream = hello.at("stream").get<int>();
+            const int stream = json_file::field<int>(hello, "stream", "the Hello");
+            if (stream < 0 || stream > 127) throw std::runtime_error("the Hello names stream " + std::to_string(stream));
             if (hello.contains("get")) {
                 serve_pull(fd.get(), f.transfer, hello.at("get"));
                 return;
@@ -217,7 +219,10 @@ private:
         if (!o_.allow_pull) throw std::runtime_error("this server does not give files out (start it with --allow-pull)");
         if (!wanted.is_array() || wanted.empty()) throw std::runtime_error("a pull names no files");
         std::vector<std::string> sources;
-        for (const auto& w : wanted) sources.push_back(beneath_root(w.get<std::string>()));
+        for (const auto& w : wanted) {
+            if (!w.is_string()) throw std::runtime_error("a pull asks for " + w.dump() + ", not a path");
+            sources.push_back(beneath_root(w.get<std::string>()));
+        }
         Manifest manifest = scan_sources(sources, kDefaultBlock);
         SendSettings s;
         s.readers = 2;
