@@ -132,16 +132,16 @@ Manifest manifest_from_json(const std::string& text) {
         if (!j.contains(key) || !j.at(key).is_array()) throw std::runtime_error(what + ": '" + key + "' must be a list");
         return j.at(key);
     };
+    const std::string dir_entry = what + " (a directory)", file_entry = what + " (a file)";
     for (const auto& d : list("dirs"))
-        m.dirs.push_back(ManifestDir{field<std::string>(d, "path", what + " (a directory)"),
-                                     field<std::uint32_t>(d, "mode", what + " (a directory)") & 07777});
+        m.dirs.push_back(ManifestDir{field<std::string>(d, "path", dir_entry),
+                                     field<std::uint32_t>(d, "mode", dir_entry) & 07777});
     for (const auto& f : list("files")) {
-        const std::string entry = what + " (a file)";
         ManifestFile file;
-        file.path = field<std::string>(f, "path", entry);
-        file.size = field<std::uint64_t>(f, "size", entry);
-        file.mode = field<std::uint32_t>(f, "mode", entry) & 07777;
-        file.mtime_ns = field<std::int64_t>(f, "mtime_ns", entry);
+        file.path = field<std::string>(f, "path", file_entry);
+        file.size = field<std::uint64_t>(f, "size", file_entry);
+        file.mode = field<std::uint32_t>(f, "mode", file_entry) & 07777;
+        file.mtime_ns = field<std::int64_t>(f, "mtime_ns", file_entry);
         m.files.push_back(file);
     }
     if (m.files.size() > 100'000'000) throw std::runtime_error("malformed manifest: too many files");
