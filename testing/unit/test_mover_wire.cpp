@@ -1,10 +1,14 @@
 // The data mover's frame header, its file checksum and its resume journal.
 #include "mover/dest_tree.h"
 #include "mover/journal.h"
+#include "mover/stream_io.h"
 #include "mover/wire.h"
 #include "temp_shm_dir.h"
 
 #include <catch2/catch.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <vector>
@@ -81,4 +85,19 @@ TEST_CASE("a checksum taken a piece at a time is the checksum of the whole") {
     for (std::size_t at = 0; at < block.size(); at += kCachePiece)
         running.add(block.data() + at, std::min(kCachePiece, block.size() - at));
     CHECK(running.value() == checksum(block.data(), block.size()));
+}
+
+TEST_CASE("a peer that goes away is named as a lost connection, on sending and in the middle of a frame") {
+    int ends[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
+    Fd mine(ends[0]);
+    const std::uint8_t half_a_header[kHeaderBytes / 2] = {};
+    write_full(ends[1], half_a_header, sizeof half_a_header);
+    ::close(ends[1]);
+
+    Frame f;
+    std::string payload;
+    CHECK_THROWS_WITH(read_frame(mine.get(), f, payload), Catch::Contains("closed the connection"));
+    const std::vector<std::uint8_t> block(1 << 16);
+    CHECK_THROWS_WITH(write_full(mine.get(), block.data(), block.size()), Catch::Contains("connection lost"));
 }

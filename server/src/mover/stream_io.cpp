@@ -117,7 +117,13 @@ void write_full(int fd, const void* buf, std::size_t n) {
     while (n > 0) {
         const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) throw std::runtime_error(std::string("send: ") + std::strerror(errno) + " (the peer went away?)");
+        if (w <= 0) {
+            // EPIPE and ECONNRESET are the peer dying or closing, not a local fault: say so in words.
+            const int err = w < 0 ? errno : EPIPE;
+            const bool lost = err == EPIPE || err == ECONNRESET;
+            throw std::runtime_error(std::string("send: ") + (lost ? "the peer is gone, connection lost: " : "") +
+                                     std::strerror(err));
+        }
         p += w;
         n -= static_cast<std::size_t>(w);
     }
