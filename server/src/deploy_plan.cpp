@@ -2,12 +2,12 @@
 
 #include "numa_placement.h"
 
+#include "slabcast/json_file.h"
 #include "slabcast/volume.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -30,9 +30,11 @@ using nlohmann::json;
 template <typename T>
 T field(const json& v, const char* key, const std::string& config, const std::string& where) {
     auto whole = [&](const json& e) {
-        if (!e.is_number_integer() || e.get<std::int64_t>() < std::numeric_limits<int>::min() ||
-            e.get<std::int64_t>() > std::numeric_limits<int>::max())
+        try {
+            json_file::whole_number<int>(e, key);
+        } catch (const std::runtime_error&) {
             bad(config, where + ": \"" + key + "\" must hold whole numbers");
+        }
     };
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) whole(v);
     if constexpr (std::is_same_v<T, std::vector<std::int64_t>>)

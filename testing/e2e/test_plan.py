@@ -109,6 +109,8 @@ class PlanTest(unittest.TestCase):
         self.assertIn("no host named 'nobody'", self.plan(self.config, "--host", "nobody").stderr)
         c = dict(self.config, slab_depth=1.6e31)  # once an undefined float-to-int cast
         self.assertIn("\"slab_depth\" must hold whole numbers", self.plan(c).stderr)
+        c = dict(self.config, slab_depth=2**64 - 1)  # once read as -1
+        self.assertIn("\"slab_depth\" must hold whole numbers", self.plan(c).stderr)
         c = json.loads(json.dumps(self.config))
         c["senders"][0]["staging"] = "/dev/shm/x; rm -rf ~"  # would be a second command in the printed line
         self.assertIn("senders s1: \"staging\" must be a non-empty word", self.plan(c).stderr)
