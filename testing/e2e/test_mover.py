@@ -336,6 +336,26 @@ class MoverTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.ws.dir, "evil")))
         self.assertTrue(self.server.alive())
 
+    def test_a_malformed_answer_from_the_server_is_refused(self):
+        """A hand-made server answers the manifest with a Have whose file
+        indices are no file's: the client names the answer, and trusts none of it."""
+        src = os.path.join(self.ws.dir, "one")
+        write_file(os.path.join(src, "a.bin"), b"x" * 4096)
+        for key in ("4294967296", "-1", "0x", ""):
+            with socket.create_server(("127.0.0.1", 0)) as listener:
+                mover = subprocess.Popen([SLABCAST, "move", "--port", str(listener.getsockname()[1]), "--progress",
+                                          "none", src, "127.0.0.1:d"], stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.PIPE, text=True)
+                self.addCleanup(mover.kill)  # should it hang on the answer
+                conn, _ = listener.accept()
+                with conn:
+                    self.assertEqual(read_frame(conn)[0], 1)  # Hello
+                    self.assertEqual(read_frame(conn)[0], 2)  # the manifest, one frame for one file
+                    conn.sendall(frame(3, 0, json.dumps({"complete": [], "blocks": {key: [0]}}).encode()))
+                    _, err = mover.communicate(timeout=60)
+            self.assertNotEqual(mover.returncode, 0, err)
+            self.assertIn("the server's answer is malformed: '%s' is not a file's index" % key, err)
+
     def test_a_full_disk_is_named_and_what_arrived_stays(self):
         small_fs = tempfile.mkdtemp(prefix="slabcast-full-")
         if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", small_fs]).returncode != 0:

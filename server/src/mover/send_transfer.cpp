@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -34,6 +35,17 @@ bool all_zero(const std::uint8_t* p, std::size_t n) {
     for (; i < n; ++i)
         if (p[i]) return false;
     return true;
+}
+
+// A file's index as a key of the Have's "blocks" (JSON keys are text): digits
+// only, within uint32, as whole_number holds the values to. std::stoul would
+// take "-1" or "4294967296", and the cast would name another file.
+std::uint32_t file_index(const std::string& key) {
+    std::uint32_t index = 0;
+    const char* end = key.data() + key.size();
+    const auto [stop, ec] = std::from_chars(key.data(), end, index);
+    if (ec != std::errc() || stop != end) throw std::runtime_error("'" + key + "' is not a file's index");
+    return index;
 }
 
 // Writes a frame's header in place (its payload, if any, is already there).
@@ -109,7 +121,7 @@ void SendTransfer::begin(int control_fd) {
         for (const auto& i : have.at("complete")) in_place_.insert(whole_number<std::uint32_t>(i, "a file"));
         for (const auto& [file, offsets] : have.at("blocks").items())
             for (const auto& o : offsets)
-                have_[static_cast<std::uint32_t>(std::stoul(file))].insert(whole_number<std::uint64_t>(o, "an offset"));
+                have_[file_index(file)].insert(whole_number<std::uint64_t>(o, "an offset"));
     } catch (const std::exception& e) {
         throw std::runtime_error(std::string("the server's answer is malformed: ") + e.what());
     }
