@@ -13,6 +13,9 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from slabcast_testlib import unittest_main  # noqa: E402
+
 DATAGEN = os.environ.get("DATAGEN", "")
 
 
@@ -187,4 +190,4 @@ class BadInputTest(Workdir):
 if __name__ == "__main__":
     if not os.access(DATAGEN, os.X_OK):
         sys.exit("DATAGEN=%r is not an executable" % DATAGEN)
-    unittest.main()
+    unittest_main()

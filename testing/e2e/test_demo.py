@@ -13,7 +13,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from slabcast_testlib import SLABCAST  # noqa: E402
+from slabcast_testlib import SLABCAST, unittest_main  # noqa: E402
 
 IMAGE_STATS = os.path.join(os.path.dirname(__file__), "..", "plugin", "pv_image_stats.py")
 
@@ -115,4 +115,4 @@ class DemoTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest_main()

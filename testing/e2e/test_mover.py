@@ -18,7 +18,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, wait_for  # noqa: E402
+from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, wait_for, unittest_main  # noqa: E402
 
 MIB = 1 << 20
 PROTOCOL_VERSION = 2  # server/src/mover/wire.h kVersion
@@ -405,4 +405,4 @@ def read_frame(s):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest_main()

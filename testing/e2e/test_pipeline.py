@@ -12,7 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slabcast_testlib import (Workspace, free_tcp_port, free_udp_ports, read_json_lines, read_slab_header, read_slab_values,
-                              source_planes, wait_for)
+                              source_planes, wait_for, unittest_main)
 
 DIMS = (64, 64, 64)
 DEPTH = 16
@@ -296,4 +296,4 @@ class PipelineTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest_main()

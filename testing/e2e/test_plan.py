@@ -11,7 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slabcast_testlib import (SLABCAST, Workspace, free_udp_ports, read_slab_header, read_slab_values, source_planes,
-                              wait_for)
+                              wait_for, unittest_main)
 
 DIMS = (32, 32, 32)
 DEPTH = 8
@@ -122,4 +122,4 @@ class PlanTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest_main()

@@ -11,7 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slabcast_testlib import (QUAD_MAX, Workspace, free_udp_ports, quad_packet, read_json_lines, read_slab_header,
-                              read_slab_values, wait_for)
+                              read_slab_values, wait_for, unittest_main)
 
 DIMS = (32, 16, 24)
 DEPTH = 8  # 3 slabs; slab 1 owns planes 8..15 and stores plane 7 as its ghost
@@ -315,4 +315,4 @@ class CommandLineTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest_main()

@@ -12,7 +12,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from slabcast_testlib import DATAGEN, SLABCAST  # noqa: E402
+from slabcast_testlib import DATAGEN, SLABCAST, unittest_main  # noqa: E402
 
 
 def tune(*args, prefix=()):
@@ -102,4 +102,4 @@ class StagingPagesTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest_main()

@@ -18,7 +18,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import netns_testbed as tb  # noqa: E402
-from slabcast_testlib import SLABCAST, Workspace, wait_for  # noqa: E402
+from slabcast_testlib import SLABCAST, Workspace, wait_for, unittest_main  # noqa: E402
 from test_mover import assert_trees_equal, write_file  # noqa: E402
 
 MIB = 1 << 20
@@ -158,4 +158,4 @@ class MoverNetnsTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    unittest_main(verbosity=2)

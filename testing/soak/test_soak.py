@@ -24,7 +24,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
-from slabcast_testlib import Workspace, free_udp_ports, read_json_lines, read_slab_header, wait_for  # noqa: E402
+from slabcast_testlib import (Workspace, free_udp_ports, read_json_lines, read_slab_header, unittest_main,  # noqa: E402
+                              wait_for)
 
 SECONDS = float(os.environ.get("SLABCAST_SOAK_SECONDS", "600"))
 WARMUP = min(60.0, SECONDS / 5)
@@ -190,4 +191,4 @@ class SoakTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest_main()
