@@ -24,7 +24,7 @@ StepPull::~StepPull() {
         // looked (the stager stopped, or the controller moved past it, at
         // that moment): a step that was never handed over goes too.
         ::unlink((staging_ + "/" + name_).c_str());
-        ::unlink((staging_ + "/." + name_ + ".slabcast-part").c_str());
+        ::unlink((staging_ + "/" + mover::part_file_name(name_)).c_str());
         ::unlink((staging_ + "/" + mover::Journal::kName).c_str());
     }
 }

@@ -136,15 +136,22 @@ Manifest manifest_from_json(const std::string& text) {
     for (const auto& d : list("dirs"))
         m.dirs.push_back(ManifestDir{field<std::string>(d, "path", dir_entry),
                                      field<std::uint32_t>(d, "mode", dir_entry) & 07777});
+    std::uint64_t total = 0;
     for (const auto& f : list("files")) {
         ManifestFile file;
         file.path = field<std::string>(f, "path", file_entry);
         file.size = field<std::uint64_t>(f, "size", file_entry);
         file.mode = field<std::uint32_t>(f, "mode", file_entry) & 07777;
         file.mtime_ns = field<std::int64_t>(f, "mtime_ns", file_entry);
+        // A size near 2^64 once wrapped the block count to 0, and a block of
+        // that file then indexed the per-block state at an offset the client chose.
+        if (file.size > kMaxFileSize)
+            throw std::runtime_error(file_entry + ": field 'size' is " + std::to_string(file.size) +
+                                     ", above 2^63-1, the largest file there can be");
+        if (__builtin_add_overflow(total, file.size, &total))
+            throw std::runtime_error("malformed manifest: the files' sizes add up to more than 2^64 bytes");
         m.files.push_back(file);
     }
-    if (m.files.size() > 100'000'000) throw std::runtime_error("malformed manifest: too many files");
     auto claim = [&](const std::string& path, char kind) {
         check_relative_path(path);
         if (!kinds.emplace(path, kind).second) throw std::runtime_error("name collision: '" + path + "' listed twice");

@@ -27,8 +27,19 @@ struct Manifest {
     std::vector<ManifestDir> dirs;  // parents before children
     std::vector<ManifestFile> files;
     std::vector<std::string> skipped;  // sender side: symlinks and special files left out, with why
+    // The sum of the sizes; manifest_from_json refuses a manifest whose sum
+    // does not fit 64 bits, so it cannot wrap.
     std::uint64_t total_bytes() const;
 };
+
+// The largest size a file can have (off_t): a manifest declaring more is refused.
+inline constexpr std::uint64_t kMaxFileSize = (std::uint64_t{1} << 63) - 1;
+
+// Blocks of `block` bytes that hold `size` bytes, without the wrap of
+// (size + block - 1) / block for sizes near 2^64.
+inline std::uint64_t blocks_of(std::uint64_t size, std::uint32_t block) {
+    return size / block + (size % block != 0);
+}
 
 // Each source (file or directory) goes under its own name, as `cp -r` would.
 // Throws std::runtime_error naming the path that cannot be read.
@@ -36,8 +47,10 @@ Manifest scan_sources(const std::vector<std::string>& sources, std::uint32_t blo
 
 std::string to_json(const Manifest& m);
 // Throws std::runtime_error for a malformed manifest, a path that could leave
-// the destination (absolute, "..", empty or control characters), or two
-// entries with one name.
+// the destination (absolute, "..", empty or control characters), two
+// entries with one name, a size above kMaxFileSize, or sizes whose sum
+// does not fit 64 bits. (What a receiving host can afford, files, blocks and
+// space, is ReceiveTransfer's to check: docs/mover.md, "Limits".)
 Manifest manifest_from_json(const std::string& text);
 
 // The checks manifest_from_json applies to each path.

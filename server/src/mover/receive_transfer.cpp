@@ -1,156 +1,23 @@
 #include "mover/receive_transfer.h"
 
-#include "mover/stream_io.h"
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace slabcast::mover {
 using nlohmann::json;
-
-ReceiveTransfer::ReceiveTransfer(std::uint64_t id, const std::string& root, std::string prefix,
-                                 ReceiveSettings settings)
-    : id_(id), tree_(root), prefix_(std::move(prefix)), settings_(settings) {}
-
-ReceiveTransfer::~ReceiveTransfer() {
-    if (ring_) ring_->abort();
-    set_writers(0);
-    for (auto& f : files_)
-        if (f.fd >= 0) ::close(f.fd);
-}
-
-std::string ReceiveTransfer::path_of(std::uint32_t file) const {
-    return prefix_.empty() ? manifest_.files[file].path : prefix_ + "/" + manifest_.files[file].path;
-}
-
-// Written under a hidden name next to its final one, and renamed only once
-// verified: a reader of the destination never sees half a file.
-std::string ReceiveTransfer::part_of(std::uint32_t file) const {
-    const auto [dir, name] = split_path(path_of(file));
-    return (dir.empty() ? "" : dir + "/") + "." + name + ".slabcast-part";
-}
-
-void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) {
-    manifest_ = manifest_from_json(manifest_text);
-    if (!prefix_.empty()) {  // the destination itself, one component at a time
-        std::string at;
-        for (std::size_t start = 0; start <= prefix_.size();) {
-            std::size_t end = prefix_.find('/', start);
-            if (end == std::string::npos) end = prefix_.size();
-            at += (at.empty() ? "" : "/") + prefix_.substr(start, end - start);
-            tree_.make_dir(at, 0755);
-            start = end + 1;
-        }
-    }
-    for (const auto& d : manifest_.dirs) tree_.make_dir(prefix_.empty() ? d.path : prefix_ + "/" + d.path, d.mode);
-    journal_ = std::make_unique<Journal>(tree_, prefix_);
-    const auto partial = journal_->load();
-
-    json complete = json::array(), have_blocks = json::object();
-    files_.resize(manifest_.files.size());
-    const std::uint64_t block = manifest_.block;
-    for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
-        const ManifestFile& m = manifest_.files[i];
-        FileState& f = files_[i];
-        f.blocks = (m.size + block - 1) / block;
-        f.seen.assign(f.blocks, false);
-        f.sums.assign(f.blocks, 0);
-        const auto [dir, name] = split_path(path_of(i));
-        const int dir_fd = tree_.parent_fd(path_of(i));
-        // Already in place, same size and time: as rsync's quick check.
-        struct stat st {};
-        if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-            static_cast<std::uint64_t>(st.st_size) == m.size &&
-            static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec == m.mtime_ns) {
-            f.status = FileState::Status::Skipped;
-            ++resolved_;
-            complete.push_back(i);
-            continue;
-        }
-        if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-            throw std::runtime_error(path_of(i) + ": a directory of that name is in the way (name collision)");
-        const auto known = partial.find(path_of(i));
-        // The journal counts only with the part file it describes still there.
-        const std::string part = split_path(part_of(i)).second;
-        f.resume = known != partial.end() && known->second.size == m.size && known->second.mtime_ns == m.mtime_ns &&
-                   known->second.block == manifest_.block &&
-                   ::fstatat(dir_fd, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-                   static_cast<std::uint64_t>(st.st_size) == m.size;
-        if (f.resume) {
-            json offsets = json::array();
-            for (const auto& [off, sum] : known->second.blocks)
-                if (off % block == 0 && off / block < f.blocks && !f.seen[off / block]) {
-                    f.seen[off / block] = true;
-                    f.sums[off / block] = sum;
-                    ++f.blocks_seen;
-                    offsets.push_back(off);
-                }
-            if (!offsets.empty()) have_blocks[std::to_string(i)] = offsets;
-        }
-    }
-    const std::string have = json{{"complete", complete}, {"blocks", have_blocks}}.dump();
-    spdlog::info("{}: transfer {:016x}: {} files ({:.1f} MiB) into {}/{}: {} already in place, {} resumed",
-                 settings_.log_name, id_, manifest_.files.size(), static_cast<double>(manifest_.total_bytes()) / (1 << 20), tree_.root(),
-                 prefix_, complete.size(), have_blocks.size());
-
-    const std::size_t slot = manifest_.block + 4096;
-    ring_ = std::make_unique<BlockRing>(std::max<std::size_t>(4, settings_.ring_bytes / slot), slot);
-    set_writers(settings_.writers);
-    std::lock_guard lock(control_send_);
-    write_frame(control_fd, Frame{Kind::Have, id_}, have.data(), have.size());
-    prepared_ = true;
-}
-
-void ReceiveTransfer::run_first_stream(int fd) {
-    control_fd_ = fd;
-    {
-        std::lock_guard lock(mutex_);
-        if (finished_) return;  // stopped before it began (a pull given up while connecting)
-        streams_.push_back(fd);
-    }
-    try {
-        std::string manifest, payload;
-        Frame f;
-        std::uint64_t total = 0;
-        do {
-            if (!read_frame(fd, f, payload)) throw std::runtime_error("the sender left before its manifest");
-            if (f.kind == Kind::Error) throw std::runtime_error("the sender refused: " + payload);
-            if (f.kind != Kind::Manifest) throw std::runtime_error("expected the manifest");
-            if (checksum(payload.data(), payload.size()) != f.checksum) throw std::runtime_error("manifest checksum");
-            if (f.offset != manifest.size() || f.extra > (1u << 30)) throw std::runtime_error("manifest out of order");
-            total = f.extra;
-            manifest += payload;
-        } while (manifest.size() < total);
-        prepare(manifest, fd);
-    } catch (const std::exception& e) {
-        abort(e.what());  // tells the sender why
-        return;
-    }
-    maybe_finish();  // nothing to send (all in place) is a finished transfer too
-    carry_blocks(fd, true);
-}
-
-void ReceiveTransfer::run_stream(int fd) {
-    {
-        std::lock_guard lock(mutex_);
-        if (finished_) return;
-        if (streams_.size() >= 128) {
-            spdlog::warn("{}: transfer {:016x}: a 129th stream refused", settings_.log_name, id_);
-            return;
-        }
-        streams_.push_back(fd);
-    }
-    carry_blocks(fd, false);
-}
 
 namespace {
 
@@ -166,7 +33,323 @@ std::size_t bytes_waiting(int fd) {
     return ::ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
 }
 
+// A message from the peer (an Error, a FileFailed) is shown in logs and
+// reports: at most this long, control characters replaced.
+constexpr std::size_t kMaxMessage = 4096;
+
+std::string printable(const char* text, std::size_t n) {
+    std::string out(text, std::min(n, kMaxMessage));
+    for (char& c : out)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    return out;
+}
+
+// The payload of an Error frame, which only a message may be.
+std::string read_message(int fd, const Frame& f) {
+    if (f.length > kMaxMessage) return "(a message of " + std::to_string(f.length) + " bytes, not read)";
+    std::string text(f.length, '\0');
+    if (f.length && !read_full(fd, text.data(), text.size()))
+        throw std::runtime_error("the peer closed the connection in the middle of a frame");
+    return printable(text.data(), text.size());
+}
+
+const char* kind_name(Kind k) {
+    switch (k) {
+    case Kind::Hello: return "Hello";
+    case Kind::Manifest: return "Manifest";
+    case Kind::Have: return "Have";
+    case Kind::Data: return "Data";
+    case Kind::Zeros: return "Zeros";
+    case Kind::FileEnd: return "FileEnd";
+    case Kind::Done: return "Done";
+    case Kind::Report: return "Report";
+    case Kind::Bye: return "Bye";
+    case Kind::Error: return "Error";
+    case Kind::FileFailed: return "FileFailed";
+    default: return "server's";
+    }
+}
+
+std::string bytes_text(std::uint64_t n) {
+    return fmt::format("{} bytes ({:.1f} GiB)", n, static_cast<double>(n) / (1u << 30));
+}
+
 }  // namespace
+
+// For a name too long for `.NAME.slabcast-part` (NAME_MAX is 255 bytes, and
+// a legal name may have 255): its first 200 bytes (not cut inside a UTF-8
+// character) and a hash of the whole name. One fixed name per file, so a
+// resume finds it again.
+std::string part_file_name(const std::string& name) {
+    std::string plain = "." + name + ".slabcast-part";
+    if (plain.size() <= 255) return plain;
+    std::size_t keep = 200;
+    while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+    return fmt::format(".{}.{:016x}.slabcast-part", name.substr(0, keep), checksum(name.data(), name.size()));
+}
+
+ReceiveTransfer::ReceiveTransfer(std::uint64_t id, const std::string& root, std::string prefix,
+                                 ReceiveSettings settings)
+    : id_(id), tree_(root), prefix_(std::move(prefix)), settings_(std::move(settings)) {}
+
+ReceiveTransfer::~ReceiveTransfer() {
+    if (ring_) ring_->abort();
+    set_writers(0);
+}
+
+std::string ReceiveTransfer::path_of(std::uint32_t file) const {
+    return prefix_.empty() ? manifest_.files[file].path : prefix_ + "/" + manifest_.files[file].path;
+}
+
+// Written under a hidden name next to its final one, and renamed only once
+// verified: a reader of the destination never sees half a file.
+std::string ReceiveTransfer::part_of(std::uint32_t file) const {
+    const auto [dir, name] = split_path(path_of(file));
+    return (dir.empty() ? "" : dir + "/") + part_file_name(name);
+}
+
+Journal::Version ReceiveTransfer::version_of(std::uint32_t file) const {
+    const ManifestFile& m = manifest_.files[file];
+    return Journal::Version{m.size, m.mtime_ns, manifest_.block};
+}
+
+// The manifest's frames, in order, to the size the first declares: that
+// size is checked against --max-manifest-mb before a byte is kept, and every
+// frame must continue where the last ended, within it.
+std::string ReceiveTransfer::take_manifest(int fd) {
+    const std::uint64_t limit = settings_.limits.manifest_bytes;
+    std::string manifest;
+    std::uint64_t total = 0;
+    for (bool first = true; first || manifest.size() < total; first = false) {
+        std::uint8_t header[kHeaderBytes];
+        if (!read_full(fd, header, sizeof header)) throw std::runtime_error("the sender left before its manifest");
+        std::string why;
+        const auto f = decode_header(header, &why);
+        if (!f) throw std::runtime_error(why);
+        if (f->kind == Kind::Error) throw std::runtime_error("the sender refused: " + read_message(fd, *f));
+        if (f->kind != Kind::Manifest)
+            throw std::runtime_error(fmt::format("expected the manifest, not a {} frame", kind_name(f->kind)));
+        if (f->transfer != id_) throw std::runtime_error("a manifest frame of another transfer (field 'transfer')");
+        if (first) {
+            total = f->extra;
+            if (total == 0) throw std::runtime_error("an empty manifest (field 'extra' is 0)");
+            if (total > limit)
+                throw std::runtime_error(fmt::format("the manifest declares {} bytes (field 'extra'), above the "
+                                                     "limit of {} bytes (serve --max-manifest-mb)", total, limit));
+        } else if (f->extra != total) {
+            throw std::runtime_error(fmt::format("the manifest's size (field 'extra') changed from {} to {}", total,
+                                                 f->extra));
+        }
+        const std::uint64_t at = manifest.size();
+        if (f->offset != at)
+            throw std::runtime_error(fmt::format("a manifest frame at offset {} (field 'offset'), where {} was next",
+                                                 f->offset, at));
+        if (f->length == 0 || f->length > total - at)
+            throw std::runtime_error(fmt::format("a manifest frame of {} bytes (field 'length') where {} were left",
+                                                 f->length, total - at));
+        manifest.resize(at + f->length);
+        if (!read_full(fd, manifest.data() + at, f->length))
+            throw std::runtime_error("the sender left in the middle of its manifest");
+        if (checksum(manifest.data() + at, f->length) != f->checksum)
+            throw std::runtime_error("a manifest frame damaged in transit (checksum)");
+    }
+    return manifest;
+}
+
+// What the host allows one transfer (ReceiveLimits), before anything is
+// created: the counts here, free space in prepare().
+void ReceiveTransfer::check_limits() const {
+    const ReceiveLimits& l = settings_.limits;
+    const std::uint64_t entries = manifest_.files.size() + manifest_.dirs.size();
+    if (entries > l.entries)
+        throw std::runtime_error(fmt::format("the manifest lists {} files and directories, above the limit of {} "
+                                             "(serve --max-files)", entries, l.entries));
+    std::uint64_t blocks = 0;
+    for (const auto& f : manifest_.files)
+        if (__builtin_add_overflow(blocks, blocks_of(f.size, manifest_.block), &blocks))
+            blocks = std::numeric_limits<std::uint64_t>::max();
+    if (blocks > l.blocks)
+        throw std::runtime_error(fmt::format("the manifest declares {} blocks of {} bytes, above the limit of {} "
+                                             "(serve --max-blocks)", blocks, manifest_.block, l.blocks));
+}
+
+void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) {
+    manifest_ = manifest_from_json(manifest_text);
+    check_limits();
+    const std::uint64_t block = manifest_.block;
+    files_.resize(manifest_.files.size());
+
+    // What the destination holds already, looked at before anything is
+    // created: files in place, and part files with journaled blocks.
+    std::unordered_map<std::string, std::uint32_t> index;
+    std::vector<Journal::Version> versions;
+    for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
+        index.emplace(path_of(i), i);
+        versions.push_back(version_of(i));
+    }
+    const auto partial = Journal::read(tree_, prefix_, [&](const std::string& path) -> const Journal::Version* {
+        const auto it = index.find(path);
+        return it == index.end() ? nullptr : &versions[it->second];
+    });
+    json complete = json::array(), have_blocks = json::object();
+    std::uint64_t need = 0;  // bytes still to be written (no wrap: manifest_from_json bounds the sum)
+    for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
+        const ManifestFile& m = manifest_.files[i];
+        FileState& f = files_[i];
+        f.blocks = blocks_of(m.size, block);
+        const auto [dir_path, name] = split_path(path_of(i));
+        const DestTree::Dir dir = tree_.dir_if_exists(dir_path);
+        struct stat st {};
+        const bool exists = dir && ::fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+        // Already in place, same size and time: as rsync's quick check.
+        if (exists && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == m.size &&
+            static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec == m.mtime_ns) {
+            f.status = FileState::Status::Skipped;
+            ++resolved_;
+            complete.push_back(i);
+            continue;
+        }
+        if (exists && S_ISDIR(st.st_mode))
+            throw std::runtime_error(path_of(i) + ": a directory of that name is in the way (name collision)");
+        need += m.size;
+        // The journal counts only with the part file it describes still there.
+        const auto known = partial.find(path_of(i));
+        const std::string part = split_path(part_of(i)).second;
+        f.part_ready = known != partial.end() && ::fstatat(dir->get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                       S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == m.size;
+        if (!f.part_ready || known->second.blocks.empty()) continue;
+        json offsets = json::array();
+        f.seen.assign(f.blocks, false);
+        f.sums.assign(f.blocks, 0);
+        for (const auto& [off, sum] : known->second.blocks) {  // each a block of this file: Journal::read checked
+            f.seen[off / block] = true;
+            f.sums[off / block] = sum;
+            ++f.blocks_seen;
+            need -= std::min<std::uint64_t>(block, m.size - off);
+            offsets.push_back(off);
+        }
+        have_blocks[std::to_string(i)] = offsets;
+    }
+    // Refused up front, as a disk-full check: the sizes declared, less what
+    // is in place, against the free space of the destination (or its nearest
+    // existing parent). Holes of sparse files count in full.
+    DestTree::Dir dest;
+    for (std::string at = prefix_; !(dest = tree_.dir_if_exists(at)); at = split_path(at).first) {
+    }
+    struct statvfs fs {};
+    if (::fstatvfs(dest->get(), &fs) == 0) {
+        std::uint64_t free = 0;
+        if (__builtin_mul_overflow(static_cast<std::uint64_t>(fs.f_bavail), static_cast<std::uint64_t>(fs.f_frsize),
+                                   &free))
+            free = std::numeric_limits<std::uint64_t>::max();
+        if (need > free)
+            throw std::runtime_error(fmt::format("the transfer needs {} more, and {} has {} free", bytes_text(need),
+                                                 prefix_.empty() ? tree_.root() : tree_.root() + "/" + prefix_,
+                                                 bytes_text(free)));
+    }
+
+    if (!prefix_.empty()) {  // the destination itself, one component at a time
+        for (std::size_t end = 0; end != std::string::npos;) {
+            end = prefix_.find('/', end + 1);
+            tree_.make_dir(prefix_.substr(0, end), 0755);
+        }
+    }
+    for (const auto& d : manifest_.dirs) tree_.make_dir(prefix_.empty() ? d.path : prefix_ + "/" + d.path, d.mode);
+    journal_ = std::make_unique<Journal>(tree_, prefix_);
+    spdlog::info("{}: transfer {:016x}: {} files ({:.1f} MiB) into {}/{}: {} already in place, {} resumed",
+                 settings_.log_name, id_, manifest_.files.size(), static_cast<double>(manifest_.total_bytes()) / (1 << 20),
+                 tree_.root(), prefix_, complete.size(), have_blocks.size());
+
+    const std::size_t slot = manifest_.block + 4096;
+    ring_ = std::make_unique<BlockRing>(std::max<std::size_t>(4, settings_.ring_bytes / slot), slot);
+    {
+        std::lock_guard lock(mutex_);
+        if (finished_) {  // stopped while it was being prepared: abort() found no ring to stop
+            ring_->abort();
+            return;
+        }
+        prepared_ = true;
+    }
+    {
+        std::lock_guard lock(pool_mutex_);
+        pool_open_ = true;
+    }
+    set_writers(settings_.writers);
+    const std::string have = json{{"complete", complete}, {"blocks", have_blocks}}.dump();
+    std::lock_guard lock(control_send_);
+    write_frame(control_fd, Frame{Kind::Have, id_}, have.data(), have.size());
+}
+
+void ReceiveTransfer::run_first_stream(int fd) {
+    {
+        std::lock_guard lock(mutex_);
+        if (finished_) return;  // stopped before it began (a pull given up while connecting)
+        streams_.push_back(fd);
+        ++carriers_;
+    }
+    {
+        std::lock_guard lock(control_send_);
+        control_fd_ = fd;
+    }
+    try {
+        prepare(take_manifest(fd), fd);
+    } catch (const std::exception& e) {
+        abort(e.what());  // tells the sender why
+    }
+    if (prepared_) {
+        maybe_finish();  // nothing to send (all in place) is a finished transfer too, once Done comes
+        carry_blocks(fd, true);  // until Done
+    }
+    stream_ended();
+    std::unique_lock lock(mutex_);
+    ended_.wait(lock, [&] { return finished_.load(); });
+}
+
+void ReceiveTransfer::run_stream(int fd) {
+    {
+        std::lock_guard lock(mutex_);
+        if (finished_) return;
+        // Before the manifest is taken there is no ring and no file to write to.
+        if (!prepared_) throw std::runtime_error("a stream joined the transfer before its manifest was taken");
+        if (streams_.size() >= 128) throw std::runtime_error("a 129th stream (128 at most)");
+        streams_.push_back(fd);
+        ++carriers_;
+    }
+    carry_blocks(fd, false);
+    stream_ended();
+}
+
+// What makes a frame illegal while blocks arrive, checked on the stream as
+// it arrives, before anything of it is kept: every field a writer will use
+// to index, size or offset anything is within the manifest.
+std::string ReceiveTransfer::frame_problem(const Frame& f) const {
+    switch (f.kind) {
+    case Kind::Data:
+    case Kind::Zeros:
+    case Kind::FileEnd:
+    case Kind::FileFailed: break;
+    default: return fmt::format("a {} frame in the middle of the transfer", kind_name(f.kind));
+    }
+    const char* kind = kind_name(f.kind);
+    if (f.file >= files_.size())
+        return fmt::format("a {} frame for file {} (field 'file'), but the manifest lists {} files", kind, f.file,
+                           files_.size());
+    if (f.length > manifest_.block)
+        return fmt::format("a {} frame of {} bytes (field 'length'), more than the block size {}", kind, f.length,
+                           manifest_.block);
+    if (f.kind != Kind::Data && f.kind != Kind::Zeros) return {};
+    const ManifestFile& m = manifest_.files[f.file];
+    const std::uint64_t block = manifest_.block;
+    if (f.offset % block != 0 || f.offset >= m.size)
+        return fmt::format("a {} frame at offset {} (field 'offset') of '{}', which has {} bytes in blocks of {}", kind,
+                           f.offset, m.path, m.size, block);
+    const std::uint64_t expected = std::min<std::uint64_t>(block, m.size - f.offset);
+    const std::uint64_t length = f.kind == Kind::Data ? f.length : f.extra;
+    if (length != expected)
+        return fmt::format("a {} frame of {} bytes (field '{}') at offset {} of '{}', whose block there holds {}", kind,
+                           length, f.kind == Kind::Data ? "length" : "extra", f.offset, m.path, expected);
+    return {};
+}
 
 // The back end of one stream: frames off the socket into ring slots. A whole
 // block fills a slot of its own, its payload page-aligned as it was read; small
@@ -177,7 +360,9 @@ std::size_t bytes_waiting(int fd) {
 void ReceiveTransfer::carry_blocks(int fd, bool first) {
     Slot* slot = nullptr;  // being filled
     auto hand_over = [&] {
-        if (slot) ring_->put_full(slot);
+        if (!slot) return;
+        ++slots_pending_;
+        ring_->put_full(slot);
         slot = nullptr;
     };
     try {
@@ -190,25 +375,26 @@ void ReceiveTransfer::carry_blocks(int fd, bool first) {
             std::string problem;
             const auto f = decode_header(header, &problem);
             if (!f) throw std::runtime_error(problem);
-            if (f->transfer != id_) throw std::runtime_error("a frame of another transfer");
+            if (f->transfer != id_) throw std::runtime_error("a frame of another transfer (field 'transfer')");
             if (f->kind == Kind::Bye) break;
-            // The sender turned down this one stream (it came after the last
-            // block, say): the transfer goes on without it. A transfer that
-            // stops says so on the first stream.
-            if (f->kind == Kind::Error && !first) break;
+            if (f->kind == Kind::Error) {
+                const std::string why = read_message(fd, *f);
+                // The sender turned down this one stream (it came after the last
+                // block, say): the transfer goes on without it.
+                if (!first) break;
+                throw std::runtime_error("the sender stopped the transfer: " + why);
+            }
             if (f->kind == Kind::Done) {
                 if (!first) throw std::runtime_error("Done on a stream other than the first");
+                if (f->extra != files_.size())
+                    throw std::runtime_error(fmt::format("Done counts {} files (field 'extra'), the manifest lists {}",
+                                                         f->extra, files_.size()));
                 hand_over();
-                {
-                    std::lock_guard lock(mutex_);
-                    done_seen_ = true;
-                }
-                maybe_finish();
-                continue;
+                std::lock_guard lock(mutex_);
+                done_seen_ = true;
+                break;  // nothing more comes on the first stream; the rest may still be on the others
             }
-            if (f->kind != Kind::Data && f->kind != Kind::Zeros && f->kind != Kind::FileEnd && f->kind != Kind::FileFailed)
-                throw std::runtime_error("unexpected frame kind during the transfer");
-            if (f->length > manifest_.block) throw std::runtime_error("a block larger than the transfer's block size");
+            if (const std::string why = frame_problem(*f); !why.empty()) throw std::runtime_error(why);
             const bool whole_block = f->length == manifest_.block;
             const std::size_t need = record_bytes(f->length);
             if (slot && (whole_block || slot->used + need > slot->capacity)) hand_over();
@@ -244,6 +430,8 @@ void ReceiveTransfer::carry_blocks(int fd, bool first) {
 
 void ReceiveTransfer::set_writers(int n) {
     std::lock_guard lock(pool_mutex_);
+    settings_.writers = n;
+    if (!pool_open_) return;  // no ring yet: the pool starts at this size when the transfer is prepared
     while (static_cast<int>(writers_.size()) < n) {
         writer_quit_.push_back(std::make_unique<std::atomic<bool>>(false));
         writers_.emplace_back(&ReceiveTransfer::writer_loop, this, writer_quit_.back().get());
@@ -262,7 +450,7 @@ void ReceiveTransfer::writer_loop(const std::atomic<bool>* quit) {
         const auto r = ring_->take_full(slot, 200);
         if (r == BlockRing::Take::Closed) return;
         if (r == BlockRing::Take::Timeout) continue;
-        // Its records, as carry_blocks laid them out (checked there).
+        // Its records, as carry_blocks laid them out (and checked).
         for (std::size_t at = slot->begin; at < slot->used && !finished_;) {
             const std::uint8_t* record = slot->data + at;
             const auto f = decode_header(record);
@@ -277,31 +465,31 @@ void ReceiveTransfer::writer_loop(const std::atomic<bool>* quit) {
             at += record_bytes(f->length);
         }
         ring_->put_free(slot);
+        slot_done();
     }
 }
 
 void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload, std::uint64_t payload_sum) {
-    if (f.file >= files_.size()) throw std::runtime_error("a block of file " + std::to_string(f.file) + ", not in the manifest");
-    FileState& file = files_[f.file];
+    FileState& file = files_[f.file];  // every field was checked as the frame arrived (frame_problem)
     const ManifestFile& m = manifest_.files[f.file];
-    {
-        std::lock_guard lock(mutex_);
-        if (file.status != FileState::Status::Waiting) return;  // failed already, or in place
-    }
     switch (f.kind) {
     case Kind::Data:
     case Kind::Zeros: {
         const std::uint64_t length = f.kind == Kind::Data ? f.length : f.extra;
-        if (f.offset % manifest_.block != 0 || f.offset >= m.size || length != std::min<std::uint64_t>(manifest_.block, m.size - f.offset))
-            throw std::runtime_error(m.path + ": a block outside the file");
         const std::uint64_t sum = f.kind == Kind::Data ? payload_sum : zeros_checksum(length);
         if (sum != f.checksum) {
             fail_file(f.file, "block at offset " + std::to_string(f.offset) + " damaged in transit");
             return;
         }
         if (f.kind == Kind::Data) {
+            std::shared_ptr<Fd> fd;
+            {
+                std::lock_guard lock(mutex_);
+                if (file.status != FileState::Status::Waiting) return;  // failed already, in place, or whole
+                fd = open_part(f.file);
+            }
             for (std::uint64_t done = 0; done < length;) {
-                const ssize_t w = ::pwrite(fd_of(f.file), payload + done, length - done, static_cast<off_t>(f.offset + done));
+                const ssize_t w = ::pwrite(fd->get(), payload + done, length - done, static_cast<off_t>(f.offset + done));
                 if (w < 0 && errno == EINTR) continue;
                 if (w <= 0)
                     throw std::runtime_error(tree_.root() + "/" + path_of(f.file) + ": cannot write: " +
@@ -309,10 +497,9 @@ void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload, std::u
                 done += static_cast<std::uint64_t>(w);
             }
             bytes_written_ += length;
-        }  // Zeros: the file was sized with ftruncate, the hole reads as zeros already
-        journal_->block_written(path_of(f.file), m.size, m.mtime_ns, manifest_.block, f.offset, sum);
-        file.sums[f.offset / manifest_.block] = sum;  // each block has one slot, written by one writer
-        block_arrived(f.file, f.offset, length);
+        }  // Zeros: the part file is sized with ftruncate, the hole reads as zeros already
+        journal_->block_written(path_of(f.file), version_of(f.file), f.offset, sum);
+        block_arrived(f.file, f.offset, sum);
         return;
     }
     case Kind::FileEnd: {
@@ -323,89 +510,118 @@ void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload, std::u
         bool whole = false;
         {
             std::lock_guard lock(mutex_);
+            if (file.status != FileState::Status::Waiting) return;
             file.end_seen = true;
             file.checksum = f.checksum;
             whole = file.blocks_seen == file.blocks;
+            if (whole) file.status = FileState::Status::Finishing;
         }
         if (whole) finish_file(f.file);
         return;
     }
     case Kind::FileFailed:
-        fail_file(f.file, std::string("the sender could not read it: ") +
-                              std::string(reinterpret_cast<const char*>(payload), f.length));
+        fail_file(f.file, "the sender could not read it: " + printable(reinterpret_cast<const char*>(payload), f.length));
         return;
     default:
-        throw std::runtime_error("unexpected frame");
+        return;  // carry_blocks lets no other kind into the ring
     }
 }
 
-void ReceiveTransfer::block_arrived(std::uint32_t file, std::uint64_t offset, std::uint64_t) {
+void ReceiveTransfer::block_arrived(std::uint32_t index, std::uint64_t offset, std::uint64_t sum) {
     bool whole = false;
     {
         std::lock_guard lock(mutex_);
-        FileState& f = files_[file];
-        const std::uint64_t index = offset / manifest_.block;
-        if (f.seen[index]) return;  // a resent block
-        f.seen[index] = true;
-        ++f.blocks_seen;
+        FileState& f = files_[index];
+        if (f.status != FileState::Status::Waiting) return;
+        if (f.sums.empty()) {  // its first block: only now its per-block state
+            f.seen.assign(f.blocks, false);
+            f.sums.assign(f.blocks, 0);
+        }
+        const std::uint64_t b = offset / manifest_.block;  // < f.blocks: frame_problem checked the offset
+        f.sums[b] = sum;
+        if (!f.seen[b]) {  // not a resent block
+            f.seen[b] = true;
+            ++f.blocks_seen;
+        }
         whole = f.end_seen && f.blocks_seen == f.blocks;
+        if (whole) f.status = FileState::Status::Finishing;
     }
-    if (whole) finish_file(file);
+    if (whole) finish_file(index);
 }
 
-int ReceiveTransfer::fd_of(std::uint32_t index) {
-    std::lock_guard lock(mutex_);
+// Opens the file's part file (creating and sizing it the first time), and
+// closes the oldest open one beyond kOpenPartFiles: a transfer with blocks
+// of a million files in flight must not hold a million descriptors.
+std::shared_ptr<Fd> ReceiveTransfer::open_part(std::uint32_t index) {
     FileState& f = files_[index];
-    if (f.fd >= 0) return f.fd;
+    if (f.fd) return f.fd;
     const std::string part = part_of(index);
-    f.fd = f.resume ? tree_.open_file(part, O_RDWR) : tree_.open_file(part, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (f.fd < 0 || (!f.resume && ::ftruncate(f.fd, static_cast<off_t>(manifest_.files[index].size)) != 0))
-        throw std::runtime_error(tree_.root() + "/" + part + ": " + std::strerror(errno));
+    Fd fd = f.part_ready ? tree_.open_file(part, O_RDWR) : tree_.open_file(part, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (!f.part_ready && ::ftruncate(fd.get(), static_cast<off_t>(manifest_.files[index].size)) != 0)
+        throw std::runtime_error(tree_.root() + "/" + part + ": cannot size it: " + std::strerror(errno));
+    f.part_ready = true;
+    f.fd = std::make_shared<Fd>(std::move(fd));
+    open_order_.push_back(index);
+    ++open_parts_;
+    while (!open_order_.empty() && (open_parts_ > kOpenPartFiles || !files_[open_order_.front()].fd)) {
+        FileState& old = files_[open_order_.front()];
+        open_order_.pop_front();
+        if (old.fd) {  // a writer using it keeps it open until it is done with it
+            old.fd.reset();
+            --open_parts_;
+        }
+    }
     return f.fd;
 }
 
 // The file is whole: its checksum, made of the checksums of the blocks that
 // arrived (each verified against its bytes) and of those journaled by an
 // earlier run, must be the sender's, made of the blocks it read. Only then is
-// it moved into place.
+// it moved into place. (Finishing: no other thread touches its blocks' state.)
 void ReceiveTransfer::finish_file(std::uint32_t index) {
     FileState& f = files_[index];
     const ManifestFile& m = manifest_.files[index];
-    const int fd = fd_of(index);
+    std::shared_ptr<Fd> fd;
+    {
+        std::lock_guard lock(mutex_);
+        fd = open_part(index);
+    }
     const bool sums_match = file_checksum(f.sums.data(), f.sums.size()) == f.checksum;
-    if (!sums_match || (settings_.read_back && !read_back_matches(index))) {
+    if (!sums_match || (settings_.read_back && !read_back_matches(index, fd->get()))) {
         // Its blocks are not to be trusted for a resume either: the part file goes.
-        ::unlinkat(tree_.parent_fd(path_of(index)), split_path(part_of(index)).second.c_str(), 0);
+        ::unlinkat(tree_.parent(path_of(index))->get(), split_path(part_of(index)).second.c_str(), 0);
         fail_file(index, sums_match ? "read back, it differs from what was received (the storage changed it)"
                                     : "checksum of the whole file differs from the sender's");
         return;
     }
-    timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(m.mtime_ns / 1'000'000'000), static_cast<long>(m.mtime_ns % 1'000'000'000)}};
-    ::fchmod(fd, m.mode);
-    ::futimens(fd, times);
+    // Times before 1970 are negative: the nanoseconds must still be 0..1e9-1.
+    std::int64_t seconds = m.mtime_ns / 1'000'000'000, nanoseconds = m.mtime_ns % 1'000'000'000;
+    if (nanoseconds < 0) {
+        nanoseconds += 1'000'000'000;
+        --seconds;
+    }
+    timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(seconds), static_cast<long>(nanoseconds)}};
+    ::fchmod(fd->get(), m.mode);
+    ::futimens(fd->get(), times);
     const std::string part = split_path(part_of(index)).second, name = split_path(path_of(index)).second;
-    const int dir = tree_.parent_fd(path_of(index));
-    if (::renameat(dir, part.c_str(), dir, name.c_str()) != 0) {
+    const DestTree::Dir dir = tree_.parent(path_of(index));
+    if (::renameat(dir->get(), part.c_str(), dir->get(), name.c_str()) != 0) {
         fail_file(index, std::string("cannot move it into place: ") + std::strerror(errno));
         return;
     }
     {
         std::lock_guard lock(mutex_);
-        ::close(f.fd);
-        f.fd = -1;
-        f.status = FileState::Status::Done;
-        ++resolved_;
+        resolve(f, FileState::Status::Done);
     }
     maybe_finish();
 }
 
 // --read-back: every block as it is on the storage now, against its checksum.
-bool ReceiveTransfer::read_back_matches(std::uint32_t index) {
+bool ReceiveTransfer::read_back_matches(std::uint32_t index, int fd) {
     const FileState& f = files_[index];
     const std::uint64_t size = manifest_.files[index].size, block = manifest_.block;
     thread_local std::vector<std::uint8_t> buf;  // once per writer thread, not per file
     buf.resize(block);
-    const int fd = fd_of(index);
     for (std::uint64_t b = 0; b < f.blocks; ++b) {
         const std::size_t len = static_cast<std::size_t>(std::min(block, size - b * block));
         std::size_t got = 0;
@@ -420,18 +636,51 @@ bool ReceiveTransfer::read_back_matches(std::uint32_t index) {
     return true;
 }
 
+void ReceiveTransfer::resolve(FileState& f, FileState::Status status) {
+    f.status = status;
+    if (f.fd) {
+        f.fd.reset();
+        --open_parts_;
+    }
+    std::vector<bool>().swap(f.seen);  // its per-block state is no longer needed
+    std::vector<std::uint64_t>().swap(f.sums);
+    ++resolved_;
+}
+
 void ReceiveTransfer::fail_file(std::uint32_t index, const std::string& why) {
     {
         std::lock_guard lock(mutex_);
         FileState& f = files_[index];
-        if (f.status != FileState::Status::Waiting) return;
-        if (f.fd >= 0) ::close(f.fd);
-        f.fd = -1;
-        f.status = FileState::Status::Failed;
+        if (f.status != FileState::Status::Waiting && f.status != FileState::Status::Finishing) return;
         f.problem = why;
-        ++resolved_;
+        resolve(f, FileState::Status::Failed);
     }
     spdlog::warn("{}: transfer {:016x}: {}: {}", settings_.log_name, id_, path_of(index), why);
+    maybe_finish();
+}
+
+void ReceiveTransfer::stream_ended() {
+    --carriers_;
+    check_drained();
+}
+
+void ReceiveTransfer::slot_done() {
+    --slots_pending_;
+    check_drained();
+}
+
+// Done has come, every stream has stopped carrying blocks and every block
+// handed over is written: what has not arrived now never will (a sender that
+// says Done early must not hold the transfer, its thread and its files open).
+void ReceiveTransfer::check_drained() {
+    std::vector<std::uint32_t> missing;
+    {
+        std::lock_guard lock(mutex_);
+        if (finished_ || !done_seen_ || carriers_ > 0 || slots_pending_ > 0) return;
+        for (std::uint32_t i = 0; i < files_.size(); ++i)
+            if (files_[i].status == FileState::Status::Waiting) missing.push_back(i);
+    }
+    for (const std::uint32_t i : missing) fail_file(i, "the sender said Done before all of it arrived");
     maybe_finish();
 }
 
@@ -448,17 +697,21 @@ void ReceiveTransfer::maybe_finish() {
             done += f.status == FileState::Status::Done;
             skipped += f.status == FileState::Status::Skipped;
         }
+        succeeded_ = failed.empty();
+        if (!failed.empty())
+            problem_ = std::to_string(failed.size()) + " file(s) failed, " + failed[0]["path"].get<std::string>() +
+                       ": " + failed[0]["why"].get<std::string>();
     }
-    succeeded_ = failed.empty();
-    if (!failed.empty()) {
-        std::lock_guard lock(mutex_);
-        problem_ = std::to_string(failed.size()) + " file(s) failed, " + failed[0]["path"].get<std::string>() + ": " +
-                   failed[0]["why"].get<std::string>();
-    }
-    // Directory modes last: a read-only directory would have refused its files.
-    for (const auto& d : manifest_.dirs) {
-        const std::string path = prefix_.empty() ? d.path : prefix_ + "/" + d.path;
-        ::fchmodat(tree_.parent_fd(path), split_path(path).second.c_str(), d.mode, 0);
+    // Directory modes last (a read-only directory would have refused its
+    // files), children before parents, each through a descriptor opened
+    // beneath the root: fchmodat by name would follow a symbolic link put in
+    // the directory's place, and change a directory outside the tree.
+    for (auto d = manifest_.dirs.rbegin(); d != manifest_.dirs.rend(); ++d) {
+        const std::string path = prefix_.empty() ? d->path : prefix_ + "/" + d->path;
+        const Fd dir(tree_.open_dir(path));
+        if (dir.get() < 0 || ::fchmod(dir.get(), d->mode) != 0)
+            spdlog::warn("{}: transfer {:016x}: {}/{}: its mode is not set: {}", settings_.log_name, id_, tree_.root(),
+                         path, std::strerror(errno));
     }
     if (succeeded_) journal_->remove();
     const std::string report = json{{"files", done}, {"in_place", skipped}, {"failed", failed},
@@ -471,7 +724,8 @@ void ReceiveTransfer::maybe_finish() {
     } catch (const std::exception& e) {
         spdlog::warn("{}: transfer {:016x}: cannot send the report: {}", settings_.log_name, id_, e.what());
     }
-    if (ring_) ring_->abort();
+    ring_->abort();
+    ended_.notify_all();
 }
 
 std::string ReceiveTransfer::problem() const {
@@ -481,20 +735,23 @@ std::string ReceiveTransfer::problem() const {
 
 void ReceiveTransfer::abort(const std::string& why) {
     std::vector<int> streams;
+    bool ring = false;
     {
         std::lock_guard lock(mutex_);
         if (finished_) return;
         finished_ = true;
         streams = streams_;
         problem_ = why;
+        ring = prepared_;  // otherwise prepare() stops the ring it makes
     }
+    ended_.notify_all();
     spdlog::error("{}: transfer {:016x} stopped: {}; what was written stays for a resumed transfer", settings_.log_name, id_, why);
     try {  // the sender learns why, if it is still there
         std::lock_guard lock(control_send_);
         if (control_fd_ >= 0) write_frame(control_fd_, Frame{Kind::Error, id_}, why.data(), why.size());
     } catch (const std::exception&) {
     }
-    if (ring_) ring_->abort();
+    if (ring) ring_->abort();
     for (int fd : streams) ::shutdown(fd, SHUT_RDWR);  // wakes the other streams' readers
 }
 

@@ -1,21 +1,30 @@
-// The receiving side of one transfer (`slabcast serve`): the manifest is
-// checked and the tree prepared, then back-end threads (one per TCP stream)
-// put every block into the ring and a pool of front-end writer threads takes
-// them out: verify the block's checksum, write it at its offset, note it in
-// the journal, and once a file is whole, check the file's checksum (made of
-// its blocks' checksums) against the sender's, optionally read it back too,
-// and move it into place under its name.
+// The receiving side of one transfer (`slabcast serve`, and `stage --from`):
+// the manifest is checked against the host's limits and the tree prepared,
+// then back-end threads (one per TCP stream) check every frame against the
+// manifest as it arrives and put it into the ring, and a pool of front-end
+// writer threads takes them out: verify the block's checksum, write it at its
+// offset, note it in the journal, and once a file is whole, check the file's
+// checksum (made of its blocks' checksums) against the sender's, optionally
+// read it back too, and move it into place under its name.
+//
+// Every number in a frame or the manifest comes from the peer: each is
+// checked before it sizes, indexes or offsets anything, and a frame that is
+// not legal in the transfer's state (a block before the manifest, a stream
+// joining before it was prepared, a second manifest) stops the transfer with
+// a message naming the field.
 #pragma once
 
 #include "mover/block_ring.h"
 #include "mover/dest_tree.h"
 #include "mover/journal.h"
 #include "mover/manifest.h"
+#include "mover/stream_io.h"
 #include "mover/wire.h"
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +32,23 @@
 #include <vector>
 
 namespace slabcast::mover {
+
+// What one transfer may ask of the receiving host (docs/mover.md, "Limits";
+// serve's flags set them). Free space is checked too: the bytes a transfer
+// declares, less what is in place, must fit the destination.
+struct ReceiveLimits {
+    std::uint64_t manifest_bytes = 64u << 20;  // --max-manifest-mb
+    std::uint64_t entries = 1'000'000;         // --max-files: files and directories
+    // --max-blocks: blocks declared in all; each costs 8 bytes of bookkeeping
+    // once its file's first block arrives (none before).
+    std::uint64_t blocks = std::uint64_t{1} << 24;
+};
+
+// The hidden name a file named `name` is written under, next to it, until it
+// is whole and verified: `.NAME.slabcast-part`, or a fixed-length name made
+// with a hash where that would pass 255 bytes. Anything that cleans up after
+// a transfer finds its part files with it.
+std::string part_file_name(const std::string& name);
 
 struct ReceiveSettings {
     int writers = 4;
@@ -32,10 +58,15 @@ struct ReceiveSettings {
     // reading the whole transfer a second time.
     bool read_back = false;
     std::string log_name = "serve";  // how its log lines begin
+    ReceiveLimits limits;
 };
 
 class ReceiveTransfer {
 public:
+    // Part files a transfer holds open at most; the others are reopened when
+    // their next block comes (blocks of many files may be in flight at once).
+    static constexpr std::size_t kOpenPartFiles = 64;
+
     // `prefix`: the destination inside the tree ("" for its top).
     // `root`: the server's --root, opened afresh for each transfer (its
     // directories may have been removed or replaced since the last one).
@@ -44,11 +75,14 @@ public:
 
     std::uint64_t id() const { return id_; }
     // Stream 0: reads the manifest, prepares the tree, answers with Have, then
-    // carries blocks like any stream. Returns when the stream ends.
+    // carries blocks like any stream until Done, and returns when the
+    // transfer has ended.
     void run_first_stream(int fd);
-    // Streams 1..n: blocks until Bye or the end of the transfer.
+    // Streams 1..n: blocks until Bye or the end of the transfer. Throws
+    // std::runtime_error (the stream is refused) when the transfer is not
+    // prepared yet: a stream may join only once the manifest is taken.
     void run_stream(int fd);
-    // Changes the writer pool while the transfer runs.
+    // Changes the writer pool (before the transfer is prepared: its size when it is).
     void set_writers(int n);
     bool finished() const { return finished_; }
     // The manifest is in and the destination prepared: more streams may join.
@@ -62,30 +96,42 @@ public:
 
 private:
     struct FileState {
-        int fd = -1;          // opened at its first block (not all at once: a tree may hold more files than fds)
-        bool resume = false;  // its part file holds blocks of an earlier run
+        std::shared_ptr<Fd> fd;  // its part file while open (kOpenPartFiles at most per transfer)
+        bool part_ready = false;  // created and sized, or left by an earlier run: reopened as it is
         std::uint64_t blocks = 0, blocks_seen = 0;
+        // Per block, allocated at the file's first block (not for every declared
+        // block up front), freed once the file is resolved.
         std::vector<bool> seen;
         std::vector<std::uint64_t> sums;  // each block's checksum, as verified on arrival (or journaled)
         bool end_seen = false;
         std::uint64_t checksum = 0;
-        enum class Status { Waiting, Done, Failed, Skipped } status = Status::Waiting;
+        // Finishing: whole, its checksum being checked; later frames for it are ignored.
+        enum class Status { Waiting, Finishing, Done, Failed, Skipped } status = Status::Waiting;
         std::string problem;
     };
 
+    std::string take_manifest(int fd);
+    void check_limits() const;
     void prepare(const std::string& manifest_text, int control_fd);
     void carry_blocks(int fd, bool first);
+    // What makes a frame illegal while blocks arrive ("" when it is legal), naming the field.
+    std::string frame_problem(const Frame& f) const;
     void writer_loop(const std::atomic<bool>* quit);
     // `payload_sum`: checksum() of the payload, taken as it arrived.
     void handle(const Frame& f, const std::uint8_t* payload, std::uint64_t payload_sum);
-    void block_arrived(std::uint32_t file, std::uint64_t offset, std::uint64_t length);
-    int fd_of(std::uint32_t file);
+    void block_arrived(std::uint32_t file, std::uint64_t offset, std::uint64_t sum);
+    std::shared_ptr<Fd> open_part(std::uint32_t file);  // under mutex_
     void finish_file(std::uint32_t file);
-    bool read_back_matches(std::uint32_t file);
+    bool read_back_matches(std::uint32_t file, int fd);
     void fail_file(std::uint32_t file, const std::string& why);
+    void resolve(FileState& f, FileState::Status status);  // under mutex_
+    void stream_ended();
+    void slot_done();
+    void check_drained();
     void maybe_finish();
     std::string path_of(std::uint32_t file) const;
     std::string part_of(std::uint32_t file) const;
+    Journal::Version version_of(std::uint32_t file) const;
 
     std::uint64_t id_;
     DestTree tree_;
@@ -95,18 +141,26 @@ private:
     std::vector<FileState> files_;
     std::unique_ptr<Journal> journal_;
     std::unique_ptr<BlockRing> ring_;
-    mutable std::mutex mutex_;  // files_ status, counters, streams_
+    mutable std::mutex mutex_;  // files_ status and per-block state, counters, streams_, the stages
+    std::condition_variable ended_;  // finished_ became true
     std::vector<int> streams_;
+    std::deque<std::uint32_t> open_order_;  // files whose part file was opened, oldest first
+    std::size_t open_parts_ = 0;
     int control_fd_ = -1;
     std::mutex control_send_;
     bool done_seen_ = false;
+    // Streams still carrying blocks, and ring slots handed to the writers and
+    // not yet written: with Done seen and both at zero, nothing more can come.
+    std::atomic<int> carriers_{0};
+    std::atomic<std::uint64_t> slots_pending_{0};
     std::uint64_t resolved_ = 0;
     std::atomic<bool> finished_{false}, succeeded_{false};
     std::mutex pool_mutex_;
+    bool pool_open_ = false;  // under pool_mutex_: the ring exists, writers may run
     std::vector<std::thread> writers_;
     std::vector<std::unique_ptr<std::atomic<bool>>> writer_quit_;
     std::atomic<std::uint64_t> bytes_written_{0};
-    std::atomic<bool> prepared_{false};
+    std::atomic<bool> prepared_{false};  // set under mutex_
     std::string problem_;  // under mutex_
 };
 

@@ -84,8 +84,8 @@ int listen_tcp(const std::string& address, int port) {
     addrinfo* found = resolve(address, port, true);
     const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
     const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || ::bind(fd, found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd, 64) != 0) {
+    if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || ::bind(fd, found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
         const int err = errno;
         ::freeaddrinfo(found);
         if (fd >= 0) ::close(fd);
@@ -106,6 +106,8 @@ bool read_full(int fd, void* buf, std::size_t n) {
         }
         if (r < 0 && errno == EINTR) continue;
         if (r == 0 && got == 0) return false;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            throw std::runtime_error("the peer sent nothing for the idle timeout, connection dropped");
         throw std::runtime_error(r == 0 ? "the peer closed the connection in the middle of a frame"
                                         : std::string("receive: ") + std::strerror(errno));
     }
@@ -136,10 +138,18 @@ bool read_frame(int fd, Frame& f, std::string& payload, std::size_t max_payload)
     const auto decoded = decode_header(header, &problem);
     if (!decoded) throw std::runtime_error(problem);
     f = *decoded;
-    if (f.length > max_payload) throw std::runtime_error("frame payload larger than expected");
-    payload.resize(f.length);
-    if (f.length > 0 && !read_full(fd, payload.data(), f.length))
-        throw std::runtime_error("the peer closed the connection in the middle of a frame");
+    if (f.length > max_payload)
+        throw std::runtime_error("a frame of " + std::to_string(f.length) + " bytes, where at most " +
+                                 std::to_string(max_payload) + " belong");
+    payload.clear();
+    constexpr std::size_t kPiece = 1u << 20;
+    for (std::size_t got = 0; got < f.length;) {
+        const std::size_t n = std::min<std::size_t>(kPiece, f.length - got);
+        payload.resize(got + n);
+        if (!read_full(fd, payload.data() + got, n))
+            throw std::runtime_error("the peer closed the connection in the middle of a frame");
+        got += n;
+    }
     return true;
 }
 

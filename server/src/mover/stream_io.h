@@ -19,17 +19,19 @@ int listen_tcp(const std::string& address, int port);
 // vanishes (host down, path cut) is given up after about `peer_timeout_s`.
 void tune_tcp(int fd, int peer_timeout_s);
 
-// false on an orderly EOF before the first byte; throws on an error or an EOF
-// in the middle.
+// false on an orderly EOF before the first byte; throws on an error, an EOF
+// in the middle, or nothing for the socket's SO_RCVTIMEO (serve's idle timeout).
 bool read_full(int fd, void* buf, std::size_t n);
 void write_full(int fd, const void* buf, std::size_t n);
 
-// Reads one frame: header (checked) and payload, at most `max_payload`.
-// false on EOF at a frame boundary. Throws std::runtime_error on anything else.
+// Reads one frame: header (checked) and payload, at most `max_payload`. The
+// payload grows as its bytes arrive, so a header that declares 64 MiB and
+// sends nothing costs nothing. false on EOF at a frame boundary. Throws
+// std::runtime_error on anything else.
 bool read_frame(int fd, Frame& f, std::string& payload, std::size_t max_payload = kMaxPayload);
 void write_frame(int fd, const Frame& f, const void* payload = nullptr, std::size_t length = 0);
 
-// A socket that closes itself.
+// A descriptor (a socket, a file, a directory) that closes itself.
 class Fd {
 public:
     Fd() = default;
