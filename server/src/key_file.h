@@ -1,5 +1,6 @@
-// The shared key that authenticates sync packets: 32 random bytes kept as 64
-// hex characters in a file only its owner may read (`slabcast keygen PATH`).
+// The shared key that authenticates sync packets and the data mover's streams
+// (mover/auth.h): 32 random bytes kept as 64 hex characters in a file only its
+// owner may read (`slabcast keygen PATH`).
 #pragma once
 
 #include "slabcast/control_packets.h"

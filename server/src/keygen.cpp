@@ -1,5 +1,6 @@
-// `slabcast keygen PATH`: a fresh key for authenticating sync packets, to be
-// copied (securely) to the controller, every shuffler and every stager.
+// `slabcast keygen PATH`: a fresh key for authenticating sync packets and the
+// data mover's streams, to be copied (securely) to the controller, every
+// shuffler and stager, and both ends of the mover (serve, move).
 #include "key_file.h"
 #include "roles.h"
 
@@ -16,7 +17,8 @@ void register_keygen(CLI::App& root, RoleMain& run) {
     c->callback([path, &run] {
         run = [path] {
             write_new_key(*path);
-            spdlog::info("keygen: wrote {} (mode 0600); give the same file to control, shuffle and stage with --key-file",
+            spdlog::info("keygen: wrote {} (mode 0600); give the same file with --key-file to control, shuffle and "
+                         "stage, and to serve and move",
                          *path);
             return 0;
         };

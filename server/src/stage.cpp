@@ -4,6 +4,7 @@
 // has moved past it (seeds/000 section 4.2).
 #include "numa_placement.h"
 #include "host_checks.h"
+#include "key_file.h"
 #include "roles.h"
 #include "sync_gate.h"
 #include "staged_step.h"
@@ -147,6 +148,7 @@ private:
             throw std::invalid_argument("--from '" + o_.from + "': expected HOST[:PORT]");
         }
         pull_.streams = o_.pull_streams;
+        if (!o_.key_file.empty()) pull_.key = load_sync_key(o_.key_file);  // the data host's serve checks it too
         std::string descriptor = o_.dataset;
         while (!descriptor.empty() && descriptor.back() == '/') descriptor.pop_back();
         if (descriptor.size() < 5 || descriptor.compare(descriptor.size() - 5, 5, ".json") != 0) descriptor += "/dataset.json";
@@ -355,7 +357,9 @@ void register_stage(CLI::App& root, RoleMain& run) {
     c->add_option("--streams", o->streams, "streams whose shufflers use this staging area, e.g. 0-31")->required();
     c->add_option("--budget", o->budget, "memory for staged steps, e.g. 16G (default: half the free space)");
     c->add_option("--sync", o->sync, "HOST:PORT to hear the controller's sync packets on");
-    c->add_option("--key-file", o->key_file, "accept only syncs authenticated with this key (slabcast keygen)");
+    c->add_option("--key-file", o->key_file,
+                  "accept only syncs authenticated with this key (slabcast keygen); with --from, the streams to "
+                  "the data host's serve are authenticated with it too");
     c->add_option("--controller", o->controller, "accept syncs only from these addresses/CIDRs");
     c->add_flag("--loop", o->loop, "the controller loops over the steps: keep staging from the start");
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");

@@ -10,7 +10,6 @@ import random
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -19,9 +18,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, wait_for, unittest_main  # noqa: E402
+from mover_wire import ERROR, challenge, frame, read_frame, read_key, say_hello  # noqa: E402
 
 MIB = 1 << 20
-PROTOCOL_VERSION = 2  # server/src/mover/wire.h kVersion
 
 
 def tree_listing(root):
@@ -322,19 +321,97 @@ class MoverTest(unittest.TestCase):
                          (entry(size=-1), "'size' is out of range")):
             manifest = json.dumps({"block": 4 << 20, "dirs": [], "files": [bad]}).encode()
             with socket.create_connection(("127.0.0.1", self.port)) as s:
-                hello = json.dumps({"stream": 0, "dest": "h"}).encode()
-                s.sendall(frame(1, 99, hello) + frame(2, 99, manifest, extra=len(manifest)))
+                say_hello(s, 99, {"stream": 0, "dest": "h"})
+                s.sendall(frame(2, 99, manifest, extra=len(manifest)))
                 kind, payload = read_frame(s)
             self.assertEqual(kind, 10, payload)  # Error
             self.assertIn(why, payload.decode())
         # A Hello that is not one.
         with socket.create_connection(("127.0.0.1", self.port)) as s:
-            s.sendall(frame(1, 97, json.dumps({"stream": 1e300}).encode()))
+            say_hello(s, 97, {"stream": 1e300})
             kind, payload = read_frame(s)
         self.assertEqual(kind, 10, payload)
         self.assertIn("'stream' must be a whole number", payload.decode())
         self.assertFalse(os.path.exists(os.path.join(self.ws.dir, "evil")))
         self.assertTrue(self.server.alive())
+
+    def test_only_clients_with_the_key_may_write(self):
+        """serve --key-file: a move with the key arrives over 4 streams, each
+        authenticated both ways; one without the key or with another is refused
+        in words that say so, and the server logs the client, writes nothing
+        for it and goes on; a Hello recorded on one connection is refused on the
+        next; a client with a key sends nothing to a server that has none."""
+        key, other = (os.path.join(self.ws.dir, name) for name in ("site.key", "other.key"))
+        for k in (key, other):
+            self.assertEqual(self.ws.run(["keygen", k]).returncode, 0)
+        src = os.path.join(self.ws.dir, "auth")
+        write_file(os.path.join(src, "big.bin"), os.urandom(24 * MIB + 3))
+        for i in range(40):
+            write_file(os.path.join(src, "small", "f%02d" % i), os.urandom(i * 1000))
+        self.start_serve(None, "--key-file", key)
+        self.assertIn("clients must hold the key", self.server.text())
+        r, _ = self.move(src, "127.0.0.1:ok", "--key-file", key, "--streams", "4", "--block-kb", "1024")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_same_tree(src, os.path.join(self.root, "ok", "auth"))
+
+        for args, why in (([], "the server requires authentication: give this client the server's key file "
+                                "with --key-file"),
+                          (["--key-file", other], "authentication failed: the server and this client hold "
+                                                  "different keys")):
+            r, _ = self.move(src, "127.0.0.1:refused", *args)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(why, r.stderr)
+            wait_for(lambda: why.split(":")[0] in self.server.text(), what="the server to log the refusal")
+        self.assertEqual(self.server.text().count("refused a client from 127.0.0.1"), 2, self.server.text())
+        self.assertFalse(os.path.exists(os.path.join(self.root, "refused")), "a refused client wrote something")
+
+        # A hand-made client with the key checks the server's proof itself
+        # (say_hello); its Hello, sent again on a new connection, is refused.
+        with socket.create_connection(("127.0.0.1", self.port), timeout=30) as s:
+            hello = say_hello(s, 0x5EED, {"stream": 0, "dest": "replayed"}, key=read_key(key))
+        with socket.create_connection(("127.0.0.1", self.port), timeout=30) as s:
+            self.assertEqual(read_frame(s)[0], 12)  # a Challenge, with a fresh nonce
+            s.sendall(hello)
+            kind, payload = read_frame(s)
+        self.assertEqual(kind, ERROR, payload)
+        self.assertIn(b"hold different keys", payload)
+        self.assertFalse(os.path.exists(os.path.join(self.root, "replayed")))
+
+        self.assertTrue(self.server.alive())
+        r, _ = self.move(src, "127.0.0.1:after", "--key-file", key)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_same_tree(src, os.path.join(self.root, "after", "auth"))
+
+        # A server without a key: a client given one will not send to it.
+        plain_port = free_tcp_port()
+        plain = self.ws.start("serve-plain", ["serve", "--root", os.path.join(self.ws.dir, "plain"), "--listen",
+                                              "127.0.0.1", "--port", str(plain_port)])
+        wait_for(lambda: "serve:" in plain.text(), what="the server without a key")
+        r = subprocess.run([SLABCAST, "move", "--port", str(plain_port), "--progress", "none", "--key-file", key, src,
+                            "127.0.0.1:x"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("authentication failed: the server holds no key", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.ws.dir, "plain", "x")))
+
+    def test_serve_beyond_loopback_needs_a_key_or_says_it_has_none(self):
+        """Without --key-file, serve listens on loopback only, unless told
+        --insecure-no-auth; the refusal names each way out."""
+        root = os.path.join(self.ws.dir, "open")
+        port = free_tcp_port()
+        r = self.ws.run(["serve", "--root", root, "--port", str(port)])  # --listen 0.0.0.0 by default
+        self.assertNotEqual(r.returncode, 0)
+        for way_out in ("without --key-file would let anyone who reaches port %d write into" % port,
+                        "slabcast keygen", "--listen 127.0.0.1", "--insecure-no-auth"):
+            self.assertIn(way_out, r.stderr)
+        server = self.ws.start("serve-open", ["serve", "--root", root, "--port", str(port), "--insecure-no-auth"])
+        wait_for(lambda: "serve:" in server.text(), what="the server")
+        self.assertIn("no key: clients are not authenticated", server.text())
+        src = os.path.join(self.ws.dir, "one")
+        write_file(os.path.join(src, "a"), b"anyone")
+        r = subprocess.run([SLABCAST, "move", "--port", str(port), "--progress", "none", src, "127.0.0.1:d"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_same_tree(src, os.path.join(root, "d", "one"))
 
     def test_a_malformed_answer_from_the_server_is_refused(self):
         """A hand-made server answers the manifest with a Have whose file
@@ -349,6 +426,7 @@ class MoverTest(unittest.TestCase):
                 self.addCleanup(mover.kill)  # should it hang on the answer
                 conn, _ = listener.accept()
                 with conn:
+                    conn.sendall(challenge())
                     self.assertEqual(read_frame(conn)[0], 1)  # Hello
                     self.assertEqual(read_frame(conn)[0], 2)  # the manifest, one frame for one file
                     conn.sendall(frame(3, 0, json.dumps({"complete": [], "blocks": {key: [0]}}).encode()))
@@ -377,31 +455,6 @@ class MoverTest(unittest.TestCase):
             self.server.stop()
             subprocess.run(["umount", small_fs])
             os.rmdir(small_fs)
-
-
-def frame(kind, transfer, payload=b"", file=0, offset=0, extra=0):
-    return struct.pack("<IHHQIIQQQ", 0x424D4353, PROTOCOL_VERSION, kind, transfer, file, len(payload), offset,
-                       checksum_of(payload), extra) + payload
-
-
-def checksum_of(data):
-    """XXH3-64, as the mover's frames carry it (xxhsum from Debian's xxhash)."""
-    out = subprocess.run(["xxhsum", "-H3", "-"], input=data, capture_output=True, check=True)
-    return int(out.stdout.split(b"=")[-1].strip(), 16)
-
-
-def read_frame(s):
-    header = b""
-    while len(header) < 48:
-        chunk = s.recv(48 - len(header))
-        if not chunk:
-            return None, b""
-        header += chunk
-    kind, length = struct.unpack_from("<H", header, 6)[0], struct.unpack_from("<I", header, 20)[0]
-    payload = b""
-    while len(payload) < length:
-        payload += s.recv(length - len(payload))
-    return kind, payload
 
 
 if __name__ == "__main__":

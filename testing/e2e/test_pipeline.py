@@ -151,12 +151,18 @@ class PipelineTest(unittest.TestCase):
 
     def test_the_stager_pulls_the_steps_from_a_data_host(self):
         """stage --from: every step comes from a `serve --allow-pull` on the data
-        host through the data mover, and arrives bit for bit at the receiver."""
+        host through the data mover, and arrives bit for bit at the receiver.
+        One key serves the deployment: it signs the syncs, and the stager and
+        the data host prove to each other that they hold it on every stream."""
+        key = os.path.join(self.ws.dir, "site.key")
+        self.assertEqual(self.ws.run(["keygen", key]).returncode, 0)
         port = free_tcp_port()
         data_host = self.ws.start("serve", ["serve", "--root", os.path.dirname(self.dataset), "--listen", "127.0.0.1",
-                                            "--port", str(port), "--allow-pull", "--allow", "127.0.0.1/32"])
+                                            "--port", str(port), "--allow-pull", "--allow", "127.0.0.1/32",
+                                            "--key-file", key])
         wait_for(lambda: "serve:" in data_host.text(), what="the data host's server")
-        d = Deployment(self.ws, self.dataset, stage_from=("127.0.0.1:%d" % port, os.path.basename(self.dataset)))
+        d = Deployment(self.ws, self.dataset, stage_from=("127.0.0.1:%d" % port, os.path.basename(self.dataset)),
+                       key_file=key)
         for step in range(4):
             d.control("--steps", str(step))
             wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == step for k in range(STREAMS)),
@@ -187,6 +193,19 @@ class PipelineTest(unittest.TestCase):
         r = self.ws.run(["stage", "--from", "127.0.0.1:%d" % port, "--dataset", "../etc",
                          "--staging", self.ws.staging, "--streams", "0"])
         self.assertNotEqual(r.returncode, 0)
+        # A data host with a key gives nothing to a stager without it.
+        key = os.path.join(self.ws.dir, "site.key")
+        self.assertEqual(self.ws.run(["keygen", key]).returncode, 0)
+        keyed_port = free_tcp_port()
+        keyed = self.ws.start("serve-keyed", ["serve", "--root", os.path.dirname(self.dataset), "--listen",
+                                              "127.0.0.1", "--port", str(keyed_port), "--allow-pull",
+                                              "--key-file", key])
+        wait_for(lambda: "serve:" in keyed.text(), what="the data host's server with a key")
+        r = self.ws.run(["stage", "--from", "127.0.0.1:%d" % keyed_port, "--dataset",
+                         os.path.basename(self.dataset), "--staging", self.ws.staging, "--streams", "0"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("the server requires authentication", r.stderr)
+        self.assertIn("refused a client from 127.0.0.1", keyed.text())
 
     def test_morton_order_arrives_bit_for_bit(self):
         d = Deployment(self.ws, self.dataset, order="morton")

@@ -4,7 +4,7 @@ is used between sites.
 
 Shows: a tree (small files, a large one, a sparse one, an empty one, a
 unicode name) arrives bit for bit; the server takes clients only from
---allow; a server killed mid-transfer, and then a path cut mid-transfer, are
+--allow, and only with its key; a server killed mid-transfer, and then a path cut mid-transfer, are
 each named by the client within seconds (--peer-timeout), the server outlives
 the cut, and the same command afterwards sends only what is missing. Needs root."""
 
@@ -36,6 +36,9 @@ class MoverNetnsTest(unittest.TestCase):
         self.ws = Workspace("movernetns")
         self.bed = tb.Testbed(delay_ms=16)
         self.root = os.path.join(self.ws.dir, "site-b")
+        # The server listens beyond loopback: it takes only clients with its key.
+        self.key = os.path.join(self.ws.dir, "site.key")
+        assert self.ws.run(["keygen", self.key]).returncode == 0
 
     def tearDown(self):
         self.ws.close()  # every process first: a namespace lives while a process is in it
@@ -43,14 +46,14 @@ class MoverNetnsTest(unittest.TestCase):
 
     def start_serve(self, name="serve"):
         server = self.ws.start(name, ["serve", "--root", self.root, "--listen", tb.RECEIVER, "--port", str(PORT),
-                                      "--allow", tb.SENDER + "/32", "--peer-timeout", "3"],
+                                      "--allow", tb.SENDER + "/32", "--peer-timeout", "3", "--key-file", self.key],
                                prefix=self.bed.prefix("receiver"))
         wait_for(lambda: "serve:" in server.text(), what="the server")
         return server
 
     def move_cmd(self, src, host="sender"):
         return self.bed.prefix(host) + [SLABCAST, "move", "--port", str(PORT), "--progress", "none", "--streams", "4",
-                                        "--peer-timeout", "3", src, tb.RECEIVER + ":dst"]
+                                        "--peer-timeout", "3", "--key-file", self.key, src, tb.RECEIVER + ":dst"]
 
     def assert_same_tree(self, src, dst):
         assert_trees_equal(self, src, dst)
@@ -77,19 +80,27 @@ class MoverNetnsTest(unittest.TestCase):
         r = subprocess.run(self.move_cmd(src, host="controller"), capture_output=True, text=True, timeout=60)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("refused a connection from %s" % tb.CONTROLLER, server.text())
+        # From the allowed host but without the key: refused all the same.
+        without_key = [a for a in self.move_cmd(src) if a not in ("--key-file", self.key)]
+        r = subprocess.run(without_key, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("the server requires authentication", r.stderr)
+        wait_for(lambda: "refused a client from %s" % tb.SENDER in server.text(), what="the server to log it")
 
     def test_the_stager_pulls_steps_across_the_wan(self):
         """stage --from on the sender host, serve --allow-pull on the data host
         (here the receiver's namespace): every step staged, bit for bit."""
         dataset = self.ws.generate("ds", (64, 64, 64), 4)
         server = self.ws.start("serve", ["serve", "--root", os.path.dirname(dataset), "--listen", tb.RECEIVER,
-                                         "--port", str(PORT), "--allow", tb.SENDER + "/32", "--allow-pull"],
+                                         "--port", str(PORT), "--allow", tb.SENDER + "/32", "--allow-pull",
+                                         "--key-file", self.key],
                                prefix=self.bed.prefix("receiver"))
         wait_for(lambda: "serve:" in server.text(), what="the data host's server")
         stats = os.path.join(self.ws.dir, "stage.json")
         stager = self.ws.start("stage", ["stage", "--from", "%s:%d" % (tb.RECEIVER, PORT), "--dataset",
                                          os.path.basename(dataset), "--staging", self.ws.staging, "--streams", "0",
-                                         "--budget", "8M", "--stats-json", stats], prefix=self.bed.prefix("sender"))
+                                         "--budget", "8M", "--stats-json", stats, "--key-file", self.key],
+                               prefix=self.bed.prefix("sender"))
         steps = sorted(f for f in os.listdir(dataset) if f.endswith(".raw"))
 
         def staged():

@@ -1,6 +1,7 @@
 // `slabcast move SRC... HOST:DEST`: the sending end of the data mover
 // (docs/mover.md). Files and directories go to a `slabcast serve` on HOST,
 // into DEST beneath its --root, as tagged blocks over several TCP streams.
+#include "key_file.h"
 #include "mover/manifest.h"
 #include "mover/send_transfer.h"
 #include "roles.h"
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace slabcast {
@@ -33,6 +35,7 @@ struct MoveOptions {
     std::string progress = "auto";
     std::string tune_file;
     int peer_timeout_s = 60;
+    std::string key_file;
 };
 
 // "host:dest", "[v6]:dest"; DEST may be empty (the server's root).
@@ -137,13 +140,16 @@ int run_move(const MoveOptions& o) {
     const auto [host, dest] = parse_target(o.paths.back());
     if (o.block_kb < 4 || o.block_kb > 65536 || o.block_kb % 4 != 0)
         throw std::invalid_argument("--block-kb must be a multiple of 4 in 4..65536");
+    std::optional<Key> key;
+    if (!o.key_file.empty()) key = load_sync_key(o.key_file);  // before the scan: a bad key file fails at once
     const std::vector<std::string> sources(o.paths.begin(), o.paths.end() - 1);
     Manifest manifest = scan_sources(sources, static_cast<std::uint32_t>(o.block_kb) << 10);
     for (const auto& s : manifest.skipped) spdlog::warn("move: skipped {}", s);
     const std::size_t files = manifest.files.size();
     const std::uint64_t bytes = manifest.total_bytes();
     SendTransfer t(std::move(manifest), SendSettings{host, o.port, dest, o.streams, o.readers,
-                                                     static_cast<std::size_t>(o.ring_mb) << 20, o.peer_timeout_s});
+                                                     static_cast<std::size_t>(o.ring_mb) << 20, o.peer_timeout_s,
+                                                     0, key});
     ProgressView view(o.progress, t);
     const auto t0 = std::chrono::steady_clock::now();
     t.start();
@@ -218,6 +224,9 @@ void register_move(CLI::App& root, RoleMain& run) {
     c->add_option("--peer-timeout", o->peer_timeout_s, "seconds without an answer from the server (path cut, host down) before giving up")
         ->check(CLI::Range(2, 3600))
         ->capture_default_str();
+    c->add_option("--key-file", o->key_file,
+                  "the server's key (slabcast keygen): this client and the server prove to each other that they "
+                  "hold it, on every stream");
     c->callback([o, &run] { run = [o] { return run_move(*o); }; });
 }
 

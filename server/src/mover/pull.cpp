@@ -43,7 +43,7 @@ void Pull::run() {
         // Stream 0 asks for the files; the server answers with the manifest on it.
         fds.emplace_back(connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s));
         const std::string hello = nlohmann::json{{"stream", 0}, {"get", paths_}}.dump();
-        write_frame(fds[0].get(), Frame{Kind::Hello, id_}, hello.data(), hello.size());
+        ClientHandshake(settings_.key).run(fds[0].get(), id_, hello, settings_.peer_timeout_s);
         std::thread first([this, fd = fds[0].get()] { transfer_->run_first_stream(fd); });
         // The other streams join once the server knows the transfer (it has our answer to its manifest).
         while (!transfer_->prepared() && !transfer_->finished() && !stopping_)
@@ -52,7 +52,7 @@ void Pull::run() {
             try {
                 fds.emplace_back(connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s));
                 const std::string more = nlohmann::json{{"stream", k}}.dump();
-                write_frame(fds.back().get(), Frame{Kind::Hello, id_}, more.data(), more.size());
+                ClientHandshake(settings_.key).run(fds.back().get(), id_, more, settings_.peer_timeout_s);
                 streams.emplace_back([this, fd = fds.back().get()] { transfer_->run_stream(fd); });
             } catch (const std::exception& e) {  // fewer streams, slower, still whole
                 problem = e.what();

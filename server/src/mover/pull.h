@@ -5,6 +5,7 @@
 // protocol, checksums and resume as `slabcast move`, in the other direction.
 #pragma once
 
+#include "mover/auth.h"
 #include "mover/receive_transfer.h"
 
 #include <atomic>
@@ -24,6 +25,7 @@ struct PullSettings {
     int writers = 2;
     std::size_t ring_bytes = 64u << 20;
     int peer_timeout_s = 60;
+    std::optional<Key> key;  // every stream is authenticated with it (mover/auth.h)
 };
 
 class Pull {

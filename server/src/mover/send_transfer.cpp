@@ -68,11 +68,11 @@ SendTransfer::~SendTransfer() {
     if (control_fd_ >= 0) ::close(control_fd_);
 }
 
-int SendTransfer::open_stream(int index) {
+int SendTransfer::open_stream(int index, ClientHandshake& handshake) {
     const int fd = connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s);
     const std::string hello = json{{"stream", index}, {"dest", settings_.dest}}.dump();
     try {
-        write_frame(fd, Frame{Kind::Hello, id_}, hello.data(), hello.size());
+        handshake.send_hello(fd, id_, hello, settings_.peer_timeout_s);
     } catch (...) {
         ::close(fd);
         throw;
@@ -80,12 +80,15 @@ int SendTransfer::open_stream(int index) {
     return fd;
 }
 
-void SendTransfer::start() { begin(open_stream(0)); }
+void SendTransfer::start() {
+    ClientHandshake handshake(settings_.key);
+    begin(open_stream(0, handshake), &handshake);
+}
 
 void SendTransfer::start_on(int control_fd) {
     settings_.host.clear();  // no connections of its own to open
     settings_.streams = 1;
-    begin(::dup(control_fd));
+    begin(::dup(control_fd), nullptr);
 }
 
 void SendTransfer::add_stream(int fd) {
@@ -99,16 +102,25 @@ void SendTransfer::add_stream(int fd) {
     stream_loop(fd, &never, false);
 }
 
-void SendTransfer::begin(int control_fd) {
+void SendTransfer::begin(int control_fd, ClientHandshake* handshake) {
     control_fd_ = control_fd;
     const std::string text = to_json(manifest_);
-    for (std::size_t at = 0; at < text.size() || at == 0;) {  // the manifest, as blocks
-        const std::size_t n = std::min<std::size_t>(text.size() - at, manifest_.block);
-        Frame f{Kind::Manifest, id_, 0, 0, at, checksum(text.data() + at, n), text.size()};
-        write_frame(control_fd_, f, text.data() + at, n);
-        at += n;
-        if (at >= text.size()) break;
+    try {
+        for (std::size_t at = 0; at < text.size() || at == 0;) {  // the manifest, as blocks
+            const std::size_t n = std::min<std::size_t>(text.size() - at, manifest_.block);
+            Frame f{Kind::Manifest, id_, 0, 0, at, checksum(text.data() + at, n), text.size()};
+            write_frame(control_fd_, f, text.data() + at, n);
+            at += n;
+            if (at >= text.size()) break;
+        }
+    } catch (const std::exception&) {
+        // A server that refused the Hello closed on the manifest: its reason comes first.
+        if (handshake) handshake->expect_proof(control_fd_, settings_.peer_timeout_s);
+        throw;
     }
+    // The manifest went out behind the Hello, not a round trip later; nothing
+    // the server says is believed before its proof.
+    if (handshake) handshake->expect_proof(control_fd_, settings_.peer_timeout_s);
     Frame reply;
     std::string payload;
     if (!read_frame(control_fd_, reply, payload, 1u << 30))
@@ -162,14 +174,21 @@ void SendTransfer::set_streams(int n) {
         connected.push_back(hello_sent->get_future());
         streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
         streams_.threads.emplace_back([this, index, hello_sent, quit = streams_.quit.back().get()] {
+            ClientHandshake handshake(settings_.key);
             int fd = -1;
             try {
-                fd = open_stream(index);
+                fd = open_stream(index, handshake);
             } catch (const std::exception& e) {
                 hello_sent->set_value();
                 return fail("opening stream " + std::to_string(index) + ": " + e.what());
             }
             hello_sent->set_value();
+            try {  // before this stream carries a block (the others carry them meanwhile)
+                handshake.expect_proof(fd, settings_.peer_timeout_s);
+            } catch (const std::exception& e) {
+                ::close(fd);
+                return fail("stream " + std::to_string(index) + ": " + e.what());
+            }
             stream_loop(fd, quit, false);
             ::close(fd);  // opened here, closed here, however the stream ended
         });

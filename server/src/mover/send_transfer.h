@@ -5,6 +5,7 @@
 // pools can be resized while it runs.
 #pragma once
 
+#include "mover/auth.h"
 #include "mover/block_ring.h"
 #include "mover/manifest.h"
 
@@ -30,6 +31,7 @@ struct SendSettings {
     std::size_t ring_bytes = 256u << 20;
     int peer_timeout_s = 60;
     std::uint64_t transfer_id = 0;  // 0: a new random one; a pull uses the id its receiving end chose
+    std::optional<Key> key;         // --key-file: every stream it opens is authenticated (mover/auth.h)
 };
 
 struct SendProgress {
@@ -84,8 +86,10 @@ private:
     };
     static constexpr std::uint64_t kPieceBlocks = 4;
 
-    int open_stream(int index);
-    void begin(int control_fd);
+    // Connects stream `index` and sends its Hello; `handshake` then checks the server's proof.
+    int open_stream(int index, ClientHandshake& handshake);
+    // `handshake`: of stream 0, when this end opened it (nullptr for a pull's).
+    void begin(int control_fd, ClientHandshake* handshake);
     void plan_pieces();
     void reader_loop(const std::atomic<bool>* quit);
     void read_piece(const Piece& piece, Slot*& slot);

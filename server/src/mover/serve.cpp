@@ -2,6 +2,8 @@
 // TCP port; every transfer arrives over one or more streams that name it in
 // their Hello, and goes into a directory beneath --root.
 #include "address_filter.h"
+#include "key_file.h"
+#include "mover/auth.h"
 #include "mover/manifest.h"
 #include "mover/receive_transfer.h"
 #include "mover/send_transfer.h"
@@ -26,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace slabcast {
@@ -44,6 +47,8 @@ struct ServeOptions {
     bool read_back = false;
     int peer_timeout_s = 60;
     bool allow_pull = false;
+    std::string key_file;
+    bool insecure_no_auth = false;
 };
 
 class Server {
@@ -53,12 +58,23 @@ public:
         for (const auto& a : o.allow) allowed_.add_list(a);
         if (o.writers < 1 || o.writers > 256) throw std::invalid_argument("--writers must be 1..256");
         if (o.ring_mb < 16) throw std::invalid_argument("--ring-mb must be >= 16");
+        if (!o.key_file.empty()) key_ = load_sync_key(o.key_file);
+        // Beyond loopback, anyone who reaches the port could write into --root.
+        if (!key_ && !o.insecure_no_auth && !is_loopback(o.listen))
+            throw std::invalid_argument(
+                "serve: listening on " + o.listen + " without --key-file would let anyone who reaches port " +
+                std::to_string(o.port) + " write into " + o.root + ": give --key-file KEY (slabcast keygen KEY makes "
+                "one; give the clients the same file), or --listen 127.0.0.1, or --insecure-no-auth to take "
+                "transfers from anyone (--allow still limits them by address)");
     }
 
     int run() {
         Fd listener(listen_tcp(o_.listen, o_.port));
-        spdlog::info("serve: {} on {}:{}, {} writers, {} MiB ring{}", o_.root, o_.listen, o_.port, o_.writers,
-                     o_.ring_mb, allowed_.empty() ? " (any client: --allow limits who may write here)" : "");
+        spdlog::info("serve: {} on {}:{}, {} writers, {} MiB ring{}{}", o_.root, o_.listen, o_.port, o_.writers,
+                     o_.ring_mb, allowed_.empty() ? " (any client: --allow limits who may write here)" : "",
+                     key_ ? ", clients must hold the key" : ", no key: clients are not authenticated");
+        if (!key_ && !is_loopback(o_.listen))
+            spdlog::warn("serve: --insecure-no-auth: anyone who reaches port {} may write into {}", o_.port, o_.root);
         while (!stop_requested() && !(o_.once && served_once())) {
             pollfd p{listener.get(), POLLIN, 0};
             if (::poll(&p, 1, 200) <= 0) {
@@ -75,11 +91,19 @@ public:
                 continue;
             }
             tune_tcp(fd, o_.peer_timeout_s);
+            auto handshake = std::make_shared<ServerHandshake>(key_);
+            try {
+                handshake->send_challenge(fd);  // first on every connection (mover/auth.h)
+            } catch (const std::exception& e) {
+                spdlog::warn("serve: a connection from {} dropped: {}", to_text(peer), e.what());
+                ::close(fd);
+                continue;
+            }
             reap();
             std::lock_guard lock(mutex_);
             auto done = std::make_shared<std::atomic<bool>>(false);
-            threads_.push_back({std::thread([this, fd, done] {
-                                    serve_stream(fd);
+            threads_.push_back({std::thread([this, fd, done, handshake, from = to_text(peer)] {
+                                    serve_stream(fd, *handshake, from);
                                     *done = true;
                                 }),
                                 done});
@@ -134,7 +158,7 @@ private:
         }
     }
 
-    void serve_stream(int raw) {
+    void serve_stream(int raw, ServerHandshake& handshake, const std::string& from) {
         Fd fd(raw);
         try {
             timeval hello_wait{10, 0}, none{0, 0};
@@ -144,7 +168,7 @@ private:
             if (!read_frame(fd.get(), f, payload, 64 << 10) || f.kind != Kind::Hello)
                 throw std::runtime_error("expected a Hello frame");
             ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
-            const auto hello = nlohmann::json::parse(payload);
+            const auto hello = nlohmann::json::parse(handshake.accept_hello(fd.get(), f, payload));
             const int stream = json_file::field<int>(hello, "stream", "the Hello");
             if (stream < 0 || stream > 127) throw std::runtime_error("the Hello names stream " + std::to_string(stream));
             if (hello.contains("get")) {
@@ -190,13 +214,20 @@ private:
             } else {
                 t->run_stream(fd.get());
             }
+        } catch (const AuthError& e) {
+            spdlog::warn("serve: refused a client from {}: {}", from, e.what());
+            refuse(fd.get(), e.what());
         } catch (const std::exception& e) {
-            spdlog::warn("serve: a connection dropped: {}", e.what());
-            try {
-                const std::string why = e.what();
-                write_frame(fd.get(), Frame{Kind::Error}, why.data(), why.size());
-            } catch (const std::exception&) {
-            }
+            spdlog::warn("serve: a connection from {} dropped: {}", from, e.what());
+            refuse(fd.get(), e.what());
+        }
+    }
+
+    // Tells the client why its stream ends, if it is still there to hear it.
+    static void refuse(int fd, const std::string& why) {
+        try {
+            write_frame(fd, Frame{Kind::Error}, why.data(), why.size());
+        } catch (const std::exception&) {
         }
     }
 
@@ -250,6 +281,7 @@ private:
 
     const ServeOptions& o_;
     AddressFilter allowed_;
+    std::optional<Key> key_;
     std::mutex mutex_;
     std::map<std::uint64_t, std::shared_ptr<ReceiveTransfer>> transfers_;
     std::map<std::uint64_t, std::shared_ptr<SendTransfer>> pulls_;
@@ -283,6 +315,11 @@ void register_serve(CLI::App& root, RoleMain& run) {
     c->add_flag("--allow-pull", o->allow_pull,
                 "also give files beneath --root out to clients that ask (slabcast stage --from); --allow limits who");
     c->add_flag("--once", o->once, "exit after the first transfer (exit code 1 if it failed)");
+    c->add_option("--key-file", o->key_file,
+                  "key (slabcast keygen) that every client must prove it holds, as this server proves it to them; "
+                  "required unless --listen is a loopback address");
+    c->add_flag("--insecure-no-auth", o->insecure_no_auth,
+                "listen beyond loopback without --key-file: any client that reaches the port may write into --root");
     c->callback([o, &run] { run = [o] { return Server(*o).run(); }; });
 }
 

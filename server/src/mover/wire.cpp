@@ -40,16 +40,18 @@ void encode_header(const Frame& f, std::uint8_t* out) {
 }
 
 std::optional<Frame> decode_header(const std::uint8_t* in, std::string* problem) {
-    auto fail = [&](const char* why) -> std::optional<Frame> {
+    auto fail = [&](const std::string& why) -> std::optional<Frame> {
         if (problem) *problem = why;
         return std::nullopt;
     };
     const std::uint8_t* p = in;
     if (take<std::uint32_t>(p) != kMagic) return fail("not a slabcast mover frame (bad magic)");
-    if (take<std::uint16_t>(p) != kVersion) return fail("unsupported mover protocol version");
+    if (const auto version = take<std::uint16_t>(p); version != kVersion)
+        return fail("unsupported mover protocol version " + std::to_string(version) + " (this end speaks " +
+                    std::to_string(kVersion) + ": both ends need the same slabcast release)");
     Frame f;
     const auto kind = take<std::uint16_t>(p);
-    if (kind < static_cast<std::uint16_t>(Kind::Hello) || kind > static_cast<std::uint16_t>(Kind::FileFailed))
+    if (kind < static_cast<std::uint16_t>(Kind::Hello) || kind > static_cast<std::uint16_t>(kLastKind))
         return fail("unknown frame kind");
     f.kind = static_cast<Kind>(kind);
     f.transfer = take<std::uint64_t>(p);

@@ -13,13 +13,16 @@
 namespace slabcast::mover {
 
 inline constexpr std::uint32_t kMagic = 0x424d4353;  // "SCMB"
-inline constexpr std::uint16_t kVersion = 2;  // 2: file checksums are made of block checksums
+// 2: file checksums are made of block checksums; 3: every connection begins
+// with the server's Challenge, and the Hello carries the client's nonce and MAC
+// (mover/auth.h).
+inline constexpr std::uint16_t kVersion = 3;
 inline constexpr std::size_t kHeaderBytes = 48;
 inline constexpr std::uint32_t kMaxPayload = 64u << 20;
 inline constexpr std::uint32_t kDefaultBlock = 4u << 20;
 
 enum class Kind : std::uint16_t {
-    Hello = 1,     // payload: JSON {stream, dest, ...}: joins (or opens) transfer `transfer`
+    Hello = 1,     // payload: nonce, MAC (auth.h), then JSON {stream, dest, ...}: joins (or opens) transfer `transfer`
     Manifest = 2,  // payload: a part of the manifest JSON at `offset`; `extra` = its total size
     Have = 3,      // server -> client, payload: JSON, what the destination already holds (resume)
     Data = 4,      // payload: bytes [offset, offset + length) of file `file`; checksum: XXH3-64 of them
@@ -30,7 +33,10 @@ enum class Kind : std::uint16_t {
     Bye = 9,       // this stream has nothing more to send (it may close)
     Error = 10,    // payload: a message; the transfer is over
     FileFailed = 11,  // payload: why file `file` could not be read at the source (it vanished, ...)
+    Challenge = 12,   // server -> client, first on every connection: its nonce; `extra`: what it requires (auth.h)
+    Proof = 13,       // server -> client, the answer to an authenticated Hello: its MAC (auth.h)
 };
+inline constexpr Kind kLastKind = Kind::Proof;
 
 struct Frame {
     Kind kind = Kind::Data;

@@ -1,0 +1,197 @@
+#include "mover/auth.h"
+
+#include "mover/stream_io.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sodium.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace slabcast::mover {
+namespace {
+
+// Each MAC begins with its own label (with its NUL), so that one side's MAC is
+// never the other's, nor the sync packets'.
+constexpr char kClientLabel[] = "slabcast mover 3 client hello";
+constexpr char kServerLabel[] = "slabcast mover 3 server proof";
+
+void init_sodium() {
+    if (sodium_init() < 0) throw std::runtime_error("libsodium could not initialise");
+}
+
+class Mac {
+public:
+    Mac(const Key& key, const char* label, std::size_t label_bytes) {
+        crypto_auth_hmacsha256_init(&state_, key.bytes.data(), key.bytes.size());
+        add(label, label_bytes);
+    }
+    ~Mac() { sodium_memzero(&state_, sizeof state_); }
+    Mac& add(const void* data, std::size_t n) {
+        crypto_auth_hmacsha256_update(&state_, static_cast<const unsigned char*>(data), n);
+        return *this;
+    }
+    std::array<std::uint8_t, kMacBytes> done() {
+        std::array<std::uint8_t, kMacBytes> out{};
+        crypto_auth_hmacsha256_final(&state_, out.data());
+        return out;
+    }
+
+private:
+    crypto_auth_hmacsha256_state state_;
+};
+
+std::array<std::uint8_t, kMacBytes> client_mac(const Key& key, const std::uint8_t* server_nonce,
+                                               const std::uint8_t* header, const std::uint8_t* client_nonce,
+                                               const std::string& json) {
+    return Mac(key, kClientLabel, sizeof kClientLabel)
+        .add(server_nonce, kNonceBytes)
+        .add(header, kHeaderBytes)
+        .add(client_nonce, kNonceBytes)
+        .add(json.data(), json.size())
+        .done();
+}
+
+std::array<std::uint8_t, kMacBytes> server_mac(const Key& key, const std::uint8_t* server_nonce,
+                                               const std::uint8_t* client_nonce, const std::uint8_t* client_mac) {
+    return Mac(key, kServerLabel, sizeof kServerLabel)
+        .add(server_nonce, kNonceBytes)
+        .add(client_nonce, kNonceBytes)
+        .add(client_mac, kMacBytes)
+        .done();
+}
+
+// One frame from the server, within `timeout_s`; `what` names it in errors.
+void read_answer(int fd, int timeout_s, const char* what, Frame& f, std::string& payload) {
+    pollfd p{fd, POLLIN, 0};
+    int r;
+    while ((r = ::poll(&p, 1, timeout_s * 1000)) < 0 && errno == EINTR) {
+    }
+    if (r == 0)
+        throw AuthError(std::string("no ") + what + " from the server within " + std::to_string(timeout_s) +
+                        " s (is it a slabcast serve of this release?)");
+    if (!read_frame(fd, f, payload, 64u << 10))
+        throw AuthError(std::string("the server closed the connection before its ") + what);
+}
+
+}  // namespace
+
+ServerHandshake::ServerHandshake(const std::optional<Key>& key) : key_(key) {
+    init_sodium();
+    randombytes_buf(nonce_.data(), nonce_.size());
+}
+
+ServerHandshake::~ServerHandshake() {
+    if (key_) sodium_memzero(key_->bytes.data(), key_->bytes.size());
+}
+
+void ServerHandshake::send_challenge(int fd) const {
+    Frame f{Kind::Challenge};
+    f.extra = key_ ? kRequiresKey : 0;
+    write_frame(fd, f, nonce_.data(), nonce_.size());
+}
+
+std::string ServerHandshake::accept_hello(int fd, const Frame& hello, const std::string& payload) {
+    if (hello.kind != Kind::Hello) throw AuthError("expected a Hello frame");
+    if (payload.size() < kHelloAuthBytes) throw AuthError("a Hello too short to hold a nonce and a MAC");
+    const auto* client_nonce = reinterpret_cast<const std::uint8_t*>(payload.data());
+    const auto* mac = client_nonce + kNonceBytes;
+    std::string json = payload.substr(kHelloAuthBytes);
+    if (!key_) return json;
+    if (!(hello.extra & kHasKey))
+        throw AuthError("the server requires authentication: give this client the server's key file with "
+                        "--key-file (slabcast keygen makes one)");
+    std::uint8_t header[kHeaderBytes];
+    encode_header(hello, header);  // the header as it came: every field of it is decoded
+    const auto expected = client_mac(*key_, nonce_.data(), header, client_nonce, json);
+    if (crypto_verify_32(mac, expected.data()) != 0)
+        throw AuthError("authentication failed: the server and this client hold different keys "
+                        "(or the Hello was changed on its way)");
+    const auto proof = server_mac(*key_, nonce_.data(), client_nonce, mac);
+    write_frame(fd, Frame{Kind::Proof, hello.transfer}, proof.data(), proof.size());
+    return json;
+}
+
+ClientHandshake::ClientHandshake(const std::optional<Key>& key) : key_(key) {
+    init_sodium();
+    randombytes_buf(nonce_.data(), nonce_.size());
+}
+
+ClientHandshake::~ClientHandshake() {
+    if (key_) sodium_memzero(key_->bytes.data(), key_->bytes.size());
+}
+
+void ClientHandshake::send_hello(int fd, std::uint64_t transfer, const std::string& json, int timeout_s) {
+    Frame challenge;
+    std::string nonce;
+    read_answer(fd, timeout_s, "challenge", challenge, nonce);
+    if (challenge.kind == Kind::Error) throw AuthError("the server refused the connection: " + nonce);
+    if (challenge.kind != Kind::Challenge || nonce.size() != kNonceBytes)
+        throw AuthError("the server did not begin with a challenge (is it a slabcast serve?)");
+    const bool key_required = challenge.extra & kRequiresKey;
+    if (key_ && !key_required)
+        throw AuthError("authentication failed: the server holds no key (start it with --key-file), so this "
+                        "client, given one, cannot tell that it is the right server");
+    std::memcpy(server_nonce_.data(), nonce.data(), kNonceBytes);
+
+    Frame hello{Kind::Hello, transfer};
+    hello.extra = key_ ? kHasKey : 0;
+    hello.length = static_cast<std::uint32_t>(kHelloAuthBytes + json.size());
+    std::string bytes(kHeaderBytes + hello.length, '\0');
+    auto* out = reinterpret_cast<std::uint8_t*>(bytes.data());
+    encode_header(hello, out);
+    if (key_) mac_ = client_mac(*key_, server_nonce_.data(), out, nonce_.data(), json);
+    std::memcpy(out + kHeaderBytes, nonce_.data(), kNonceBytes);
+    std::memcpy(out + kHeaderBytes + kNonceBytes, mac_.data(), kMacBytes);
+    std::memcpy(out + kHeaderBytes + kHelloAuthBytes, json.data(), json.size());
+    write_full(fd, bytes.data(), bytes.size());
+    if (key_required && !key_)
+        throw AuthError("the server requires authentication: give this client the server's key file with "
+                        "--key-file (slabcast keygen makes one)");
+}
+
+void ClientHandshake::expect_proof(int fd, int timeout_s) {
+    if (!key_) return;
+    Frame f;
+    std::string payload;
+    read_answer(fd, timeout_s, "proof", f, payload);
+    if (f.kind == Kind::Error) throw AuthError(payload);  // the server's refusal, in its words
+    if (f.kind != Kind::Proof || payload.size() != kMacBytes)
+        throw AuthError("the server did not answer the Hello with its proof");
+    const auto expected = server_mac(*key_, server_nonce_.data(), nonce_.data(), mac_.data());
+    if (crypto_verify_32(reinterpret_cast<const unsigned char*>(payload.data()), expected.data()) != 0)
+        throw AuthError("authentication failed: the server's proof is wrong: it holds a different key "
+                        "(or is not the server meant)");
+}
+
+void ClientHandshake::run(int fd, std::uint64_t transfer, const std::string& json, int timeout_s) {
+    send_hello(fd, transfer, json, timeout_s);
+    expect_proof(fd, timeout_s);
+}
+
+bool is_loopback(const std::string& address) {
+    if (address.empty()) return false;  // every address
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(address.c_str(), nullptr, &hints, &found) != 0) return false;
+    bool loopback = found != nullptr;
+    for (const addrinfo* a = found; a; a = a->ai_next) {
+        if (a->ai_family == AF_INET) {
+            const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+            loopback = loopback && (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+        } else if (a->ai_family == AF_INET6) {
+            const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+            loopback = loopback && IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+        } else {
+            loopback = false;
+        }
+    }
+    ::freeaddrinfo(found);
+    return loopback;
+}
+
+}  // namespace slabcast::mover

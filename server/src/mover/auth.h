@@ -1,0 +1,88 @@
+// Key-based mutual authentication of every TCP stream of the data mover
+// (docs/mover.md, "Authentication"), with the 32-byte key of `slabcast keygen`
+// (key_file.h) that also signs the sync packets:
+//
+//   server -> client  Challenge: a fresh 32-byte nonce Ns; `extra`: what it requires
+//   client -> server  Hello: nonce Nc, HMAC-SHA-256(key, "client hello", Ns, the
+//                     Hello's header, Nc, its JSON), then the JSON
+//   server -> client  Proof: HMAC-SHA-256(key, "server proof", Ns, Nc, the client's MAC)
+//
+// Both nonces are fresh for each connection, so a Hello recorded on one is
+// worth nothing on another, and neither side's MAC can stand in for the
+// other's (each begins with its own label). MACs are compared in constant time.
+#pragma once
+
+#include "mover/wire.h"
+#include "slabcast/control_packets.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace slabcast::mover {
+
+using Key = control::SyncKey;
+inline constexpr std::size_t kNonceBytes = 32, kMacBytes = 32;
+// Ahead of the JSON in a Hello's payload: the client's nonce and its MAC.
+inline constexpr std::size_t kHelloAuthBytes = kNonceBytes + kMacBytes;
+
+// The Challenge's `extra`: what the server requires of the Hello.
+inline constexpr std::uint64_t kRequiresKey = 1;
+// The Hello's `extra`: the client holds a key (its MAC is real).
+inline constexpr std::uint64_t kHasKey = 1;
+
+// A refusal, worded for the person at either end.
+struct AuthError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+class ServerHandshake {
+public:
+    explicit ServerHandshake(const std::optional<Key>& key);
+    ~ServerHandshake();
+
+    // The first frame on a connection, sent as it is accepted: 80 bytes, which
+    // a fresh socket's buffer takes at once (no wait, even when non-blocking).
+    void send_challenge(int fd) const;
+    // Checks the Hello read from that connection and returns its JSON. With a
+    // key, the Hello must carry a right MAC, and the Proof is sent back.
+    // Throws AuthError with the message for the client and the log.
+    std::string accept_hello(int fd, const Frame& hello, const std::string& payload);
+
+private:
+    std::optional<Key> key_;
+    std::array<std::uint8_t, kNonceBytes> nonce_{};
+};
+
+class ClientHandshake {
+public:
+    // `key`: from --key-file; none for a client without one.
+    explicit ClientHandshake(const std::optional<Key>& key);
+    ~ClientHandshake();
+
+    // On a new connection: waits (up to `timeout_s`) for the server's
+    // Challenge and sends the Hello, `json` for transfer `transfer`. Throws
+    // AuthError when the server requires a key this client lacks (after the
+    // Hello, so that the server logs the refusal too) or holds none while
+    // this client has one (it could not tell that it is the right server).
+    void send_hello(int fd, std::uint64_t transfer, const std::string& json, int timeout_s);
+    // Reads the server's Proof, the first frame it sends after the Hello, and
+    // checks it (nothing to read without a key). Throws AuthError, with the
+    // server's own message when it refused the Hello.
+    void expect_proof(int fd, int timeout_s);
+    // Both: the stream is authenticated both ways when this returns.
+    void run(int fd, std::uint64_t transfer, const std::string& json, int timeout_s);
+
+private:
+    std::optional<Key> key_;
+    std::array<std::uint8_t, kNonceBytes> server_nonce_{}, nonce_{};
+    std::array<std::uint8_t, kMacBytes> mac_{};
+};
+
+// Whether `address` (as serve's --listen takes it; a name is resolved) is a
+// loopback address only: then no other host can reach the port.
+bool is_loopback(const std::string& address);
+
+}  // namespace slabcast::mover
