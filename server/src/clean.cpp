@@ -27,7 +27,9 @@ int run_clean(const CleanOptions& o) {
     std::set<std::string> doomed;
     const std::string descriptor = o.shm_dir + "/" + o.name + ".slabcast";
     try {
-        for (const auto& s : read_descriptor(descriptor).slabs) doomed.insert(s.path);
+        // Plain names in the directory (read_descriptor refuses any other):
+        // a descriptor cannot make clean remove a file elsewhere.
+        for (const auto& s : read_descriptor(descriptor).slabs) doomed.insert(o.shm_dir + "/" + s.file);
     } catch (const std::exception& e) {
         spdlog::debug("{}", e.what());
     }
@@ -39,6 +41,8 @@ int run_clean(const CleanOptions& o) {
             if (n.rfind(prefix, 0) == 0 && n.size() > prefix.size() &&
                 n.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
                 doomed.insert(o.shm_dir + "/" + n);
+            // A replacement slab a killed receiver left half made (.NAME.slab<k>.new-PID).
+            if (n.rfind("." + prefix, 0) == 0 && n.find(".new-") != std::string::npos) doomed.insert(o.shm_dir + "/" + n);
         }
         ::closedir(dir);
     }

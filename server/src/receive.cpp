@@ -148,7 +148,8 @@ void remove_own_slabs(const std::string& dir, const std::string& name, const std
         Descriptor d = read_descriptor(descriptor_path);
         std::vector<SlabEntry> others;
         for (const auto& e : d.slabs)
-            if (std::find(mine.begin(), mine.end(), e.index) == mine.end() && ::access(e.path.c_str(), R_OK) == 0)
+            if (std::find(mine.begin(), mine.end(), e.index) == mine.end() &&
+                ::access((dir + "/" + e.file).c_str(), R_OK) == 0)
                 others.push_back(e);
         d.slabs = others;
         if (others.empty()) ::unlink(descriptor_path.c_str());
@@ -191,7 +192,7 @@ void receive_loop(Stream& s, int batch, bool gro) {
 
 // Keeps slabs that another receiver process on this host listed in the same
 // descriptor (same volume), so several daemons can share one NAME.slabcast.
-void merge_existing(const std::string& path, Descriptor& d) {
+void merge_existing(const std::string& dir, const std::string& path, Descriptor& d) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return;
     try {
@@ -202,7 +203,7 @@ void merge_existing(const std::string& path, Descriptor& d) {
         for (const auto& e : old.slabs) {
             bool mine = false;
             for (const auto& m : d.slabs) mine |= m.index == e.index;
-            if (!mine && ::access(e.path.c_str(), R_OK) == 0) d.slabs.push_back(e);
+            if (!mine && ::access((dir + "/" + e.file).c_str(), R_OK) == 0) d.slabs.push_back(e);
         }
     } catch (const std::exception& e) {
         spdlog::warn("replacing unreadable descriptor: {}", e.what());
@@ -264,7 +265,7 @@ int run_receive(const ReceiveOptions& o) {
         const std::string path = slab_file_path(o.shm_dir, o.name, s.spec.slab);
         s.slab = SlabMapping::create(path, dims, o.slab_depth, g, o.field);
         bind_and_prefault(s.slab.values_rw(), s.slab.header().data_bytes, s.node);
-        descriptor.slabs.push_back(SlabEntry{s.spec.slab, path});
+        descriptor.slabs.push_back(SlabEntry{s.spec.slab, slab_file_name(o.name, s.spec.slab)});
 
         s.socket = Socket(open_udp_socket(listen.addr.ss_family));
         raise_buffer(s.socket.fd(), true, o.rcvbuf_mb << 20, "receive");
@@ -301,7 +302,7 @@ int run_receive(const ReceiveOptions& o) {
                 s->receiver->mirror_top_plane_to(next->second->slab.values_rw());
 
     const std::string descriptor_path = o.shm_dir + "/" + o.name + ".slabcast";
-    merge_existing(descriptor_path, descriptor);
+    merge_existing(o.shm_dir, descriptor_path, descriptor);
     write_descriptor(descriptor_path, descriptor);
     spdlog::info("receive: {} stream(s) of {} ready; descriptor {}", streams.size(), to_string(dims), descriptor_path);
 

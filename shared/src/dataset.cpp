@@ -1,5 +1,6 @@
 #include "slabcast/dataset.h"
 
+#include "slabcast/confined_path.h"
 #include "slabcast/json_file.h"
 
 #include <sys/stat.h>
@@ -32,11 +33,13 @@ Dataset read_dataset(const std::string& path) {
     if (dims.size() != 3 || dims[0] < 1 || dims[1] < 1 || dims[2] < 1)
         throw std::runtime_error(file + ": 'dims' must be three positive sizes");
     d.dims = Dims{dims[0], dims[1], dims[2]};
+    // step_bytes() multiplies them: within kMaxAxis it cannot wrap.
+    if (const std::string p = volume_problem(d.dims, 1); !p.empty()) throw std::runtime_error(file + ": " + p);
     for (const auto& s : field<json>(j, "steps", file)) {
         DatasetStep step;
         step.number = field<int>(s, "step", file);
         step.file = field<std::string>(s, "file", file);
-        if (step.file.empty() || step.file.find('/') != std::string::npos || step.file.find("..") == 0)
+        if (!is_plain_name(step.file))
             throw std::runtime_error(file + ": step file '" + step.file + "' must be a plain name in the directory");
         if (d.find_step(step.number))
             throw std::runtime_error(file + ": step " + std::to_string(step.number) + " listed twice");

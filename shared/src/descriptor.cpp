@@ -1,5 +1,6 @@
 #include "slabcast/descriptor.h"
 
+#include "slabcast/confined_path.h"
 #include "slabcast/json_file.h"
 
 #include <set>
@@ -27,8 +28,14 @@ Descriptor parse_descriptor(const std::string& text, const std::string& path) {
     d.dims = Dims{dims[0], dims[1], dims[2]};
     d.slab_depth = field<int>(j, "slab_depth", path);
     if (d.slab_depth < 1) throw std::runtime_error(path + ": 'slab_depth' must be >= 1");
+    // Within kMaxAxis the reader's extents fit VTK's int and no product of
+    // sizes wraps (2^32 would have wrapped to an empty output).
+    if (const std::string p = volume_problem(d.dims, d.slab_depth); !p.empty())
+        throw std::runtime_error(path + ": " + p);
     d.ghost_planes = field<int>(j, "ghost_planes", path);
-    if (d.ghost_planes < 0) throw std::runtime_error(path + ": 'ghost_planes' must be >= 0");
+    if (d.ghost_planes < 0 || d.ghost_planes > d.slab_depth)
+        throw std::runtime_error(path + ": 'ghost_planes' must be 0.." + std::to_string(d.slab_depth) +
+                                 " (the slab depth)");
     for (const char* key : {"origin", "spacing"}) {
         if (!j.contains(key)) continue;
         const auto v = field<std::vector<double>>(j, key, path);
@@ -41,10 +48,17 @@ Descriptor parse_descriptor(const std::string& text, const std::string& path) {
     for (const auto& s : field<json>(j, "slabs", path)) {
         SlabEntry e;
         e.index = field<int>(s, "index", path);
-        e.path = field<std::string>(s, "path", path);
+        e.file = field<std::string>(s, "file", path);
         if (e.index < 0 || e.index >= count)
             throw std::runtime_error(path + ": slab index " + std::to_string(e.index) + " outside 0.." +
                                      std::to_string(count - 1));
+        // The reader opens it beneath the descriptor's directory (open_beneath);
+        // a name that leads elsewhere is refused here, by name.
+        if (!is_plain_name(e.file)) {
+            const std::string quoted = json(e.file).dump(-1, ' ', false, json::error_handler_t::replace);
+            throw std::runtime_error(path + ": slab " + std::to_string(e.index) + "'s file " + quoted +
+                                     " must be a plain file name in the descriptor's directory (no '/', no '..')");
+        }
         if (!seen.insert(e.index).second)
             throw std::runtime_error(path + ": slab " + std::to_string(e.index) + " listed twice");
         d.slabs.push_back(e);
@@ -56,7 +70,7 @@ Descriptor read_descriptor(const std::string& path) { return parse_descriptor(js
 
 std::string descriptor_to_json(const Descriptor& d) {
     json slabs = json::array();
-    for (const auto& s : d.slabs) slabs.push_back({{"index", s.index}, {"path", s.path}});
+    for (const auto& s : d.slabs) slabs.push_back({{"index", s.index}, {"file", s.file}});
     json j = {{"format", "slabcast"},
               {"version", kDescriptorVersion},
               {"name", d.name},

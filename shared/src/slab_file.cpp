@@ -1,5 +1,7 @@
 #include "slabcast/slab_file.h"
 
+#include "slabcast/confined_path.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -23,148 +25,274 @@ struct Fd {
     ~Fd() {
         if (fd >= 0) ::close(fd);
     }
+    int release() {
+        const int f = fd;
+        fd = -1;
+        return f;
+    }
 };
 
-// Everything a header must satisfy, for a file of `file_bytes`; "" when sound.
-std::string header_problem(const SlabHeader& h, std::size_t file_bytes) {
+// Bytes of values of a slab: NX * NY * planes * 4, or false when it does not
+// fit 64 bits (a crafted header: 2^30 * 2^30 * 2^4 * 4 wraps to 0).
+bool data_bytes_of(std::int64_t nx, std::int64_t ny, std::int64_t planes, std::uint64_t& out) {
+    std::uint64_t plane = 0, values = 0;
+    if (nx < 0 || ny < 0 || planes < 0) return false;
+    return !__builtin_mul_overflow(static_cast<std::uint64_t>(nx), static_cast<std::uint64_t>(ny), &plane) &&
+           !__builtin_mul_overflow(plane, static_cast<std::uint64_t>(planes), &values) &&
+           !__builtin_mul_overflow(values, std::uint64_t{sizeof(float)}, &out);
+}
+
+std::string plane_range(const SlabHeader& h) {
+    return std::to_string(h.stored_z_begin) + ".." + std::to_string(h.z_end);
+}
+
+}  // namespace
+
+std::string slab_header_problem(const SlabHeader& h, std::uint64_t file_bytes) {
     if (std::memcmp(h.magic, kSlabMagic, sizeof kSlabMagic) != 0) return "not a slabcast slab (bad magic)";
     if (h.version != kSlabVersion)
         return "slab format version " + std::to_string(h.version) + ", this build reads version " +
                std::to_string(kSlabVersion);
     if (h.header_bytes != kSlabHeaderBytes) return "header size " + std::to_string(h.header_bytes) + " is not 4096";
     if (h.value_type != kValueFloat32) return "value type " + std::to_string(h.value_type) + " is not float32";
-    if (h.nx < 1 || h.ny < 1 || h.nz < 1 || h.slab_depth < 1) return "corrupt header: non-positive dims or depth";
-    if (!(0 <= h.stored_z_begin && h.stored_z_begin <= h.z_begin && h.z_begin < h.z_end && h.z_end <= h.nz))
-        return "corrupt header: plane range " + std::to_string(h.stored_z_begin) + ".." + std::to_string(h.z_end) +
-               " does not fit the volume";
-    const std::uint64_t expect = static_cast<std::uint64_t>(h.nx) * h.ny * (h.z_end - h.stored_z_begin) * 4;
-    if (h.data_bytes != expect) return "corrupt header: data size does not match the plane range";
-    if (file_bytes < kSlabHeaderBytes + h.data_bytes)
+    const Dims dims{h.nx, h.ny, h.nz};
+    if (const std::string p = volume_problem(dims, h.slab_depth); !p.empty()) return "corrupt header: " + p;
+    // Sizes are within kMaxAxis from here on: the slab arithmetic cannot overflow.
+    const int count = slab_count(dims, h.slab_depth);
+    if (h.slab_index < 0 || h.slab_index >= count)
+        return "corrupt header: slab index " + std::to_string(h.slab_index) + " outside 0.." +
+               std::to_string(count - 1) + " for dims " + to_string(dims) + " and slab depth " +
+               std::to_string(h.slab_depth);
+    const SlabGeometry want = slab_geometry(dims, h.slab_depth, h.slab_index, 0);
+    if (h.z_begin != want.z_begin || h.z_end != want.z_end || h.stored_z_begin < 0 || h.stored_z_begin > h.z_begin)
+        return "corrupt header: plane range " + plane_range(h) + " does not fit the volume (slab " +
+               std::to_string(h.slab_index) + " of depth " + std::to_string(h.slab_depth) + " owns planes " +
+               std::to_string(want.z_begin) + ".." + std::to_string(want.z_end) + ")";
+    std::uint64_t expect = 0;
+    if (!data_bytes_of(h.nx, h.ny, std::int64_t{h.z_end} - h.stored_z_begin, expect) || h.data_bytes != expect)
+        return "corrupt header: data size " + std::to_string(h.data_bytes) + " does not match the plane range";
+    if (file_bytes < kSlabHeaderBytes || file_bytes - kSlabHeaderBytes < h.data_bytes)
         return "truncated: " + std::to_string(file_bytes) + " bytes, the header promises " +
-               std::to_string(kSlabHeaderBytes + h.data_bytes);
+               std::to_string(kSlabHeaderBytes) + " + " + std::to_string(h.data_bytes);
     if (h.field[sizeof h.field - 1] != '\0') return "corrupt header: field name not terminated";
     return {};
 }
 
-}  // namespace
-
-SlabMapping::SlabMapping(SlabMapping&& o) noexcept : base_(o.base_), size_(o.size_), path_(std::move(o.path_)) {
-    o.base_ = nullptr;
-    o.size_ = 0;
-}
+SlabMapping::SlabMapping(SlabMapping&& o) noexcept { *this = std::move(o); }
 
 SlabMapping& SlabMapping::operator=(SlabMapping&& o) noexcept {
     if (this != &o) {
-        if (base_) ::munmap(base_, size_);
+        release();
         base_ = o.base_;
         size_ = o.size_;
+        fd_ = o.fd_;
+        device_ = o.device_;
+        inode_ = o.inode_;
         path_ = std::move(o.path_);
+        dims_ = o.dims_;
+        geometry_ = o.geometry_;
+        slab_depth_ = o.slab_depth_;
+        field_ = std::move(o.field_);
+        data_bytes_ = o.data_bytes_;
         o.base_ = nullptr;
         o.size_ = 0;
+        o.fd_ = -1;
     }
     return *this;
 }
 
-SlabMapping::~SlabMapping() {
+SlabMapping::~SlabMapping() { release(); }
+
+void SlabMapping::release() {
     if (base_) ::munmap(base_, size_);
+    if (fd_ >= 0) ::close(fd_);
+    base_ = nullptr;
+    size_ = 0;
+    fd_ = -1;
 }
 
-Dims SlabMapping::dims() const { return Dims{header().nx, header().ny, header().nz}; }
+bool SlabMapping::read_header(SlabHeader& out) const {
+    return fd_ >= 0 && ::pread(fd_, &out, sizeof out, 0) == static_cast<ssize_t>(sizeof out);
+}
 
-SlabGeometry SlabMapping::geometry() const {
-    SlabGeometry g;
-    g.index = header().slab_index;
-    g.z_begin = header().z_begin;
-    g.z_end = header().z_end;
-    g.stored_z_begin = header().stored_z_begin;
-    return g;
+bool SlabMapping::still_whole() const {
+    struct stat st {};
+    return fd_ >= 0 && ::fstat(fd_, &st) == 0 && static_cast<std::uint64_t>(st.st_size) >= size_;
+}
+
+void SlabMapping::read_values(std::int64_t first, std::int64_t count, float* out) const {
+    const auto total = static_cast<std::int64_t>(value_count());
+    if (first < 0 || count < 0 || first > total || count > total - first)
+        fail(path_, "values " + std::to_string(first) + " + " + std::to_string(count) + " lie outside the slab's " +
+                        std::to_string(total));
+    auto* to = reinterpret_cast<std::uint8_t*>(out);
+    std::size_t left = static_cast<std::size_t>(count) * sizeof(float);
+    auto at = static_cast<off_t>(kSlabHeaderBytes + static_cast<std::uint64_t>(first) * sizeof(float));
+    while (left > 0) {
+        const ssize_t n = ::pread(fd_, to, left, at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) fail(path_, n == 0 ? "truncated while being read (the file shrank under the reader)"
+                                       : "read failed: " + errno_text());
+        to += n;
+        at += n;
+        left -= static_cast<std::size_t>(n);
+    }
 }
 
 SlabMapping SlabMapping::create(const std::string& path, const Dims& dims, int slab_depth,
                                 const SlabGeometry& geometry, const std::string& field) {
     if (field.size() >= sizeof(SlabHeader::field)) fail(path, "field name '" + field + "' is longer than 63 bytes");
-    const std::uint64_t data_bytes = static_cast<std::uint64_t>(dims.plane()) * geometry.stored_planes() * 4;
-    const std::size_t total = kSlabHeaderBytes + data_bytes;
+    if (const std::string p = volume_problem(dims, slab_depth); !p.empty()) fail(path, p);
+    std::uint64_t data_bytes = 0;
+    if (!data_bytes_of(dims.nx, dims.ny, geometry.stored_planes(), data_bytes))
+        fail(path, "slab of " + to_string(dims) + " is too large");
+    const std::uint64_t total = kSlabHeaderBytes + data_bytes;
 
-    // Owner read/write, group read (the renderer); never world-accessible.
-    Fd f{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640)};
-    if (f.fd < 0) fail(path, "cannot create slab: " + errno_text());
+    SlabMapping m;
+    m.path_ = path;
+    m.dims_ = dims;
+    m.geometry_ = geometry;
+    m.slab_depth_ = slab_depth;
+    m.field_ = field;
+    m.data_bytes_ = data_bytes;
+    m.size_ = static_cast<std::size_t>(total);
+
+    // Re-attach to a slab that already has exactly this shape; never to a
+    // symbolic link (O_NOFOLLOW) or anything but a regular file.
+    bool reuse = false;
+    Fd f{::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+    struct stat st {};
+    if (f.fd >= 0 && ::fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == total) {
+        SlabHeader existing{};
+        reuse = ::pread(f.fd, &existing, sizeof existing, 0) == static_cast<ssize_t>(sizeof existing) &&
+                slab_header_problem(existing, total).empty() && existing.nx == dims.nx && existing.ny == dims.ny &&
+                existing.nz == dims.nz && existing.slab_depth == slab_depth && existing.slab_index == geometry.index &&
+                existing.stored_z_begin == geometry.stored_z_begin && existing.z_end == geometry.z_end &&
+                field == existing.field;
+    }
+    std::string temporary;  // the new file until it is renamed into place
+    if (reuse) {
+        // Owner read/write, group read (the renderer); never world-accessible.
+        if ((st.st_mode & 07777) != 0640 && ::fchmod(f.fd, 0640) != 0) fail(path, "cannot chmod 0640: " + errno_text());
+    } else {
+        ::close(f.release());
+        temporary = directory_of(path) + "/." + name_of(path) + ".new-" + std::to_string(::getpid());
+        ::unlink(temporary.c_str());  // left by a receiver of the same pid that was killed here
+        f.fd = ::open(temporary.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+        if (f.fd < 0) fail(path, "cannot create slab: " + errno_text());
+        std::string problem;
+        if (::fchmod(f.fd, 0640) != 0) problem = "cannot chmod 0640: " + errno_text();
+        else if (::ftruncate(f.fd, static_cast<off_t>(total)) != 0)
+            problem = "cannot size slab to " + std::to_string(total) + " bytes: " + errno_text();
+        // The header page now, so that writing it cannot fault on a full tmpfs
+        // (the values' pages are the receiver's to place and pre-fault).
+        else if (const int rc = ::posix_fallocate(f.fd, 0, kSlabHeaderBytes); rc != 0)
+            problem = "cannot allocate the slab header in " + directory_of(path) + ": " + std::strerror(rc);
+        if (!problem.empty()) {
+            ::unlink(temporary.c_str());
+            fail(path, problem);
+        }
+    }
+    void* p = ::mmap(nullptr, m.size_, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
+    if (p == MAP_FAILED) {
+        const std::string why = errno_text();
+        if (!temporary.empty()) ::unlink(temporary.c_str());
+        m.size_ = 0;
+        fail(path, "cannot map slab: " + why);
+    }
+    m.base_ = static_cast<std::uint8_t*>(p);
+    if (::fstat(f.fd, &st) == 0) {
+        m.device_ = st.st_dev;
+        m.inode_ = st.st_ino;
+    }
+    m.fd_ = f.release();
+    if (reuse) return m;
+
+    auto& h = m.header_rw();
+    h.version = kSlabVersion;
+    h.header_bytes = kSlabHeaderBytes;
+    h.data_bytes = data_bytes;
+    h.nx = static_cast<std::int32_t>(dims.nx);
+    h.ny = static_cast<std::int32_t>(dims.ny);
+    h.nz = static_cast<std::int32_t>(dims.nz);
+    h.slab_index = geometry.index;
+    h.slab_depth = slab_depth;
+    h.z_begin = static_cast<std::int32_t>(geometry.z_begin);
+    h.z_end = static_cast<std::int32_t>(geometry.z_end);
+    h.stored_z_begin = static_cast<std::int32_t>(geometry.stored_z_begin);
+    h.value_type = kValueFloat32;
+    std::memset(h.field, 0, sizeof h.field);
+    std::memcpy(h.field, field.data(), field.size());
+    h.live.step = -1;
+    h.live.last_step = -1;
+    h.live.step_expected = static_cast<std::uint64_t>(dims.plane()) * static_cast<std::uint64_t>(geometry.owned_planes());
+    // Magic last: a reader that sees it sees a complete header.
+    std::atomic_thread_fence(std::memory_order_release);
+    std::memcpy(h.magic, kSlabMagic, sizeof kSlabMagic);
+    if (::rename(temporary.c_str(), path.c_str()) != 0) {
+        const std::string why = errno_text();
+        ::unlink(temporary.c_str());
+        fail(path, "cannot rename the new slab into place: " + why);
+    }
+    return m;
+}
+
+SlabMapping SlabMapping::open_read_only(int dir_fd, const std::string& name, const std::string& path) {
+    // O_NONBLOCK: a FIFO planted under the name must not hang the reader.
+    Fd f{open_beneath(dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY)};
+    if (f.fd < 0) {
+        if (errno == ELOOP) fail(path, "is a symbolic link; refused (a slab must be a plain file in its directory)");
+        if (errno == EXDEV || errno == EINVAL) fail(path, "leads outside its directory; refused");
+        fail(path, "cannot open slab: " + errno_text());
+    }
     struct stat st {};
     if (::fstat(f.fd, &st) != 0) fail(path, "cannot stat slab: " + errno_text());
     if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file");
-    // An existing file keeps its mode through O_CREAT: narrow it as well.
-    if ((st.st_mode & 07777) != 0640 && ::fchmod(f.fd, 0640) != 0) fail(path, "cannot chmod 0640: " + errno_text());
-
-    // Re-attach to a slab that already has exactly this shape (a restarted
-    // receiver keeps what it had placed); otherwise start afresh.
-    bool reuse = false;
-    if (static_cast<std::size_t>(st.st_size) == total) {
-        SlabHeader existing{};
-        if (::pread(f.fd, &existing, sizeof existing, 0) == static_cast<ssize_t>(sizeof existing) &&
-            header_problem(existing, total).empty() && existing.nx == dims.nx && existing.ny == dims.ny &&
-            existing.nz == dims.nz && existing.slab_depth == slab_depth && existing.slab_index == geometry.index &&
-            existing.stored_z_begin == geometry.stored_z_begin && existing.z_end == geometry.z_end &&
-            field == existing.field)
-            reuse = true;
-    }
-    if (!reuse) {
-        if (::ftruncate(f.fd, 0) != 0 || ::ftruncate(f.fd, static_cast<off_t>(total)) != 0)
-            fail(path, "cannot size slab to " + std::to_string(total) + " bytes: " + errno_text());
-    }
-    void* p = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
-    if (p == MAP_FAILED) fail(path, "cannot map slab: " + errno_text());
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    if (size < kSlabHeaderBytes)
+        fail(path, "truncated: " + std::to_string(size) + " bytes, smaller than the 4096-byte header");
+    // Validate a copy, and keep the shape from that same copy: the header in
+    // the file may change while we look at it.
+    SlabHeader h{};
+    if (::pread(f.fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) fail(path, "cannot read the slab header");
+    if (const std::string problem = slab_header_problem(h, size); !problem.empty()) fail(path, problem);
 
     SlabMapping m;
-    m.base_ = static_cast<std::uint8_t*>(p);
-    m.size_ = total;
     m.path_ = path;
-    if (!reuse) {
-        auto& h = m.header_rw();
-        h.version = kSlabVersion;
-        h.header_bytes = kSlabHeaderBytes;
-        h.data_bytes = data_bytes;
-        h.nx = static_cast<std::int32_t>(dims.nx);
-        h.ny = static_cast<std::int32_t>(dims.ny);
-        h.nz = static_cast<std::int32_t>(dims.nz);
-        h.slab_index = geometry.index;
-        h.slab_depth = slab_depth;
-        h.z_begin = static_cast<std::int32_t>(geometry.z_begin);
-        h.z_end = static_cast<std::int32_t>(geometry.z_end);
-        h.stored_z_begin = static_cast<std::int32_t>(geometry.stored_z_begin);
-        h.value_type = kValueFloat32;
-        std::memset(h.field, 0, sizeof h.field);
-        std::memcpy(h.field, field.data(), field.size());
-        h.live.step = -1;
-        h.live.last_step = -1;
-        h.live.step_expected = static_cast<std::uint64_t>(dims.plane()) * geometry.owned_planes();
-        // Magic last: a reader that sees it sees a complete header.
-        std::atomic_thread_fence(std::memory_order_release);
-        std::memcpy(h.magic, kSlabMagic, sizeof kSlabMagic);
+    m.dims_ = Dims{h.nx, h.ny, h.nz};
+    m.slab_depth_ = h.slab_depth;
+    m.geometry_.index = h.slab_index;
+    m.geometry_.z_begin = h.z_begin;
+    m.geometry_.z_end = h.z_end;
+    m.geometry_.stored_z_begin = h.stored_z_begin;
+    m.field_ = h.field;
+    m.data_bytes_ = h.data_bytes;
+    m.device_ = st.st_dev;
+    m.inode_ = st.st_ino;
+    // Only what the header describes, which the check above found in the file.
+    m.size_ = static_cast<std::size_t>(kSlabHeaderBytes + h.data_bytes);
+    void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_SHARED, f.fd, 0);
+    if (p == MAP_FAILED) {
+        m.size_ = 0;
+        fail(path, "cannot map slab: " + errno_text());
     }
+    m.base_ = static_cast<std::uint8_t*>(p);
+    m.fd_ = f.release();
     return m;
 }
 
 SlabMapping SlabMapping::open_read_only(const std::string& path) {
-    Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (f.fd < 0) fail(path, "cannot open slab: " + errno_text());
-    struct stat st {};
-    if (::fstat(f.fd, &st) != 0) fail(path, "cannot stat slab: " + errno_text());
-    const auto size = static_cast<std::size_t>(st.st_size);
-    if (size < kSlabHeaderBytes)
-        fail(path, "truncated: " + std::to_string(size) + " bytes, smaller than the 4096-byte header");
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, f.fd, 0);
-    if (p == MAP_FAILED) fail(path, "cannot map slab: " + errno_text());
-    SlabMapping m;
-    m.base_ = static_cast<std::uint8_t*>(p);
-    m.size_ = size;
-    m.path_ = path;
-    const std::string problem = header_problem(m.header(), size);
-    if (!problem.empty()) fail(path, problem);
-    return m;
+    Fd dir{::open(directory_of(path).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
+    if (dir.fd < 0) fail(path, "cannot open slab: its directory: " + errno_text());
+    return open_read_only(dir.fd, name_of(path), path);
+}
+
+std::string slab_file_name(const std::string& name, int slab_index) {
+    return name + ".slab" + std::to_string(slab_index);
 }
 
 std::string slab_file_path(const std::string& shm_dir, const std::string& name, int slab_index) {
-    return shm_dir + "/" + name + ".slab" + std::to_string(slab_index);
+    return shm_dir + "/" + slab_file_name(name, slab_index);
 }
 
 }  // namespace slabcast

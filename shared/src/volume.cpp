@@ -10,6 +10,15 @@ std::string to_string(const Dims& d) {
     return std::to_string(d.nx) + "x" + std::to_string(d.ny) + "x" + std::to_string(d.nz);
 }
 
+std::string volume_problem(const Dims& dims, std::int64_t slab_depth) {
+    const auto fits = [](std::int64_t v) { return v >= 1 && v <= kMaxAxis; };
+    if (!fits(dims.nx) || !fits(dims.ny) || !fits(dims.nz))
+        return "dims " + to_string(dims) + ": each size must be 1.." + std::to_string(kMaxAxis);
+    if (!fits(slab_depth))
+        return "slab depth " + std::to_string(slab_depth) + " must be 1.." + std::to_string(kMaxAxis);
+    return {};
+}
+
 Dims parse_dims(const std::string& text) {
     std::int64_t v[3];
     std::size_t pos = 0;
@@ -26,15 +35,17 @@ Dims parse_dims(const std::string& text) {
                 throw std::invalid_argument("dims '" + text + "': expected NX,NY,NZ");
             ++pos;
         }
-        if (v[i] < 1 || v[i] > (1 << 20))
-            throw std::invalid_argument("dims '" + text + "': each size must be 1..1048576");
+        if (v[i] < 1 || v[i] > kMaxAxis)
+            throw std::invalid_argument("dims '" + text + "': each size must be 1.." + std::to_string(kMaxAxis));
     }
     if (pos != text.size()) throw std::invalid_argument("dims '" + text + "': trailing characters");
     return Dims{v[0], v[1], v[2]};
 }
 
 int slab_count(const Dims& dims, int slab_depth) {
-    if (slab_depth < 1) throw std::invalid_argument("slab depth must be >= 1");
+    // The one guard every slab computation passes: nothing below can overflow.
+    if (const std::string problem = volume_problem(dims, slab_depth); !problem.empty())
+        throw std::invalid_argument(problem);
     return static_cast<int>((dims.nz + slab_depth - 1) / slab_depth);
 }
 

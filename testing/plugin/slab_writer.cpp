@@ -84,7 +84,7 @@ int write_volume(const std::string& dir, const std::string& name, const std::str
         live.last_step.store(step);
         live.generation.fetch_add(1);
     }
-    for (int k : listed) desc.slabs.push_back(SlabEntry{k, slab_file_path(dir, name, k)});
+    for (int k : listed) desc.slabs.push_back(SlabEntry{k, slab_file_name(name, k)});
     write_descriptor(dir + "/" + name + ".slabcast", desc);
     std::printf("%s/%s.slabcast\n", dir.c_str(), name.c_str());
     return 0;

@@ -3,6 +3,7 @@ ParaView error naming the file and the problem, and no crash."""
 import json
 import os
 import shutil
+import struct
 
 import plugin_testlib as t
 
@@ -39,7 +40,7 @@ def descriptor_cases(d):
         ("garbage", "\x00\x01 this is not json", "not valid JSON"),
         ("foreign", json.dumps({"format": "something-else", "version": 1}), "not a slabcast descriptor"),
         ("baddims", text.replace('"dims": [\n    64', '"dims": [\n    -64'), "'dims' must be three positive sizes"),
-        ("version", text.replace('"version": 1', '"version": 2'), "descriptor version 2, this build reads version 1"),
+        ("version", text.replace('"version": 2', '"version": 3'), "descriptor version 3, this build reads version 2"),
     ]:
         path = os.path.join(d, name + ".slabcast")
         with open(path, "w") as f:
@@ -79,10 +80,94 @@ def slab_cases(d):
     expect_fine(desc, (1, 4))
 
 
+# ---- Hostile files, written here byte by byte (not by the project's code) ----
+
+def hostile_descriptor(d, name, dims, depth, slabs):
+    """A version-2 descriptor as an attacker would write it; slabs: [(index, file)]."""
+    path = os.path.join(d, name + ".slabcast")
+    with open(path, "w") as f:
+        json.dump({"format": "slabcast", "version": 2, "name": name, "field": "density", "dims": list(dims),
+                   "slab_depth": depth, "ghost_planes": 1,
+                   "slabs": [{"index": k, "file": file} for k, file in slabs]}, f)
+    return path
+
+
+def hostile_slab(path, nx, ny, nz, index, depth, z_begin, z_end, stored, data_bytes, file_bytes):
+    """A slab header with these numbers, in a file of file_bytes (docs/shared-memory.md)."""
+    header = b"SLABCAST" + struct.pack("<IIQ8iI64s", 1, 4096, data_bytes, nx, ny, nz, index, depth, z_begin, z_end,
+                                       stored, 1, b"density")
+    with open(path, "wb") as f:
+        f.write(header)
+        f.truncate(file_bytes)
+
+
+def hostile_size_cases(d):
+    # nx = ny = 2^30, 16 planes: nx*ny*planes*4 = 2^66 wrapped to 0, so the header
+    # "matched" a 4 KiB file; with the descriptor agreeing, the reader crashed on
+    # the copy path and made a 2^64-point image on the zero-copy path.
+    slab = os.path.join(d, "wrap.slab0")
+    hostile_slab(slab, 1 << 30, 1 << 30, 16, 0, 16, 0, 16, 0, 0, 4096)
+    desc = hostile_descriptor(d, "wrap", (1 << 30, 1 << 30, 16), 16, [(0, "wrap.slab0")])
+    expect_error(desc, desc, "each size must be 1..1048576")
+    # The same slab where a sound descriptor expects a slab of 64x48x40.
+    good = t.write_volume(d, "wrapped", DIMS, DEPTH)
+    hostile_slab(os.path.join(d, "wrapped.slab1"), 1 << 30, 1 << 30, 16, 0, 16, 0, 16, 0, 0, 4096)
+    expect_error(good, os.path.join(d, "wrapped.slab1"), "corrupt header: dims 1073741824x1073741824x16")
+    # Sizes of 2^32 and 2^40 wrapped to a silently empty output.
+    for name, dims in [("dims32", (1 << 32, 8, 8)), ("dims40", (8, 1 << 40, 8))]:
+        desc = hostile_descriptor(d, name, dims, 8, [])
+        expect_error(desc, desc, "each size must be 1..1048576")
+    # nz = 2^31 with a huge slab depth: the plane-selection loop grew until memory ran out.
+    desc = hostile_descriptor(d, "deep", (8, 8, 1 << 31), (1 << 31) - 1, [(0, "deep.slab0")])
+    expect_error(desc, desc, "each size must be 1..1048576")
+    desc = hostile_descriptor(d, "deeper", (8, 8, 64), (1 << 31) - 1, [(0, "deeper.slab0")])
+    expect_error(desc, desc, "slab depth 2147483647 must be 1..1048576")
+
+
+def escaping_path_cases(d):
+    outside = os.path.join(d, "outside")
+    planted = t.write_volume(outside, "planted", DIMS, DEPTH)  # sound slabs, outside the directory
+    inside = os.path.join(d, "inside")
+    os.makedirs(inside)
+    for name, file in [("passwd", "../../etc/passwd"), ("absolute", "/etc/passwd"),
+                       ("planted", "../outside/planted.slab0"), ("abs_planted", os.path.join(outside, "planted.slab0"))]:
+        desc = hostile_descriptor(inside, name, DIMS, DEPTH, [(0, file)])
+        expect_error(desc, desc, "must be a plain file name in the descriptor's directory")
+    # A plain name that is a symbolic link to the planted slab: refused, not read as data.
+    os.symlink(os.path.join(outside, "planted.slab0"), os.path.join(inside, "link.slab0"))
+    desc = hostile_descriptor(inside, "link", DIMS, DEPTH, [(0, "link.slab0")])
+    expect_error(desc, os.path.join(inside, "link.slab0"), "is a symbolic link; refused", piece=("0", "4"))
+    t.check(os.path.exists(planted), "the planted volume is gone")
+
+
+def changed_under_mapping_cases(d):
+    # Cut below its header while mapped, during live polling: the poll used to
+    # read the old mapping's header and die of SIGBUS.
+    for how, piece in [("truncate", ("2", "4")), ("truncate", ("0", "1"))]:
+        desc = t.write_volume(d, "cut", DIMS, DEPTH)
+        out, err = t.pvpython("pv_slab_changes.py", how, desc, os.path.join(d, "cut.slab2"), *piece)
+        t.log(out.strip())
+        t.check("SURVIVED" in out, "pvpython did not survive a slab cut short while mapped:\n" + out + err)
+        t.check("NeedsUpdate after the cut: 1" in out, "the live poll did not notice the cut:\n" + out)
+        errors = [line for line in err.splitlines() if "vtkSlabcastReader" in line and "ERR" in line]
+        t.check(any(os.path.join(d, "cut.slab2") in line and "truncated" in line for line in errors),
+                "no error naming the cut slab; got:\n" + err)
+    # A receiver reshaping the volume replaces each slab (new file, renamed
+    # over): the reader's old array keeps its values, and the next update
+    # re-opens the new files cleanly.
+    desc = t.write_volume(d, "reshape", DIMS, DEPTH)
+    out, err = t.pvpython("pv_slab_changes.py", "reshape", desc, "64,48,60", DEPTH, "1", "4")
+    t.log(out.strip())
+    t.check("RESHAPE_OK" in out and "ERR" not in err, "reshaping under the reader:\n" + out + err)
+
+
 def body():
     with t.shm_dir("bad") as d:
         descriptor_cases(d)
         slab_cases(d)
+        hostile_size_cases(d)
+        escaping_path_cases(d)
+        changed_under_mapping_cases(d)
 
 
 t.main(body)

@@ -18,7 +18,7 @@ Descriptor volume(std::initializer_list<int> slabs) {
     d.dims = slabcast::Dims{8, 4, 40};
     d.slab_depth = 10;
     d.ghost_planes = 1;
-    for (int k : slabs) d.slabs.push_back(slabcast::SlabEntry{k, "/shm/v.slab" + std::to_string(k)});
+    for (int k : slabs) d.slabs.push_back(slabcast::SlabEntry{k, "v.slab" + std::to_string(k)});
     return d;
 }
 

@@ -39,7 +39,7 @@ TEST_CASE("numbers that do not fit the field are errors naming the field, not un
     // slab_depth 1.6e31 was cast from double to int (undefined behaviour, UBSan aborted).
     CHECK_THROWS_WITH(slabcast::parse_descriptor(regression("descriptor-float-to-int"), "z.slabcast"),
                       Catch::Contains("z.slabcast: field 'slab_depth' must be a whole number"));
-    const std::string base = R"({"format": "slabcast", "version": 1, "name": "c", "field": "density",
+    const std::string base = R"({"format": "slabcast", "version": 2, "name": "c", "field": "density",
         "ghost_planes": 1, "origin": [0, 0, 0], "spacing": [1, 1, 1], "slabs": [], )";
     CHECK_THROWS_WITH(slabcast::parse_descriptor(base + R"("dims": [8, 8, 8], "slab_depth": 4294967300})", "w"),
                       Catch::Contains("field 'slab_depth' is out of range"));

@@ -1,6 +1,10 @@
 #include "SlabPool.h"
 
+#include "slabcast/confined_path.h"
+
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -21,17 +25,16 @@ void CheckAgainstDescriptor(const slabcast::SlabMapping& m, const slabcast::Desc
 {
   const slabcast::SlabGeometry want =
     slabcast::slab_geometry(d.dims, d.slab_depth, entry.index, d.ghost_planes);
-  const slabcast::SlabGeometry got = m.geometry();
-  const auto& h = m.header();
+  const slabcast::SlabGeometry& got = m.geometry();
   std::string problem;
   if (!(m.dims() == d.dims))
   {
     problem = "volume " + slabcast::to_string(m.dims()) + ", descriptor says " +
       slabcast::to_string(d.dims);
   }
-  else if (h.slab_index != entry.index || h.slab_depth != d.slab_depth)
+  else if (got.index != entry.index || m.slab_depth() != d.slab_depth)
   {
-    problem = "slab " + std::to_string(h.slab_index) + " of depth " + std::to_string(h.slab_depth) +
+    problem = "slab " + std::to_string(got.index) + " of depth " + std::to_string(m.slab_depth()) +
       ", descriptor says slab " + std::to_string(entry.index) + " of depth " +
       std::to_string(d.slab_depth);
   }
@@ -42,9 +45,9 @@ void CheckAgainstDescriptor(const slabcast::SlabMapping& m, const slabcast::Desc
       std::to_string(got.z_end - 1) + ", descriptor implies " + std::to_string(want.stored_z_begin) +
       ".." + std::to_string(want.z_end - 1);
   }
-  else if (d.field != h.field)
+  else if (d.field != m.field())
   {
-    problem = std::string("field '") + h.field + "', descriptor says '" + d.field + "'";
+    problem = "field '" + m.field() + "', descriptor says '" + d.field + "'";
   }
   if (!problem.empty())
   {
@@ -73,34 +76,55 @@ KeepAlive& Registry()
 MappingPtr SlabPool::Get(const slabcast::Descriptor& d, const std::string& descriptor_path,
   const slabcast::SlabEntry& entry)
 {
+  const std::string directory = slabcast::directory_of(descriptor_path);
+  const std::string path = directory + "/" + entry.file;
+  // Every slab is opened beneath the descriptor's directory, never through a
+  // symbolic link (SlabMapping::open_read_only with this directory's fd).
+  const int dir = ::open(directory.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   struct stat st
   {
   };
-  if (::stat(entry.path.c_str(), &st) != 0)
+  if (dir < 0 || ::fstatat(dir, entry.file.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+  {
+    const std::string why = std::strerror(errno);
+    if (dir >= 0)
+    {
+      ::close(dir);
+    }
+    this->Cache.erase(entry.index);
+    throw std::runtime_error(path + ": cannot open slab " + std::to_string(entry.index) +
+      " listed in " + descriptor_path + ": " + why);
+  }
+  // The mapping in hand while the name still leads to its file and the file
+  // still covers it; else (a receiver that replaced the slab, a file cut
+  // short under us) a fresh one, validated anew.
+  MappingPtr mapping;
+  auto it = this->Cache.find(entry.index);
+  if (it != this->Cache.end() && it->second.File == entry.file &&
+    it->second.Mapping->device() == static_cast<unsigned long long>(st.st_dev) &&
+    it->second.Mapping->inode() == static_cast<unsigned long long>(st.st_ino) &&
+    it->second.Mapping->still_whole())
+  {
+    mapping = it->second.Mapping;
+  }
+  else
   {
     this->Cache.erase(entry.index);
-    throw std::runtime_error(entry.path + ": cannot open slab " + std::to_string(entry.index) +
-      " listed in " + descriptor_path + ": " + std::strerror(errno));
+    try
+    {
+      mapping = std::make_shared<const slabcast::SlabMapping>(
+        slabcast::SlabMapping::open_read_only(dir, entry.file, path));
+    }
+    catch (...)
+    {
+      ::close(dir);
+      throw;
+    }
+    this->Cache[entry.index] = Cached{ entry.file, mapping };
   }
-  auto it = this->Cache.find(entry.index);
-  if (it != this->Cache.end() && it->second.Path == entry.path &&
-    it->second.Device == static_cast<unsigned long long>(st.st_dev) &&
-    it->second.Inode == static_cast<unsigned long long>(st.st_ino) &&
-    it->second.Size == static_cast<unsigned long long>(st.st_size))
-  {
-    return it->second.Mapping;
-  }
-  this->Cache.erase(entry.index);
-  auto mapping =
-    std::make_shared<const slabcast::SlabMapping>(slabcast::SlabMapping::open_read_only(entry.path));
+  ::close(dir);
+  // Also for a mapping kept from before: the descriptor may have changed.
   CheckAgainstDescriptor(*mapping, d, descriptor_path, entry);
-  Cached c;
-  c.Path = entry.path;
-  c.Device = st.st_dev;
-  c.Inode = st.st_ino;
-  c.Size = st.st_size;
-  c.Mapping = mapping;
-  this->Cache[entry.index] = c;
   return mapping;
 }
 

@@ -19,9 +19,10 @@ class SlabPool
 {
 public:
   // The mapping of slab `entry` of descriptor `d` (read from `descriptor_path`),
-  // reopened when the file on disk is no longer the one mapped (receiver restart).
-  // Throws std::runtime_error naming the slab file and the problem, also when the
-  // slab's header disagrees with the descriptor.
+  // opened beneath the descriptor's directory, and reopened when the name leads
+  // to another file (a receiver replaced it) or the file no longer covers the
+  // mapping (cut short). Throws std::runtime_error naming the slab file and the
+  // problem, also when the slab's shape disagrees with the descriptor.
   MappingPtr Get(const slabcast::Descriptor& d, const std::string& descriptor_path,
     const slabcast::SlabEntry& entry);
   void Clear() { this->Cache.clear(); }
@@ -29,8 +30,7 @@ public:
 private:
   struct Cached
   {
-    std::string Path;
-    unsigned long long Device = 0, Inode = 0, Size = 0;
+    std::string File;
     MappingPtr Mapping;
   };
   std::map<int, Cached> Cache;

@@ -1,5 +1,6 @@
 #include "SlabSelection.h"
 
+#include "slabcast/confined_path.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/volume.h"
 
@@ -23,12 +24,6 @@ std::string ListText(const std::set<int>& listed)
     s += (s.empty() ? "" : ",") + std::to_string(k);
   }
   return s;
-}
-
-std::string DirectoryOf(const std::string& path)
-{
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
 } // namespace
@@ -74,7 +69,7 @@ SlabSelection SelectSlabs(
         ") is not in this host's shared memory, but plane " + std::to_string(z) +
         " of the requested extent needs it; the descriptor lists slabs " + ListText(listed) +
         "; expected file " +
-        slabcast::slab_file_path(DirectoryOf(descriptor_path), d.name, owner));
+        slabcast::slab_file_path(slabcast::directory_of(descriptor_path), d.name, owner));
     }
   }
   return s;

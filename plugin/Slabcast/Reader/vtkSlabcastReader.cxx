@@ -24,11 +24,14 @@
 
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -53,7 +56,10 @@ public:
 
   // Digest of the slabs' generation counters and of the descriptor file's
   // identity: any new step (start or end) in a used slab, or a receiver that
-  // rewrites the descriptor (restart, new slabs), changes it.
+  // rewrites the descriptor (restart, new slabs), changes it. So does a slab
+  // replaced under its name or cut short. This is the live poll, run while
+  // nothing else happens: it reads the slabs with pread and stat, never through
+  // their mappings, so a file truncated under a mapping cannot end it in SIGBUS.
   std::uint64_t Signature() const
   {
     std::uint64_t h = 1469598103934665603ULL;
@@ -75,7 +81,11 @@ public:
     }
     for (const auto& m : this->Used)
     {
-      mix(m->header().live.generation.load(std::memory_order_acquire));
+      slabcast::SlabHeader header{};
+      mix(m->read_header(header) ? header.live.generation.load(std::memory_order_acquire)
+                                 : 0xc07ULL); // cut below its header
+      mix(m->still_whole() ? 1 : 2);
+      mix(::stat(m->path().c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0);
     }
     return h;
   }
@@ -186,6 +196,11 @@ namespace
 // The array points into the mapping; the mapping outlives the array.
 vtkFloatArray* ZeroCopyArray(const MappingPtr& mapping, const slabcast::Dims& dims, int z0, int z1)
 {
+  // The pages are handed to VTK as they are: the file must still cover them.
+  if (!mapping->still_whole())
+  {
+    throw std::runtime_error(mapping->path() + ": truncated under the reader (the file shrank)");
+  }
   const float* first =
     mapping->values() + (z0 - mapping->geometry().stored_z_begin) * dims.plane();
   const vtkIdType n = static_cast<vtkIdType>(dims.plane()) * (z1 - z0 + 1);
@@ -216,6 +231,13 @@ void UnmapValues(void* values)
 float* MapValues(vtkIdType count)
 {
   const std::size_t length = kPage + static_cast<std::size_t>(count) * sizeof(float);
+  const std::size_t memory =
+    static_cast<std::size_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  if (length > memory)
+  {
+    throw std::runtime_error("the copied extent needs " + std::to_string(length >> 20) +
+      " MiB, more than this host's " + std::to_string(memory >> 20) + " MiB of memory");
+  }
   void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
   {
@@ -225,7 +247,9 @@ float* MapValues(vtkIdType count)
   return reinterpret_cast<float*>(static_cast<std::uint8_t*>(p) + kPage);
 }
 
-// Assembles the extent row by row from each plane's source slab.
+// Assembles the extent from each plane's source slab, read with pread (a file
+// cut short meanwhile is an error, not a SIGBUS): one read per plane when the
+// extent has whole rows, one per row otherwise.
 vtkFloatArray* CopiedArray(const slabcast_reader::SlabSelection& sel,
   const std::map<int, MappingPtr>& mappings, const slabcast::Dims& dims, const int ext[6])
 {
@@ -236,35 +260,64 @@ vtkFloatArray* CopiedArray(const slabcast_reader::SlabSelection& sel,
   vtkFloatArray* a = vtkFloatArray::New();
   a->SetArray(out, count, 0, vtkAbstractArray::VTK_DATA_ARRAY_USER_DEFINED);
   a->SetArrayFreeFunction(&UnmapValues);
-  for (int z = ext[4]; z <= ext[5]; ++z)
+  const bool wholeRows = rowLength == dims.nx;
+  try
   {
-    const MappingPtr& m = mappings.at(sel.Planes[z - ext[4]].Slab);
-    const slabcast::SlabGeometry g = m->geometry();
-    for (int y = ext[2]; y <= ext[3]; ++y)
+    for (int z = ext[4]; z <= ext[5]; ++z)
     {
-      std::memcpy(out, m->values() + slabcast::slab_offset(dims, g, ext[0], y, z),
-        static_cast<std::size_t>(rowLength) * sizeof(float));
-      out += rowLength;
+      const MappingPtr& m = mappings.at(sel.Planes[z - ext[4]].Slab);
+      const slabcast::SlabGeometry& g = m->geometry();
+      for (int y = ext[2]; y <= ext[3]; y += wholeRows ? static_cast<int>(rows) : 1)
+      {
+        const vtkIdType n = wholeRows ? rowLength * rows : rowLength;
+        m->read_values(slabcast::slab_offset(dims, g, ext[0], y, z), n, out);
+        out += n;
+      }
     }
+  }
+  catch (...)
+  {
+    a->Delete();
+    throw;
   }
   return a;
 }
 
+// The headers of the slabs behind an output, read with pread as they are now.
+struct Headers
+{
+  explicit Headers(const std::vector<MappingPtr>& used)
+    : Count(used.size())
+    , Items(new slabcast::SlabHeader[used.size()]())
+  {
+    for (std::size_t i = 0; i < used.size(); ++i)
+    {
+      if (!used[i]->read_header(this->Items[i]))
+      {
+        throw std::runtime_error(used[i]->path() + ": truncated under the reader (the file shrank)");
+      }
+    }
+  }
+  std::size_t Count;
+  std::unique_ptr<slabcast::SlabHeader[]> Items;
+};
+
 template <class ArrayT, class Fn>
-void AddPerSlab(vtkFieldData* fd, const char* name, const std::vector<MappingPtr>& used, Fn value)
+void AddPerSlab(vtkFieldData* fd, const char* name, const Headers& heads, Fn value)
 {
   vtkNew<ArrayT> a;
   a->SetName(name);
-  for (const auto& m : used)
+  for (std::size_t i = 0; i < heads.Count; ++i)
   {
-    a->InsertNextValue(value(m->header().live));
+    a->InsertNextValue(value(heads.Items[i].live));
   }
   fd->AddArray(a);
 }
 
 // Step and per-slab counters, so the GUI's Information panel and scripts can
 // show which step is on screen and how much of it arrived.
-void AddFieldData(vtkFieldData* fd, const std::vector<MappingPtr>& used, vtkIdType step, int zeroCopy)
+void AddFieldData(vtkFieldData* fd, const std::vector<MappingPtr>& used, const Headers& heads,
+  vtkIdType step, int zeroCopy)
 {
   vtkNew<vtkTypeInt64Array> s;
   s->SetName("Step");
@@ -278,28 +331,28 @@ void AddFieldData(vtkFieldData* fd, const std::vector<MappingPtr>& used, vtkIdTy
   idx->SetName("SlabIndex");
   for (const auto& m : used)
   {
-    idx->InsertNextValue(m->header().slab_index);
+    idx->InsertNextValue(m->geometry().index);
   }
   fd->AddArray(idx);
   using L = slabcast::SlabLive;
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabStep", used, [](const L& l) { return l.step.load(); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabStep", heads, [](const L& l) { return l.step.load(); });
   AddPerSlab<vtkTypeInt64Array>(
-    fd, "SlabLastStep", used, [](const L& l) { return l.last_step.load(); });
-  AddPerSlab<vtkDoubleArray>(fd, "SlabLossPercent", used,
+    fd, "SlabLastStep", heads, [](const L& l) { return l.last_step.load(); });
+  AddPerSlab<vtkDoubleArray>(fd, "SlabLossPercent", heads,
     [](const L& l) { return l.last_step_loss_ppm.load() / 1e4; });
-  AddPerSlab<vtkDoubleArray>(fd, "SlabProgress", used, [](const L& l) {
+  AddPerSlab<vtkDoubleArray>(fd, "SlabProgress", heads, [](const L& l) {
     const double expected = static_cast<double>(l.step_expected.load());
     return expected > 0 ? static_cast<double>(l.step_records.load()) / expected : 0.0;
   });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabPackets", used,
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabPackets", heads,
     [](const L& l) { return static_cast<vtkTypeInt64>(l.packets.load()); });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabRejected", used,
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabRejected", heads,
     [](const L& l) { return static_cast<vtkTypeInt64>(l.rejected.load()); });
   AddPerSlab<vtkTypeInt64Array>(
-    fd, "SlabStale", used, [](const L& l) { return static_cast<vtkTypeInt64>(l.stale.load()); });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabDuplicates", used,
+    fd, "SlabStale", heads, [](const L& l) { return static_cast<vtkTypeInt64>(l.stale.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabDuplicates", heads,
     [](const L& l) { return static_cast<vtkTypeInt64>(l.duplicates.load()); });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabGeneration", used,
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabGeneration", heads,
     [](const L& l) { return static_cast<vtkTypeInt64>(l.generation.load()); });
 }
 
@@ -343,17 +396,20 @@ int vtkSlabcastReader::RequestData(
   }
 
   vtkFloatArray* array = nullptr;
+  std::unique_ptr<Headers> heads;
   try
   {
     const slabcast_reader::SlabSelection sel =
       slabcast_reader::SelectSlabs(d, in.DescriptorPath, ext);
+    std::set<int> needed{ sel.ZeroCopySlab };
+    for (const auto& p : sel.Planes)
+    {
+      needed.insert(p.Slab);
+    }
     std::map<int, MappingPtr> mappings;
     for (const auto& e : d.slabs)
     {
-      const bool needed = std::any_of(sel.Planes.begin(), sel.Planes.end(),
-                            [&](const slabcast_reader::PlaneSource& p) { return p.Slab == e.index; }) ||
-        e.index == sel.ZeroCopySlab;
-      if (needed)
+      if (needed.count(e.index))
       {
         mappings[e.index] = in.Pool.Get(d, in.DescriptorPath, e);
       }
@@ -386,10 +442,17 @@ int vtkSlabcastReader::RequestData(
     {
       array = CopiedArray(sel, mappings, d.dims, ext);
     }
+    heads.reset(new Headers(in.Used));
   }
   catch (const std::exception& e)
   {
     vtkErrorMacro(<< e.what());
+    if (array)
+    {
+      array->Delete();
+    }
+    this->ZeroCopy = 0;
+    this->MappingBegin = this->MappingEnd = 0;
     in.Used.clear();
     in.RecordExecution();
     output->Initialize();
@@ -403,13 +466,13 @@ int vtkSlabcastReader::RequestData(
   array->Delete();
 
   vtkIdType step = -1;
-  for (std::size_t i = 0; i < in.Used.size(); ++i)
+  for (std::size_t i = 0; i < heads->Count; ++i)
   {
-    const vtkIdType s = in.Used[i]->header().live.step.load();
+    const vtkIdType s = heads->Items[i].live.step.load();
     step = i == 0 ? s : std::min(step, s);
   }
   this->Step = step;
-  AddFieldData(output->GetFieldData(), in.Used, step, this->ZeroCopy);
+  AddFieldData(output->GetFieldData(), in.Used, *heads, step, this->ZeroCopy);
   return 1;
 }
 

@@ -10,11 +10,13 @@
 
 namespace slabcast {
 
-constexpr int kDescriptorVersion = 1;
+// Version 2: a slab is named by its file name in the descriptor's directory
+// (version 1 gave any path, and a reader opened whatever it named).
+constexpr int kDescriptorVersion = 2;
 
 struct SlabEntry {
     int index = 0;
-    std::string path;  // absolute path of the slab file
+    std::string file;  // a plain file name in the descriptor's directory (is_plain_name)
 };
 
 struct Descriptor {
@@ -29,7 +31,8 @@ struct Descriptor {
 };
 
 // Throws std::runtime_error("<path>: <problem>") for a missing, unreadable,
-// malformed or wrong-version descriptor.
+// malformed or wrong-version descriptor, sizes beyond kMaxAxis, or a slab file
+// that is not a plain name in the descriptor's directory.
 Descriptor read_descriptor(const std::string& path);
 Descriptor parse_descriptor(const std::string& text, const std::string& path_for_errors);
 std::string descriptor_to_json(const Descriptor& d);

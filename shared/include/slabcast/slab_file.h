@@ -66,7 +66,15 @@ static_assert(offsetof(SlabLive, step) == 16 && offsetof(SlabLive, last_step_los
               offsetof(SlabLive, packets) == 64 && offsetof(SlabLive, heartbeat_ns) == 104 &&
               offsetof(SlabLive, foreign) == 112);
 
-// A mapped slab file. Move-only; unmaps on destruction.
+// A mapped slab file. Move-only; unmaps and closes on destruction.
+//
+// A reader's shape (dims, geometry, depth, field, value count) is the one its
+// header had when it was validated, kept here: the header in the mapping is
+// another process's memory and may change afterwards, so nothing that sizes,
+// indexes or offsets anything is read from it again. The file stays open so
+// that a reader can ask, with read_header() and still_whole(), without touching
+// the mapping: a file truncated under a mapping makes a read of the pages past
+// its new end a SIGBUS.
 class SlabMapping {
 public:
     SlabMapping() = default;
@@ -76,33 +84,77 @@ public:
     SlabMapping& operator=(const SlabMapping&) = delete;
     ~SlabMapping();
 
-    // Creates (or re-attaches to a compatible existing) slab file for writing.
-    // Throws std::runtime_error naming the path on failure or on an incompatible file.
+    // Creates the slab file for writing, or re-attaches to an existing one of
+    // exactly this shape (a restarted receiver keeps what it had placed). A
+    // file of another shape is never resized in place, which would hand the
+    // readers that map it zeros or SIGBUS: a new file is written under a
+    // temporary name and renamed over it, and readers keep the old one until
+    // they re-open. Throws std::runtime_error naming the path on failure.
     static SlabMapping create(const std::string& path, const Dims& dims, int slab_depth,
                               const SlabGeometry& geometry, const std::string& field);
-    // Maps an existing slab read-only and validates its header against the file size.
-    // Throws std::runtime_error naming the path and the problem.
+    // Maps the slab `name` (a plain file name) of the directory `dir_fd`
+    // read-only, opened without leaving that directory or following a symbolic
+    // link (open_beneath), and validates its header against the file size.
+    // Throws std::runtime_error naming `path_for_errors` and the problem.
+    static SlabMapping open_read_only(int dir_fd, const std::string& name, const std::string& path_for_errors);
+    // The same for the file at `path`, in its directory.
     static SlabMapping open_read_only(const std::string& path);
 
+    // The live header, for the writer (and tests): see the class comment.
     const SlabHeader& header() const { return *reinterpret_cast<const SlabHeader*>(base_); }
     SlabHeader& header_rw() { return *reinterpret_cast<SlabHeader*>(base_); }
     const float* values() const { return reinterpret_cast<const float*>(base_ + kSlabHeaderBytes); }
     float* values_rw() { return reinterpret_cast<float*>(base_ + kSlabHeaderBytes); }
-    std::size_t value_count() const { return header().data_bytes / sizeof(float); }
+    std::size_t value_count() const { return static_cast<std::size_t>(data_bytes_ / sizeof(float)); }
+    std::uint64_t data_bytes() const { return data_bytes_; }
     std::size_t mapped_bytes() const { return size_; }
     const std::uint8_t* base() const { return base_; }
     const std::string& path() const { return path_; }
     bool valid() const { return base_ != nullptr; }
+    int fd() const { return fd_; }
+    // The file's identity when it was opened.
+    unsigned long long device() const { return device_; }
+    unsigned long long inode() const { return inode_; }
 
-    Dims dims() const;
-    SlabGeometry geometry() const;
+    // The shape validated when the slab was opened or created.
+    const Dims& dims() const { return dims_; }
+    const SlabGeometry& geometry() const { return geometry_; }
+    int slab_depth() const { return slab_depth_; }
+    const std::string& field() const { return field_; }
+
+    // The header as the file holds it now, read with pread: false when the file
+    // no longer holds a whole header. Never touches the mapping.
+    bool read_header(SlabHeader& out) const;
+    // True while the file still covers every mapped byte (fstat).
+    bool still_whole() const;
+    // Copies values [first, first + count) with pread, never through the
+    // mapping; throws std::runtime_error naming the file when the range lies
+    // outside the slab or the file was cut short under us.
+    void read_values(std::int64_t first, std::int64_t count, float* out) const;
 
 private:
+    void release();
+
     std::uint8_t* base_ = nullptr;
     std::size_t size_ = 0;
+    int fd_ = -1;
+    unsigned long long device_ = 0, inode_ = 0;
     std::string path_;
+    Dims dims_;
+    SlabGeometry geometry_;
+    int slab_depth_ = 0;
+    std::string field_;
+    std::uint64_t data_bytes_ = 0;
 };
 
+// Everything a slab header must satisfy for a file of `file_bytes`, checked
+// with overflow-safe arithmetic: sizes within kMaxAxis, the slab's planes
+// exactly those its index and depth give, the values within the file. "" when
+// sound, else the problem.
+std::string slab_header_problem(const SlabHeader& h, std::uint64_t file_bytes);
+
+// "NAME.slab<k>": the file name of a slab, in the descriptor's directory.
+std::string slab_file_name(const std::string& name, int slab_index);
 std::string slab_file_path(const std::string& shm_dir, const std::string& name, int slab_index);
 
 }  // namespace slabcast

@@ -13,6 +13,12 @@
 
 namespace slabcast {
 
+// The largest size of any axis, and of a slab's depth. Every size read from a
+// file or a command line is checked against it before it sizes anything: with
+// each axis at most 2^20, a volume holds at most 2^60 values, so every product
+// of sizes, planes and 4-byte values below fits a signed 64-bit integer.
+constexpr std::int64_t kMaxAxis = std::int64_t{1} << 20;
+
 struct Dims {
     std::int64_t nx = 0, ny = 0, nz = 0;
     std::int64_t plane() const { return nx * ny; }
@@ -21,6 +27,9 @@ struct Dims {
 };
 
 std::string to_string(const Dims& d);  // "64x64x64"
+// "" when every size is 1..kMaxAxis and slab_depth is too; otherwise the
+// problem, naming the sizes and the range.
+std::string volume_problem(const Dims& dims, std::int64_t slab_depth);
 // Parses "NX,NY,NZ" (also accepts 'x' as separator); throws std::invalid_argument.
 Dims parse_dims(const std::string& text);
 
