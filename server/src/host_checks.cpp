@@ -6,15 +6,48 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 namespace slabcast {
 
 namespace fs = std::filesystem;
+
+std::string format_bytes(std::uint64_t bytes) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1024 && u < 6) {
+        v /= 1024;
+        ++u;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+    return text;
+}
+
+std::uint64_t free_bytes(const std::string& dir) {
+    struct statvfs fs {};
+    if (::statvfs(dir.c_str(), &fs) != 0) throw std::runtime_error(dir + ": cannot stat: " + std::strerror(errno));
+    std::uint64_t bytes = 0;
+    if (__builtin_mul_overflow(static_cast<std::uint64_t>(fs.f_bavail), static_cast<std::uint64_t>(fs.f_frsize), &bytes))
+        return UINT64_MAX;
+    return bytes;
+}
+
+void require_free_space(const std::string& dir, std::uint64_t need, const std::string& what) {
+    const std::uint64_t have = free_bytes(dir);
+    if (need > have)
+        throw std::runtime_error(dir + " has " + format_bytes(have) + " free, " + what + " need " + format_bytes(need));
+}
 
 std::string read_first_line(const std::string& path) {
     std::ifstream in(path);

@@ -3,6 +3,7 @@
 // ones that limit it (seeds/000 section 4.5: the demo needed hand tuning).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,18 @@ HostFinding check_offloads();
 // A staging directory on tmpfs with 4 KiB pages costs a page-table entry per
 // 4 KiB of every new step, each first touched by the shuffler.
 HostFinding check_staging_pages(const std::string& staging);
+
+// Room in a tmpfs (/dev/shm) for what a role is about to place there. A page
+// faulted in on a full tmpfs is a SIGBUS, not an error code: the receiver and
+// the stager check before they write, and reserve with fallocate where they
+// can (it fails cleanly with ENOSPC), so a full /dev/shm is a message.
+// "512 KiB", "1.5 GiB": a size for messages.
+std::string format_bytes(std::uint64_t bytes);
+// What an unprivileged process may still allocate in `dir`'s file system
+// (statvfs: f_bavail * f_frsize); throws std::runtime_error naming `dir`.
+std::uint64_t free_bytes(const std::string& dir);
+// Throws std::runtime_error("DIR has X free, WHAT need Y") when `need` does not fit.
+void require_free_space(const std::string& dir, std::uint64_t need, const std::string& what);
 
 // Logs a warning for each finding that has advice, prefixed by `role`.
 void warn_limits(const std::string& role, const std::vector<HostFinding>& findings);

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <numa.h>
 #include <sched.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -132,10 +133,19 @@ void pin_current_thread(int cpu) {
         throw std::runtime_error("cannot pin thread to cpu " + std::to_string(cpu) + ": " + std::strerror(errno));
 }
 
-void bind_and_prefault(void* addr, std::size_t bytes, int node) {
+void bind_and_prefault(void* addr, std::size_t bytes, int node, int fd, off_t offset) {
     if (node >= 0 && numa_available() >= 0) numa_tonode_memory(addr, bytes, node);
     if (::madvise(addr, bytes, MADV_POPULATE_WRITE) == 0) return;
-    // Older kernels: touch each page with an atomic add of zero (writes, keeps contents).
+    // EFAULT is what a fault would have made SIGBUS: no page to be had.
+    if (errno != EINVAL)
+        throw std::runtime_error(std::string("cannot fault its pages in: ") + std::strerror(errno) +
+                                 (errno == EFAULT || errno == ENOMEM ? " (the file system or the memory is full)" : ""));
+    // Kernels before 5.14 have no MADV_POPULATE_WRITE. Allocate through the file
+    // first: fallocate fails with ENOSPC where a touch would be SIGBUS, and a
+    // tmpfs places the pages by the policy just bound to the mapping.
+    if (const int rc = ::posix_fallocate(fd, offset, static_cast<off_t>(bytes)); rc != 0)
+        throw std::runtime_error(std::string("cannot allocate its pages: ") + std::strerror(rc));
+    // Then touch each page with an atomic add of zero (writes, keeps contents).
     const long page = ::sysconf(_SC_PAGESIZE);
     auto* p = static_cast<std::uint8_t*>(addr);
     for (std::size_t off = 0; off < bytes; off += static_cast<std::size_t>(page))

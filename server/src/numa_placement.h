@@ -2,6 +2,8 @@
 // receiver, its memory and its renderer on the NIC's NUMA node).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -32,7 +34,10 @@ int numa_node_of(int cpu);
 void pin_current_thread(int cpu);
 // Binds [addr, addr+bytes) to `node` (when libnuma works and node >= 0), then
 // faults every page in for writing without changing its contents, so the first
-// packets do not pay for page faults and the pages land on that node.
-void bind_and_prefault(void* addr, std::size_t bytes, int node);
+// packets do not pay for page faults and the pages land on that node. The range
+// maps bytes [offset, offset+bytes) of the file `fd`. Throws std::runtime_error
+// when the pages cannot be had (a full tmpfs, no memory): touching them would
+// have been a SIGBUS.
+void bind_and_prefault(void* addr, std::size_t bytes, int node, int fd, off_t offset);
 
 }  // namespace slabcast

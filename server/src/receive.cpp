@@ -210,6 +210,29 @@ void merge_existing(const std::string& dir, const std::string& path, Descriptor&
     }
 }
 
+// Room in the shm directory for every slab not yet there, before the first is
+// written: pre-faulting a slab in a full tmpfs ended the receiver in SIGBUS.
+// (Sizes are within kMaxAxis, checked by parse_dims: no sum below can wrap.)
+void require_room_for_slabs(const ReceiveOptions& o, const Dims& dims,
+                            const std::vector<std::unique_ptr<Stream>>& streams) {
+    std::uint64_t need = 0;
+    for (const auto& s : streams) {
+        const SlabGeometry g = slab_geometry(dims, o.slab_depth, s->spec.slab, o.ghost_planes);
+        const std::uint64_t bytes = kSlabHeaderBytes + static_cast<std::uint64_t>(dims.plane()) *
+                                                           static_cast<std::uint64_t>(g.stored_planes()) * sizeof(float);
+        // A slab of this very shape already there (a restart re-attaches to it)
+        // holds the pages it has. One of another shape is replaced by a new
+        // file, and its pages stay taken while a renderer maps it.
+        struct stat st {};
+        const std::string path = slab_file_path(o.shm_dir, o.name, s->spec.slab);
+        const bool held = slab_file_matches(path, dims, o.slab_depth, g, o.field) && ::stat(path.c_str(), &st) == 0;
+        const std::uint64_t allocated = held ? static_cast<std::uint64_t>(st.st_blocks) * 512 : 0;
+        need += bytes - std::min(bytes, allocated);
+    }
+    require_free_space(o.shm_dir, need,
+                       fmt::format("the slabs ({} of {}, depth {})", streams.size(), to_string(dims), o.slab_depth));
+}
+
 int run_receive(const ReceiveOptions& o) {
     const Dims dims = parse_dims(o.dims_text);
     if (o.slab_depth < 1) throw std::invalid_argument("--slab-depth must be >= 1");
@@ -255,6 +278,7 @@ int run_receive(const ReceiveOptions& o) {
     descriptor.slab_depth = o.slab_depth;
     descriptor.ghost_planes = o.ghost_planes;
 
+    require_room_for_slabs(o, dims, streams);
     bool gro_ok = true;
     // Allocate, place and pre-fault every slab before any data can arrive.
     for (std::size_t i = 0; i < streams.size(); ++i) {
@@ -264,7 +288,12 @@ int run_receive(const ReceiveOptions& o) {
         const SlabGeometry g = slab_geometry(dims, o.slab_depth, s.spec.slab, o.ghost_planes);
         const std::string path = slab_file_path(o.shm_dir, o.name, s.spec.slab);
         s.slab = SlabMapping::create(path, dims, o.slab_depth, g, o.field);
-        bind_and_prefault(s.slab.values_rw(), s.slab.header().data_bytes, s.node);
+        try {
+            bind_and_prefault(s.slab.values_rw(), s.slab.data_bytes(), s.node, s.slab.fd(), kSlabHeaderBytes);
+        } catch (const std::exception& e) {
+            throw std::runtime_error(path + ": " + format_bytes(s.slab.data_bytes()) + " of values: " + e.what() +
+                                     "; " + o.shm_dir + " has " + format_bytes(free_bytes(o.shm_dir)) + " free");
+        }
         descriptor.slabs.push_back(SlabEntry{s.spec.slab, slab_file_name(o.name, s.spec.slab)});
 
         s.socket = Socket(open_udp_socket(listen.addr.ss_family));

@@ -21,7 +21,6 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -84,16 +83,18 @@ public:
         if (::mkdir(o.staging.c_str(), 0750) != 0 && errno != EEXIST)
             throw std::runtime_error(o.staging + ": cannot create staging directory: " + std::strerror(errno));
         dataset_ = load_dataset();
-        struct statvfs fs {};
-        if (::statvfs(o.staging.c_str(), &fs) != 0)
-            throw std::runtime_error(o.staging + ": cannot stat: " + std::strerror(errno));
-        const std::uint64_t free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
-        budget_ = o.budget.empty() ? free_bytes / 2 : parse_bytes(o.budget);
+        const std::uint64_t free_now = free_bytes(o.staging);
+        budget_ = o.budget.empty() ? free_now / 2 : parse_bytes(o.budget);
         const std::uint64_t step = dataset_.step_bytes();
         if (budget_ < step)
             throw std::runtime_error("staging budget " + std::to_string(budget_ >> 20) + " MiB is smaller than one step (" +
                                      std::to_string(step >> 20) + " MiB); raise --budget or free " + o.staging);
         window_ = static_cast<long>(std::min<std::uint64_t>(budget_ / step, dataset_.steps.size()));
+        // The steps the window holds must fit the staging area now: a budget
+        // beyond its free space would fill it, and a full tmpfs fails each copy.
+        require_free_space(o.staging, static_cast<std::uint64_t>(window_) * step,
+                           fmt::format("the staging window ({} step(s) of {}, --budget {})", window_, format_bytes(step),
+                                       o.budget.empty() ? "half the free space" : o.budget));
         // A dataset that fits comfortably in memory stays in the page cache for
         // the next lap; a larger one is read once per lap and evicted as it goes.
         const std::uint64_t available = static_cast<std::uint64_t>(::sysconf(_SC_AVPHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);

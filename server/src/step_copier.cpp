@@ -1,5 +1,7 @@
 #include "step_copier.h"
 
+#include "host_checks.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -37,6 +39,18 @@ StepCopier::StepCopier(const std::string& source, const std::string& destination
         if (out_ >= 0) ::close(out_);
         ::unlink(partial_.c_str());
         throw std::runtime_error(partial_ + ": cannot create staged copy: " + why);
+    }
+    // Every page reserved now: a copy into a full tmpfs fails here with ENOSPC,
+    // where a page of the mapping faulted in later would have been SIGBUS (or
+    // a read() into it EFAULT).
+    if (const int rc = total_ > 0 ? ::posix_fallocate(out_, 0, static_cast<off_t>(total_)) : 0; rc != 0) {
+        ::close(in_);
+        ::close(out_);
+        ::unlink(partial_.c_str());
+        const std::string dir = partial_.substr(0, partial_.find_last_of('/') + 1);
+        throw std::runtime_error(partial_ + ": cannot reserve " + format_bytes(total_) + " for the staged step: " +
+                                 std::strerror(rc) + " (" + dir + " has " + format_bytes(free_bytes(dir + ".")) +
+                                 " free)");
     }
     if (total_ > 0) {
         void* p = ::mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_SHARED, out_, 0);

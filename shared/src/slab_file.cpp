@@ -42,6 +42,19 @@ bool data_bytes_of(std::int64_t nx, std::int64_t ny, std::int64_t planes, std::u
            !__builtin_mul_overflow(values, std::uint64_t{sizeof(float)}, &out);
 }
 
+// Whether the open file `fd` is a slab of exactly this shape, `total` bytes long.
+bool file_matches(int fd, std::uint64_t total, const Dims& dims, int slab_depth, const SlabGeometry& geometry,
+                  const std::string& field) {
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != total)
+        return false;
+    SlabHeader h{};
+    return ::pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) && slab_header_problem(h, total).empty() &&
+           h.nx == dims.nx && h.ny == dims.ny && h.nz == dims.nz && h.slab_depth == slab_depth &&
+           h.slab_index == geometry.index && h.stored_z_begin == geometry.stored_z_begin && h.z_end == geometry.z_end &&
+           field == h.field;
+}
+
 std::string plane_range(const SlabHeader& h) {
     return std::to_string(h.stored_z_begin) + ".." + std::to_string(h.z_end);
 }
@@ -159,19 +172,12 @@ SlabMapping SlabMapping::create(const std::string& path, const Dims& dims, int s
 
     // Re-attach to a slab that already has exactly this shape; never to a
     // symbolic link (O_NOFOLLOW) or anything but a regular file.
-    bool reuse = false;
     Fd f{::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+    const bool reuse = file_matches(f.fd, total, dims, slab_depth, geometry, field);
     struct stat st {};
-    if (f.fd >= 0 && ::fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == total) {
-        SlabHeader existing{};
-        reuse = ::pread(f.fd, &existing, sizeof existing, 0) == static_cast<ssize_t>(sizeof existing) &&
-                slab_header_problem(existing, total).empty() && existing.nx == dims.nx && existing.ny == dims.ny &&
-                existing.nz == dims.nz && existing.slab_depth == slab_depth && existing.slab_index == geometry.index &&
-                existing.stored_z_begin == geometry.stored_z_begin && existing.z_end == geometry.z_end &&
-                field == existing.field;
-    }
     std::string temporary;  // the new file until it is renamed into place
     if (reuse) {
+        if (::fstat(f.fd, &st) != 0) fail(path, "cannot stat slab: " + errno_text());
         // Owner read/write, group read (the renderer); never world-accessible.
         if ((st.st_mode & 07777) != 0640 && ::fchmod(f.fd, 0640) != 0) fail(path, "cannot chmod 0640: " + errno_text());
     } else {
@@ -285,6 +291,16 @@ SlabMapping SlabMapping::open_read_only(const std::string& path) {
     Fd dir{::open(directory_of(path).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
     if (dir.fd < 0) fail(path, "cannot open slab: its directory: " + errno_text());
     return open_read_only(dir.fd, name_of(path), path);
+}
+
+bool slab_file_matches(const std::string& path, const Dims& dims, int slab_depth, const SlabGeometry& geometry,
+                       const std::string& field) {
+    std::uint64_t data_bytes = 0;
+    if (!volume_problem(dims, slab_depth).empty() ||
+        !data_bytes_of(dims.nx, dims.ny, geometry.stored_planes(), data_bytes))
+        return false;
+    Fd f{::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+    return file_matches(f.fd, kSlabHeaderBytes + data_bytes, dims, slab_depth, geometry, field);
 }
 
 std::string slab_file_name(const std::string& name, int slab_index) {

@@ -153,6 +153,11 @@ private:
 // sound, else the problem.
 std::string slab_header_problem(const SlabHeader& h, std::uint64_t file_bytes);
 
+// True when `path` is already a slab of exactly this shape, the one
+// SlabMapping::create re-attaches to (with its pages) instead of replacing.
+bool slab_file_matches(const std::string& path, const Dims& dims, int slab_depth, const SlabGeometry& geometry,
+                       const std::string& field);
+
 // "NAME.slab<k>": the file name of a slab, in the descriptor's directory.
 std::string slab_file_name(const std::string& name, int slab_index);
 std::string slab_file_path(const std::string& shm_dir, const std::string& name, int slab_index);
