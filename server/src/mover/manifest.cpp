@@ -2,6 +2,8 @@
 
 #include "slabcast/json_file.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -82,6 +84,81 @@ Manifest scan_sources(const std::vector<std::string>& sources, std::uint32_t blo
         else throw std::runtime_error(s + ": not a regular file or directory");
     }
     return m;
+}
+
+namespace {
+
+// A directory beneath the tree and everything in it, each directory listed
+// through a descriptor opened beneath the root (one open at a time, however
+// deep the tree), each entry looked at without following a link.
+void add_tree_beneath(Manifest& m, DestTree& tree, const std::string& top, const std::string& name) {
+    std::vector<std::pair<std::string, std::string>> todo{{top, name}};  // (path beneath the root, name in the manifest)
+    while (!todo.empty()) {
+        const auto [rel, as] = todo.back();
+        todo.pop_back();
+        const int fd = tree.open_dir(rel);
+        if (fd < 0) throw std::runtime_error(rel + ": " + std::strerror(errno));
+        DIR* dir = ::fdopendir(fd);
+        if (!dir) {
+            ::close(fd);
+            throw std::runtime_error(rel + ": " + std::strerror(errno));
+        }
+        std::vector<std::pair<std::string, std::string>> subdirs;
+        errno = 0;
+        while (const dirent* e = ::readdir(dir)) {
+            const std::string entry = e->d_name;
+            if (entry == "." || entry == "..") continue;
+            struct stat st {};
+            if (::fstatat(::dirfd(dir), entry.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
+            const std::string path = rel + "/" + entry, listed = as + "/" + entry;
+            if (S_ISDIR(st.st_mode)) {
+                m.dirs.push_back(ManifestDir{listed, static_cast<std::uint32_t>(st.st_mode & 07777)});
+                subdirs.emplace_back(path, listed);
+            } else if (S_ISREG(st.st_mode)) {
+                m.files.push_back(ManifestFile{listed, static_cast<std::uint64_t>(st.st_size),
+                                               static_cast<std::uint32_t>(st.st_mode & 07777), mtime_ns_of(st), path});
+            } else {
+                m.skipped.push_back(path + (S_ISLNK(st.st_mode) ? ": a symbolic link" : ": not a regular file"));
+            }
+        }
+        ::closedir(dir);
+        todo.insert(todo.end(), subdirs.rbegin(), subdirs.rend());
+    }
+}
+
+}  // namespace
+
+Manifest scan_beneath(std::shared_ptr<DestTree> tree, const std::vector<std::string>& paths, std::uint32_t block) {
+    Manifest m;
+    m.block = block;
+    m.beneath = tree;
+    std::map<std::string, std::string> names;  // top-level name -> path
+    for (const std::string& rel : paths) {
+        check_relative_path(rel);
+        const auto [parent, name] = split_path(rel);
+        if (auto [it, fresh] = names.emplace(name, rel); !fresh)
+            throw std::runtime_error("name collision: " + it->second + " and " + rel + " would both be '" + name + "'");
+        struct stat st {};
+        if (::fstatat(tree->dir(parent)->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+            throw std::runtime_error(rel + ": " + std::strerror(errno));
+        if (S_ISDIR(st.st_mode)) {
+            m.dirs.push_back(ManifestDir{name, static_cast<std::uint32_t>(st.st_mode & 07777)});
+            add_tree_beneath(m, *tree, rel, name);
+        } else if (S_ISREG(st.st_mode)) {
+            m.files.push_back(ManifestFile{name, static_cast<std::uint64_t>(st.st_size),
+                                           static_cast<std::uint32_t>(st.st_mode & 07777), mtime_ns_of(st), rel});
+        } else {
+            throw std::runtime_error(rel + ": not a regular file or directory");
+        }
+    }
+    return m;
+}
+
+Fd Manifest::open_source(const ManifestFile& f) const {
+    if (beneath) return beneath->open_file(f.source, O_RDONLY);
+    Fd fd(::open(f.source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd.get() < 0) throw std::runtime_error(std::string("cannot open: ") + std::strerror(errno));
+    return fd;
 }
 
 std::string to_json(const Manifest& m) {

@@ -3,7 +3,11 @@
 // sent as blocks, checked on the receiving side before anything is written.
 #pragma once
 
+#include "mover/dest_tree.h"
+#include "mover/stream_io.h"
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +31,11 @@ struct Manifest {
     std::vector<ManifestDir> dirs;  // parents before children
     std::vector<ManifestFile> files;
     std::vector<std::string> skipped;  // sender side: symlinks and special files left out, with why
+    // Sender side: the tree the sources lie beneath (a pull's, see
+    // scan_beneath), or none: each source is a path of its own.
+    std::shared_ptr<DestTree> beneath;
+    // Opens a file's source to read it; throws naming why it cannot.
+    Fd open_source(const ManifestFile& f) const;
     // The sum of the sizes; manifest_from_json refuses a manifest whose sum
     // does not fit 64 bits, so it cannot wrap.
     std::uint64_t total_bytes() const;
@@ -44,6 +53,12 @@ inline std::uint64_t blocks_of(std::uint64_t size, std::uint32_t block) {
 // Each source (file or directory) goes under its own name, as `cp -r` would.
 // Throws std::runtime_error naming the path that cannot be read.
 Manifest scan_sources(const std::vector<std::string>& sources, std::uint32_t block);
+// The same for paths beneath a tree a server gives out (`serve
+// --allow-pull`): every directory is listed, and every file later read,
+// through descriptors opened beneath its root with no symbolic link on the
+// way, so a link swapped in between the listing and the read leads nowhere.
+// Each path must pass check_relative_path.
+Manifest scan_beneath(std::shared_ptr<DestTree> tree, const std::vector<std::string>& paths, std::uint32_t block);
 
 std::string to_json(const Manifest& m);
 // Throws std::runtime_error for a malformed manifest, a path that could leave

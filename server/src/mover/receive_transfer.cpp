@@ -10,6 +10,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -32,6 +33,9 @@ std::size_t bytes_waiting(int fd) {
     int n = 0;
     return ::ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
 }
+
+// The Have answer goes in one frame, well within kMaxPayload.
+constexpr std::uint64_t kMaxHaveBytes = 32u << 20;
 
 // A message from the peer (an Error, a FileFailed) is shown in logs and
 // reports: at most this long, control characters replaced.
@@ -71,7 +75,9 @@ const char* kind_name(Kind k) {
 }
 
 std::string bytes_text(std::uint64_t n) {
-    return fmt::format("{} bytes ({:.1f} GiB)", n, static_cast<double>(n) / (1u << 30));
+    const double x = static_cast<double>(n);
+    return n >= (1u << 30) ? fmt::format("{} bytes ({:.1f} GiB)", n, x / (1u << 30))
+                           : fmt::format("{} bytes ({:.1f} MiB)", n, x / (1u << 20));
 }
 
 }  // namespace
@@ -193,6 +199,7 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) 
     });
     json complete = json::array(), have_blocks = json::object();
     std::uint64_t need = 0;  // bytes still to be written (no wrap: manifest_from_json bounds the sum)
+    std::uint64_t have_bytes = 0;  // a bound on the Have's size (an offset is at most 20 digits and a comma)
     for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
         const ManifestFile& m = manifest_.files[i];
         FileState& f = files_[i];
@@ -226,9 +233,12 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) 
             f.sums[off / block] = sum;
             ++f.blocks_seen;
             need -= std::min<std::uint64_t>(block, m.size - off);
-            offsets.push_back(off);
+            // The Have is one frame: past kMaxHaveBytes the sender is not told
+            // of a block it has, and sends it again (harmless, only slower).
+            have_bytes += 21;
+            if (have_bytes < kMaxHaveBytes) offsets.push_back(off);
         }
-        have_blocks[std::to_string(i)] = offsets;
+        if (!offsets.empty()) have_blocks[std::to_string(i)] = offsets;
     }
     // Refused up front, as a disk-full check: the sizes declared, less what
     // is in place, against the free space of the destination (or its nearest
@@ -303,6 +313,7 @@ void ReceiveTransfer::run_first_stream(int fd) {
     stream_ended();
     std::unique_lock lock(mutex_);
     ended_.wait(lock, [&] { return finished_.load(); });
+    forget_stream(fd);
 }
 
 void ReceiveTransfer::run_stream(int fd) {
@@ -311,11 +322,15 @@ void ReceiveTransfer::run_stream(int fd) {
         if (finished_) return;
         // Before the manifest is taken there is no ring and no file to write to.
         if (!prepared_) throw std::runtime_error("a stream joined the transfer before its manifest was taken");
-        if (streams_.size() >= 128) throw std::runtime_error("a 129th stream (128 at most)");
+        if (streams_.size() >= 128) throw std::runtime_error("a 129th stream at once (128 at most)");
         streams_.push_back(fd);
         ++carriers_;
     }
     carry_blocks(fd, false);
+    {
+        std::lock_guard lock(mutex_);
+        forget_stream(fd);
+    }
     stream_ended();
 }
 
@@ -734,13 +749,11 @@ std::string ReceiveTransfer::problem() const {
 }
 
 void ReceiveTransfer::abort(const std::string& why) {
-    std::vector<int> streams;
     bool ring = false;
     {
         std::lock_guard lock(mutex_);
         if (finished_) return;
         finished_ = true;
-        streams = streams_;
         problem_ = why;
         ring = prepared_;  // otherwise prepare() stops the ring it makes
     }
@@ -752,7 +765,15 @@ void ReceiveTransfer::abort(const std::string& why) {
     } catch (const std::exception&) {
     }
     if (ring) ring_->abort();
-    for (int fd : streams) ::shutdown(fd, SHUT_RDWR);  // wakes the other streams' readers
+    // Wakes the other streams' readers. Under the lock: a stream leaves
+    // streams_ before its descriptor is closed, so each listed is still its
+    // own (a closed number may already be another connection's).
+    std::lock_guard lock(mutex_);
+    for (int fd : streams_) ::shutdown(fd, SHUT_RDWR);
+}
+
+void ReceiveTransfer::forget_stream(int fd) {
+    streams_.erase(std::remove(streams_.begin(), streams_.end(), fd), streams_.end());
 }
 
 }  // namespace slabcast::mover

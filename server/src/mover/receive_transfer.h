@@ -125,6 +125,7 @@ private:
     bool read_back_matches(std::uint32_t file, int fd);
     void fail_file(std::uint32_t file, const std::string& why);
     void resolve(FileState& f, FileState::Status status);  // under mutex_
+    void forget_stream(int fd);  // under mutex_: before its descriptor is closed
     void stream_ended();
     void slot_done();
     void check_drained();
@@ -143,7 +144,7 @@ private:
     std::unique_ptr<BlockRing> ring_;
     mutable std::mutex mutex_;  // files_ status and per-block state, counters, streams_, the stages
     std::condition_variable ended_;  // finished_ became true
-    std::vector<int> streams_;
+    std::vector<int> streams_;  // the streams' descriptors while they run (abort() shuts them down)
     std::deque<std::uint32_t> open_order_;  // files whose part file was opened, oldest first
     std::size_t open_parts_ = 0;
     int control_fd_ = -1;

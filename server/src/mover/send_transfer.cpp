@@ -130,10 +130,29 @@ void SendTransfer::begin(int control_fd, ClientHandshake* handshake) {
     try {
         const json have = json::parse(payload);
         using json_file::whole_number;
-        for (const auto& i : have.at("complete")) in_place_.insert(whole_number<std::uint32_t>(i, "a file"));
-        for (const auto& [file, offsets] : have.at("blocks").items())
-            for (const auto& o : offsets)
-                have_[file_index(file)].insert(whole_number<std::uint64_t>(o, "an offset"));
+        // Every file a file of the manifest, every offset a block of it: what
+        // is kept of the answer is bounded by what this end declared.
+        auto file_of = [&](std::uint32_t file) -> const ManifestFile& {
+            if (file >= manifest_.files.size())
+                throw std::runtime_error("file " + std::to_string(file) + " is not in the manifest (it lists " +
+                                         std::to_string(manifest_.files.size()) + ")");
+            return manifest_.files[file];
+        };
+        for (const auto& i : have.at("complete")) {
+            const auto file = whole_number<std::uint32_t>(i, "a file");
+            file_of(file);
+            in_place_.insert(file);
+        }
+        for (const auto& [key, offsets] : have.at("blocks").items()) {
+            const std::uint32_t file = file_index(key);
+            const ManifestFile& m = file_of(file);
+            for (const auto& o : offsets) {
+                const auto offset = whole_number<std::uint64_t>(o, "an offset");
+                if (offset % manifest_.block != 0 || offset >= m.size)
+                    throw std::runtime_error("offset " + std::to_string(offset) + " is not a block of '" + m.path + "'");
+                have_[file].insert(offset);
+            }
+        }
     } catch (const std::exception& e) {
         throw std::runtime_error(std::string("the server's answer is malformed: ") + e.what());
     }
@@ -239,11 +258,10 @@ std::uint8_t* SendTransfer::reserve(Slot*& slot, std::size_t payload, bool align
 }
 
 void SendTransfer::plan_pieces() {
-    const std::uint64_t block = manifest_.block;
     reading_ = std::make_unique<FileReading[]>(manifest_.files.size());
     for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
         if (in_place_.count(i)) continue;
-        const std::uint64_t blocks = (manifest_.files[i].size + block - 1) / block;
+        const std::uint64_t blocks = blocks_of(manifest_.files[i].size, manifest_.block);
         ++files_to_send_;
         bytes_to_send_ += manifest_.files[i].size;  // all of it is read (the blocks it has too, for the checksum)
         reading_[i].sums.assign(blocks, 0);
@@ -305,9 +323,13 @@ void SendTransfer::read_piece(const Piece& piece, Slot*& slot) {
     const ManifestFile& m = manifest_.files[index];
     FileReading& r = reading_[index];
     if (r.failed) return piece_done(index, slot);
-    const int fd = ::open(m.source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return file_failed(index, std::string("cannot open: ") + std::strerror(errno), slot);
-    Fd closer(fd);
+    Fd closer;
+    try {
+        closer = manifest_.open_source(m);  // a pull's: beneath the served tree, no link on the way
+    } catch (const std::runtime_error& e) {
+        return file_failed(index, e.what(), slot);
+    }
+    const int fd = closer.get();
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != m.size)
         return file_failed(index, "changed since it was listed (size " + std::to_string(st.st_size) + ", was " +
@@ -426,7 +448,7 @@ std::string SendTransfer::finish() {
         streams_.threads.front().join();  // stream 0 ended with Done (or an error)
     }
     // What the server says: its report, or why it stopped.
-    timeval wait{failed_ ? 2 : 0, 0};
+    timeval wait{failed_ ? 2 : settings_.answer_timeout_s, 0};
     ::setsockopt(control_fd_, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
     Frame f;
     std::string payload;

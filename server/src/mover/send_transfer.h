@@ -32,6 +32,11 @@ struct SendSettings {
     int peer_timeout_s = 60;
     std::uint64_t transfer_id = 0;  // 0: a new random one; a pull uses the id its receiving end chose
     std::optional<Key> key;         // --key-file: every stream it opens is authenticated (mover/auth.h)
+    // Seconds to wait for the receiving end's report after Done; 0: as long as
+    // it is alive (its last files may take long to verify). A serve giving out
+    // a pull waits its --idle-timeout, so a client that never answers does not
+    // hold the thread.
+    int answer_timeout_s = 0;
 };
 
 struct SendProgress {

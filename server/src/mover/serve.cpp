@@ -1,6 +1,13 @@
 // `slabcast serve`: the receiving end of the data mover (docs/mover.md). One
 // TCP port; every transfer arrives over one or more streams that name it in
 // their Hello, and goes into a directory beneath --root.
+//
+// Connections are held without a thread until their Hello is whole and valid
+// (WaitingConnections, --max-waiting, --hello-timeout); read_hello() is the
+// one place a Hello is authenticated and checked; a thread then serves the
+// stream, within --max-connections and --max-transfers, and gives up on a
+// peer silent for --idle-timeout. What one transfer may ask of the host is
+// ReceiveLimits (docs/mover.md, "Limits").
 #include "address_filter.h"
 #include "key_file.h"
 #include "mover/auth.h"
@@ -8,22 +15,26 @@
 #include "mover/receive_transfer.h"
 #include "mover/send_transfer.h"
 #include "mover/stream_io.h"
+#include "mover/waiting_connections.h"
 #include "roles.h"
 #include "slabcast/json_file.h"
 #include "stop_signal.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <netdb.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -49,6 +60,28 @@ struct ServeOptions {
     bool allow_pull = false;
     std::string key_file;
     bool insecure_no_auth = false;
+    // Limits (docs/mover.md, "Limits"), each range-checked by its flag.
+    int max_manifest_mb = 64;
+    std::uint64_t max_files = 1'000'000;
+    std::uint64_t max_blocks = std::uint64_t{1} << 24;
+    int max_connections = 256;
+    int max_transfers = 16;
+    int max_waiting = 64;
+    int hello_timeout_s = 10;
+    int idle_timeout_s = 300;
+};
+
+// A Hello's payload (after the handshake's nonce and MAC) is small JSON; a
+// pull's list of paths is the largest part of it.
+constexpr std::uint32_t kMaxHelloBytes = 64u << 10;
+constexpr std::size_t kMaxPullPaths = 1024;
+
+// What a stream asks for, checked field by field (read_hello).
+struct Hello {
+    std::uint64_t transfer = 0;
+    int stream = 0;
+    std::string dest;              // a transfer in: where beneath --root ("" for the root itself)
+    std::vector<std::string> get;  // a pull: the paths asked for (none for a transfer in)
 };
 
 class Server {
@@ -56,8 +89,6 @@ public:
     explicit Server(const ServeOptions& o) : o_(o) {
         DestTree check(o.root);  // creates --root, or names why it cannot be used, before listening
         for (const auto& a : o.allow) allowed_.add_list(a);
-        if (o.writers < 1 || o.writers > 256) throw std::invalid_argument("--writers must be 1..256");
-        if (o.ring_mb < 16) throw std::invalid_argument("--ring-mb must be >= 16");
         if (!o.key_file.empty()) key_ = load_sync_key(o.key_file);
         // Beyond loopback, anyone who reaches the port could write into --root.
         if (!key_ && !o.insecure_no_auth && !is_loopback(o.listen))
@@ -66,47 +97,36 @@ public:
                 std::to_string(o.port) + " write into " + o.root + ": give --key-file KEY (slabcast keygen KEY makes "
                 "one; give the clients the same file), or --listen 127.0.0.1, or --insecure-no-auth to take "
                 "transfers from anyone (--allow still limits them by address)");
+        limits_.manifest_bytes = static_cast<std::uint64_t>(o.max_manifest_mb) << 20;
+        limits_.entries = o.max_files;
+        limits_.blocks = o.max_blocks;
+        check_descriptor_limit();
     }
 
     int run() {
         Fd listener(listen_tcp(o_.listen, o_.port));
+        // accept() without waiting: every queued connection is taken at each turn.
+        ::fcntl(listener.get(), F_SETFL, ::fcntl(listener.get(), F_GETFL) | O_NONBLOCK);
+        WaitingConnections waiting(static_cast<std::size_t>(o_.max_waiting), std::chrono::seconds(o_.hello_timeout_s),
+                                   kMaxHelloBytes);
         spdlog::info("serve: {} on {}:{}, {} writers, {} MiB ring{}{}", o_.root, o_.listen, o_.port, o_.writers,
                      o_.ring_mb, allowed_.empty() ? " (any client: --allow limits who may write here)" : "",
                      key_ ? ", clients must hold the key" : ", no key: clients are not authenticated");
         if (!key_ && !is_loopback(o_.listen))
             spdlog::warn("serve: --insecure-no-auth: anyone who reaches port {} may write into {}", o_.port, o_.root);
+        auto tuned = std::chrono::steady_clock::now();
         while (!stop_requested() && !(o_.once && served_once())) {
-            pollfd p{listener.get(), POLLIN, 0};
-            if (::poll(&p, 1, 200) <= 0) {
-                retune();
-                continue;
-            }
-            sockaddr_storage peer{};
-            socklen_t len = sizeof peer;
-            const int fd = ::accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
-            if (fd < 0) continue;
-            if (!allowed_.empty() && !allowed_.allows(peer)) {
-                spdlog::warn("serve: refused a connection from {} (not in --allow)", to_text(peer));
-                ::close(fd);
-                continue;
-            }
-            tune_tcp(fd, o_.peer_timeout_s);
-            auto handshake = std::make_shared<ServerHandshake>(key_);
-            try {
-                handshake->send_challenge(fd);  // first on every connection (mover/auth.h)
-            } catch (const std::exception& e) {
-                spdlog::warn("serve: a connection from {} dropped: {}", to_text(peer), e.what());
-                ::close(fd);
-                continue;
-            }
+            std::vector<pollfd> polled{{listener.get(), POLLIN, 0}};
+            waiting.poll_set(polled);
+            if (::poll(polled.data(), polled.size(), waiting.wait_ms(200)) < 0 && errno != EINTR)
+                throw std::runtime_error(std::string("serve: poll: ") + std::strerror(errno));
+            if (polled[0].revents & POLLIN) accept_all(listener.get(), waiting);
+            for (Arrival& a : waiting.service(polled)) admit(std::move(a), waiting);
             reap();
-            std::lock_guard lock(mutex_);
-            auto done = std::make_shared<std::atomic<bool>>(false);
-            threads_.push_back({std::thread([this, fd, done, handshake, from = to_text(peer)] {
-                                    serve_stream(fd, *handshake, from);
-                                    *done = true;
-                                }),
-                                done});
+            if (std::chrono::steady_clock::now() - tuned > std::chrono::milliseconds(200)) {
+                retune();
+                tuned = std::chrono::steady_clock::now();
+            }
         }
         {
             std::lock_guard lock(mutex_);
@@ -121,6 +141,123 @@ private:
         char host[NI_MAXHOST] = "?";
         ::getnameinfo(reinterpret_cast<const sockaddr*>(&a), sizeof a, host, sizeof host, nullptr, 0, NI_NUMERICHOST);
         return host;
+    }
+
+    // The descriptors the limits allow at once, against RLIMIT_NOFILE (its
+    // soft limit raised to the hard one first): a server that runs out of
+    // descriptors refuses everyone, so say so when it starts.
+    void check_descriptor_limit() const {
+        rlimit r{};
+        if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+        if (r.rlim_cur < r.rlim_max) {
+            r.rlim_cur = r.rlim_max;
+            ::setrlimit(RLIMIT_NOFILE, &r);
+        }
+        const std::uint64_t need = static_cast<std::uint64_t>(o_.max_waiting) + o_.max_connections +
+                                   static_cast<std::uint64_t>(o_.max_transfers) *
+                                       (ReceiveTransfer::kOpenPartFiles + DestTree::kCachedDirs + 4) + 64;
+        if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < need)
+            spdlog::warn("serve: the limits allow {} descriptors at once, the process may open {} (ulimit -n): "
+                         "raise it, or lower --max-transfers, --max-connections or --max-waiting", need, r.rlim_cur);
+    }
+
+    // Takes every connection waiting in the backlog (a bounded number per
+    // turn), sends each its challenge (auth.h), and holds it without a thread
+    // until its Hello is whole.
+    void accept_all(int listener, WaitingConnections& waiting) {
+        for (int n = 0; n < 256; ++n) {
+            sockaddr_storage peer{};
+            socklen_t len = sizeof peer;
+            Fd fd(::accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC));
+            if (fd.get() < 0) {
+                if (errno == EMFILE || errno == ENFILE) {  // the backlog waits; do not spin on it
+                    spdlog::warn("serve: out of descriptors, connections wait: {}", std::strerror(errno));
+                    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                }
+                return;
+            }
+            const std::string from = to_text(peer);
+            if (!allowed_.empty() && !allowed_.allows(peer)) {
+                spdlog::warn("serve: refused a connection from {} (not in --allow)", from);
+                continue;
+            }
+            tune_tcp(fd.get(), o_.peer_timeout_s);
+            auto handshake = std::make_shared<ServerHandshake>(key_);
+            try {
+                handshake->send_challenge(fd.get());  // first on every connection (mover/auth.h)
+            } catch (const std::exception& e) {
+                spdlog::warn("serve: a connection from {} dropped: {}", from, e.what());
+                continue;
+            }
+            waiting.add(std::move(fd), from, handshake);
+        }
+    }
+
+    // The one place a connection is admitted: its Hello, authenticated (the
+    // handshake checks the MAC and sends the proof) and checked field by field.
+    Hello read_hello(Arrival& a) const {
+        auto& handshake = *std::static_pointer_cast<ServerHandshake>(a.context);
+        const std::string text = handshake.accept_hello(a.fd.get(), a.hello, a.payload);
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(text);
+        } catch (const nlohmann::json::exception& e) {
+            throw std::runtime_error(std::string("the Hello is not JSON: ") + e.what());
+        }
+        Hello h;
+        h.transfer = a.hello.transfer;
+        h.stream = json_file::field<int>(j, "stream", "the Hello");
+        if (h.stream < 0 || h.stream > 127)
+            throw std::runtime_error("the Hello names stream " + std::to_string(h.stream) + " (0..127)");
+        if (j.contains("get")) {
+            const auto& wanted = j.at("get");
+            if (!wanted.is_array() || wanted.empty() || wanted.size() > kMaxPullPaths)
+                throw std::runtime_error("a pull must name 1.." + std::to_string(kMaxPullPaths) + " paths");
+            for (const auto& w : wanted) {
+                if (!w.is_string()) throw std::runtime_error("a pull asks for " + w.dump() + ", not a path");
+                h.get.push_back(w.get<std::string>());
+                check_relative_path(h.get.back());
+            }
+        } else if (j.contains("dest")) {
+            h.dest = json_file::field<std::string>(j, "dest", "the Hello");
+            while (!h.dest.empty() && h.dest.back() == '/') h.dest.pop_back();
+            if (h.dest == ".") h.dest.clear();
+            if (!h.dest.empty()) check_relative_path(h.dest);
+        }
+        return h;
+    }
+
+    // A valid Hello gets a thread, within --max-connections; the stream then
+    // gives up on a peer that sends (or takes) nothing for --idle-timeout.
+    void admit(Arrival a, WaitingConnections& waiting) {
+        reap();  // threads that have ended do not count
+        Hello hello;
+        try {
+            hello = read_hello(a);
+        } catch (const AuthError& e) {
+            spdlog::warn("serve: refused a client from {}: {}", a.from, e.what());
+            return waiting.refuse(std::move(a.fd), a.from, e.what());
+        } catch (const std::exception& e) {
+            spdlog::warn("serve: a connection from {} refused: {}", a.from, e.what());
+            return waiting.refuse(std::move(a.fd), a.from, e.what());
+        }
+        std::lock_guard lock(mutex_);
+        if (threads_.size() >= static_cast<std::size_t>(o_.max_connections)) {
+            const std::string why =
+                fmt::format("{} connections are open, the limit (serve --max-connections)", threads_.size());
+            spdlog::warn("serve: a connection from {} refused: {}", a.from, why);
+            return waiting.refuse(std::move(a.fd), a.from, why);
+        }
+        const timeval idle{o_.idle_timeout_s, 0};
+        ::setsockopt(a.fd.get(), SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
+        ::setsockopt(a.fd.get(), SOL_SOCKET, SO_SNDTIMEO, &idle, sizeof idle);
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        threads_.push_back({std::thread([this, fd = std::move(a.fd), hello, from = a.from, done]() mutable {
+                                serve_stream(fd.get(), hello, from);
+                                fd = Fd();
+                                *done = true;
+                            }),
+                            done});
     }
 
     // Joins the threads of streams that have ended: a server that runs for
@@ -158,130 +295,116 @@ private:
         }
     }
 
-    void serve_stream(int raw, ServerHandshake& handshake, const std::string& from) {
-        Fd fd(raw);
+    void serve_stream(int fd, const Hello& h, const std::string& from) {
         try {
-            timeval hello_wait{10, 0}, none{0, 0};
-            ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &hello_wait, sizeof hello_wait);
-            Frame f;
-            std::string payload;
-            if (!read_frame(fd.get(), f, payload, 64 << 10) || f.kind != Kind::Hello)
-                throw std::runtime_error("expected a Hello frame");
-            ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
-            const auto hello = nlohmann::json::parse(handshake.accept_hello(fd.get(), f, payload));
-            const int stream = json_file::field<int>(hello, "stream", "the Hello");
-            if (stream < 0 || stream > 127) throw std::runtime_error("the Hello names stream " + std::to_string(stream));
-            if (hello.contains("get")) {
-                serve_pull(fd.get(), f.transfer, hello.at("get"));
+            if (!h.get.empty()) {
+                serve_pull(fd, h);
                 return;
             }
-            if (stream > 0) {
+            if (h.stream > 0) {
                 std::shared_ptr<SendTransfer> pull;
                 {
                     std::lock_guard lock(mutex_);
-                    if (auto it = pulls_.find(f.transfer); it != pulls_.end()) pull = it->second;
+                    if (auto it = pulls_.find(h.transfer); it != pulls_.end()) pull = it->second;
                 }
                 if (pull) {
-                    pull->add_stream(fd.get());
+                    pull->add_stream(fd);
                     return;
                 }
             }
-            std::string dest = hello.value("dest", std::string());
-            while (!dest.empty() && dest.back() == '/') dest.pop_back();
-            if (!dest.empty() && dest != ".") check_relative_path(dest);
-            else dest.clear();
             std::shared_ptr<ReceiveTransfer> t;
             {
                 std::lock_guard lock(mutex_);
-                auto it = transfers_.find(f.transfer);
-                if (stream == 0) {
+                auto it = transfers_.find(h.transfer);
+                if (h.stream == 0) {
                     if (it != transfers_.end()) throw std::runtime_error("a transfer with this id is running");
-                    ReceiveSettings s{writers_now_ ? writers_now_ : o_.writers,
-                                      static_cast<std::size_t>(o_.ring_mb) << 20, o_.read_back};
-                    t = std::make_shared<ReceiveTransfer>(f.transfer, o_.root, dest, s);
-                    transfers_[f.transfer] = t;
+                    check_transfer_limit();
+                    const ReceiveSettings s{writers_now_ ? writers_now_ : o_.writers,
+                                            static_cast<std::size_t>(o_.ring_mb) << 20, o_.read_back, "serve",
+                                            limits_};
+                    t = std::make_shared<ReceiveTransfer>(h.transfer, o_.root, h.dest, s);
+                    transfers_[h.transfer] = t;
                 } else {
                     if (it == transfers_.end()) throw std::runtime_error("a stream of an unknown transfer");
                     t = it->second;
                 }
             }
-            if (stream == 0) {
-                t->run_first_stream(fd.get());
+            if (h.stream == 0) {
+                t->run_first_stream(fd);
                 std::lock_guard lock(mutex_);
-                transfers_.erase(f.transfer);
+                transfers_.erase(h.transfer);
                 ++completed_;
                 failures_ += !t->succeeded();
             } else {
-                t->run_stream(fd.get());
+                t->run_stream(fd);
             }
-        } catch (const AuthError& e) {
-            spdlog::warn("serve: refused a client from {}: {}", from, e.what());
-            refuse(fd.get(), e.what());
         } catch (const std::exception& e) {
             spdlog::warn("serve: a connection from {} dropped: {}", from, e.what());
-            refuse(fd.get(), e.what());
+            refuse(fd, e.what());
         }
     }
 
-    // Tells the client why its stream ends, if it is still there to hear it.
+    // Under mutex_.
+    void check_transfer_limit() const {
+        const std::size_t running = transfers_.size() + pulls_.size();
+        if (running >= static_cast<std::size_t>(o_.max_transfers))
+            throw std::runtime_error(fmt::format("{} transfers are running, the limit (serve --max-transfers)", running));
+    }
+
+    // Tells the client why its stream ends, if it is still there to hear it,
+    // and lets what it still sends drain for a moment first: a close with
+    // unread data would reset the connection before it read why.
     static void refuse(int fd, const std::string& why) {
         try {
             write_frame(fd, Frame{Kind::Error}, why.data(), why.size());
         } catch (const std::exception&) {
         }
-    }
-
-    // A path a client asked for, beneath --root: no `..`, no absolute path, and
-    // no symbolic link on the way that leads out of it.
-    std::string beneath_root(const std::string& rel) const {
-        check_relative_path(rel);
-        char root[PATH_MAX], path[PATH_MAX];
-        const std::string joined = o_.root + "/" + rel;
-        if (!::realpath(o_.root.c_str(), root)) throw std::runtime_error(o_.root + ": " + std::strerror(errno));
-        if (!::realpath(joined.c_str(), path)) throw std::runtime_error(rel + ": " + std::strerror(errno));
-        const std::string r(root), p(path);
-        if (p.compare(0, r.size() + 1, r + "/") != 0) throw std::runtime_error(rel + ": leads out of the served tree");
-        return p;
+        ::shutdown(fd, SHUT_WR);
+        const timeval second{1, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &second, sizeof second);
+        char scratch[4096];
+        for (int i = 0; i < 256 && ::recv(fd, scratch, sizeof scratch, 0) > 0; ++i) {
+        }
     }
 
     // A pull (`slabcast stage --from`): the client asked for files on stream 0;
-    // they go back over the streams it opens, as `slabcast move` would send them.
-    void serve_pull(int fd, std::uint64_t id, const nlohmann::json& wanted) {
+    // they go back over the streams it opens, as `slabcast move` would send
+    // them. Everything is listed and read through descriptors beneath --root
+    // (scan_beneath): a symbolic link swapped in meanwhile leads nowhere.
+    void serve_pull(int fd, const Hello& h) {
         if (!o_.allow_pull) throw std::runtime_error("this server does not give files out (start it with --allow-pull)");
-        if (!wanted.is_array() || wanted.empty()) throw std::runtime_error("a pull names no files");
-        std::vector<std::string> sources;
-        for (const auto& w : wanted) {
-            if (!w.is_string()) throw std::runtime_error("a pull asks for " + w.dump() + ", not a path");
-            sources.push_back(beneath_root(w.get<std::string>()));
-        }
-        Manifest manifest = scan_sources(sources, kDefaultBlock);
+        Manifest manifest = scan_beneath(std::make_shared<DestTree>(o_.root), h.get, kDefaultBlock);
         SendSettings s;
         s.readers = 2;
         s.ring_bytes = static_cast<std::size_t>(o_.ring_mb) << 20;
         s.peer_timeout_s = o_.peer_timeout_s;
-        s.transfer_id = id;
+        s.transfer_id = h.transfer;
+        s.answer_timeout_s = o_.idle_timeout_s;
         auto t = std::make_shared<SendTransfer>(std::move(manifest), s);
         {
             std::lock_guard lock(mutex_);
-            if (pulls_.count(id) || transfers_.count(id)) throw std::runtime_error("a transfer with this id is running");
-            pulls_[id] = t;
+            if (pulls_.count(h.transfer) || transfers_.count(h.transfer))
+                throw std::runtime_error("a transfer with this id is running");
+            check_transfer_limit();
+            pulls_[h.transfer] = t;
         }
         try {
             t->start_on(fd);
             const std::string report = t->finish();
-            spdlog::info("serve: pull {:016x} of {} done: {}", id, wanted.dump(), report);
+            spdlog::info("serve: pull {:016x} of {} done: {}", h.transfer, nlohmann::json(h.get).dump(), report);
         } catch (...) {
             std::lock_guard lock(mutex_);
-            pulls_.erase(id);
+            pulls_.erase(h.transfer);
             throw;
         }
         std::lock_guard lock(mutex_);
-        pulls_.erase(id);
+        pulls_.erase(h.transfer);
     }
 
     const ServeOptions& o_;
     AddressFilter allowed_;
     std::optional<Key> key_;
+    ReceiveLimits limits_;
     std::mutex mutex_;
     std::map<std::uint64_t, std::shared_ptr<ReceiveTransfer>> transfers_;
     std::map<std::uint64_t, std::shared_ptr<SendTransfer>> pulls_;
@@ -301,9 +424,13 @@ void register_serve(CLI::App& root, RoleMain& run) {
     CLI::App* c = root.add_subcommand("serve", "data mover, receiving end: files from `slabcast move` into --root");
     c->add_option("--root", o->root, "directory that transfers go into (created if missing)")->required();
     c->add_option("--listen", o->listen, "address to listen on")->capture_default_str();
-    c->add_option("--port", o->port, "TCP port")->capture_default_str();
-    c->add_option("--writers", o->writers, "front-end threads writing blocks, per transfer")->capture_default_str();
-    c->add_option("--ring-mb", o->ring_mb, "block cache per transfer, MiB")->capture_default_str();
+    c->add_option("--port", o->port, "TCP port")->check(CLI::Range(1, 65535))->capture_default_str();
+    c->add_option("--writers", o->writers, "front-end threads writing blocks, per transfer")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
+    c->add_option("--ring-mb", o->ring_mb, "block cache per transfer, MiB")
+        ->check(CLI::Range(16, 65536))
+        ->capture_default_str();
     c->add_option("--allow", o->allow, "clients to accept: CIDR[,CIDR...] (default: any, with a warning)");
     c->add_option("--tune-file", o->tune_file, "file with a line writers=N, re-read every 0.2 s while running");
     c->add_flag("--read-back", o->read_back,
@@ -320,6 +447,35 @@ void register_serve(CLI::App& root, RoleMain& run) {
                   "required unless --listen is a loopback address");
     c->add_flag("--insecure-no-auth", o->insecure_no_auth,
                 "listen beyond loopback without --key-file: any client that reaches the port may write into --root");
+    // Limits (docs/mover.md, "Limits").
+    c->add_option("--max-manifest-mb", o->max_manifest_mb, "largest manifest (the list of names) a transfer may send, MiB")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    c->add_option("--max-files", o->max_files, "files and directories one transfer may list")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100'000'000}))
+        ->capture_default_str();
+    c->add_option("--max-blocks", o->max_blocks,
+                  "blocks one transfer may declare (8 bytes of bookkeeping each, once its file begins to arrive)")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32))
+        ->capture_default_str();
+    c->add_option("--max-connections", o->max_connections, "streams served at once (a thread each), all transfers together")
+        ->check(CLI::Range(1, 4096))
+        ->capture_default_str();
+    c->add_option("--max-transfers", o->max_transfers, "transfers (in, and pulls out) at once")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    c->add_option("--max-waiting", o->max_waiting,
+                  "connections held until their Hello (no thread each); beyond it the oldest of the address "
+                  "holding the most is closed")
+        ->check(CLI::Range(1, 4096))
+        ->capture_default_str();
+    c->add_option("--hello-timeout", o->hello_timeout_s, "seconds a new connection has to send its Hello")
+        ->check(CLI::Range(1, 600))
+        ->capture_default_str();
+    c->add_option("--idle-timeout", o->idle_timeout_s,
+                  "seconds a stream may send (or take) nothing before it is dropped, after its Hello")
+        ->check(CLI::Range(2, 86400))
+        ->capture_default_str();
     c->callback([o, &run] { run = [o] { return Server(*o).run(); }; });
 }
 

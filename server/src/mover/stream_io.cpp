@@ -119,6 +119,8 @@ void write_full(int fd, const void* buf, std::size_t n) {
     while (n > 0) {
         const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            throw std::runtime_error("send: the peer took nothing for the idle timeout, connection dropped");
         if (w <= 0) {
             // EPIPE and ECONNRESET are the peer dying or closing, not a local fault: say so in words.
             const int err = w < 0 ? errno : EPIPE;

@@ -1,0 +1,453 @@
+"""A hostile peer against a live `slabcast serve`, played by a client written
+by hand (raw sockets and struct, testing/e2e/mover_wire.py; none of the
+project's code): sizes that wrap, offsets, lengths and file ids outside the
+manifest, frames out of order, a second stream before the manifest, huge
+declarations, too many files, more bytes than the disk has, a flood of idle
+connections, 250-byte names, and symbolic links swapped in mid-transfer. After
+each, serve is alive, has refused with a message naming the problem, holds
+bounded memory and threads (/proc/PID/status), has written nothing outside
+--root, and a real `slabcast move` still arrives bit for bit."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, unittest_main, wait_for  # noqa: E402
+from mover_wire import (BYE, DATA, DONE, ERROR, FILE_END, FILE_FAILED, HAVE, MANIFEST, REPORT,  # noqa: E402
+                        ZEROS, checksum_of, frame, header, read_frame, say_hello)
+from test_mover import assert_trees_equal, write_file  # noqa: E402
+
+MIB = 1 << 20
+BLOCK = 4096
+
+
+def proc_status(pid):
+    """(VmRSS in MiB, threads) of a live process."""
+    fields = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value.split()
+    return int(fields["VmRSS"][0]) / 1024, int(fields["Threads"][0])
+
+
+def entry(path, size, mode=0o644):
+    return {"path": path, "size": size, "mode": mode, "mtime_ns": 1_000_000_000}
+
+
+def manifest_frames(transfer, files, dirs=(), block=BLOCK):
+    text = json.dumps({"block": block, "dirs": list(dirs), "files": list(files)}).encode()
+    return frame(MANIFEST, transfer, text, extra=len(text))
+
+
+def zeros(transfer, file, offset, length):
+    """A Zeros frame (its checksum is not looked at before its numbers are)."""
+    return header(ZEROS, transfer, 0, file=file, offset=offset, extra=length)
+
+
+def file_checksum(block_sums):
+    """The mover's file checksum: XXH3-64 of the blocks' checksums as little-endian words."""
+    return checksum_of(b"".join(s.to_bytes(8, "little") for s in block_sums))
+
+
+class HostileTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace("mover-hostile")
+        self.port = free_tcp_port()
+        self.root = os.path.join(self.ws.dir, "root")
+        # Beside --root: what no peer may touch.
+        self.outside = os.path.join(self.ws.dir, "outside")
+        write_file(os.path.join(self.outside, "secret"), b"outside the served tree\n", 0o600)
+        os.chmod(self.outside, 0o755)
+        self.sockets = []
+        self.moves = 0
+
+    def tearDown(self):
+        for s in self.sockets:
+            s.close()
+        self.ws.close()
+
+    def start_serve(self, *extra, root=None):
+        self.server = self.ws.start("serve", ["serve", "--root", root or self.root, "--listen", "127.0.0.1",
+                                              "--port", str(self.port)] + [str(a) for a in extra])
+        wait_for(lambda: "serve:" in self.server.text(), what="the server")
+        time.sleep(0.2)
+        self.baseline = proc_status(self.server.proc.pid)
+        return self.server
+
+    def connect(self, source="127.0.0.1"):
+        s = socket.socket()
+        s.settimeout(30)
+        s.bind((source, 0))
+        s.connect(("127.0.0.1", self.port))
+        self.sockets.append(s)
+        return s
+
+    def hello(self, transfer, stream=0, dest="h", source="127.0.0.1"):
+        s = self.connect(source)
+        say_hello(s, transfer, {"stream": stream, "dest": dest} if stream == 0 else {"stream": stream})
+        return s
+
+    def open_transfer(self, transfer, files, dirs=(), dest="h"):
+        """Stream 0 of a transfer whose manifest the server has answered."""
+        s = self.hello(transfer, dest=dest)
+        s.sendall(manifest_frames(transfer, files, dirs))
+        kind, payload = read_frame(s)
+        self.assertEqual(kind, HAVE, payload)
+        return s
+
+    def expect_error(self, s, why):
+        kind, payload = read_frame(s)
+        while kind in (HAVE,):
+            kind, payload = read_frame(s)
+        self.assertEqual(kind, ERROR, "expected a refusal naming %r, got %r %r" % (why, kind, payload))
+        self.assertIn(why, payload.decode())
+        self.assertTrue(self.server.alive(), "serve died")
+        return payload.decode()
+
+    def assert_bounded(self, what, rss_mb=64, threads=4):
+        """serve is alive, and holds no more than `rss_mb` MiB and `threads`
+        threads beyond what it held when it started listening."""
+        self.assertTrue(self.server.alive(), "serve died: " + self.server.text()[-2000:])
+        # A transfer just refused may still be winding its threads down.
+        deadline = time.monotonic() + 5
+        while proc_status(self.server.proc.pid)[1] - self.baseline[1] > threads and time.monotonic() < deadline:
+            time.sleep(0.05)
+        rss, n = proc_status(self.server.proc.pid)
+        print("%s: serve holds %.1f MiB (%.1f at start), %d threads (%d at start)" % (
+            what, rss, self.baseline[0], n, self.baseline[1]), flush=True)
+        self.assertLess(rss - self.baseline[0], rss_mb, what)
+        self.assertLessEqual(n - self.baseline[1], threads, what)
+
+    def assert_real_move_works(self):
+        """A real `slabcast move` of a small tree arrives bit for bit, and
+        nothing outside --root was touched."""
+        self.moves += 1
+        src = os.path.join(self.ws.dir, "real-%d" % self.moves, "tree")
+        write_file(os.path.join(src, "big.bin"), os.urandom(6 * MIB + 5))
+        for i in range(20):
+            write_file(os.path.join(src, "small", "f%02d" % i), os.urandom(i * 300))
+        r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "4",
+                            src, "127.0.0.1:real-%d" % self.moves], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr + self.server.text()[-3000:])
+        assert_trees_equal(self, src, os.path.join(self.root, "real-%d" % self.moves, "tree"))
+        self.assert_nothing_outside()
+
+    def assert_nothing_outside(self):
+        self.assertEqual(os.listdir(self.outside), ["secret"])
+        self.assertEqual(os.stat(self.outside).st_mode & 0o7777, 0o755)
+        with open(os.path.join(self.outside, "secret"), "rb") as f:
+            self.assertEqual(f.read(), b"outside the served tree\n")
+        self.assertEqual(os.stat(os.path.join(self.outside, "secret")).st_mode & 0o7777, 0o600)
+        unexpected = [n for n in os.listdir(self.ws.dir)
+                      if n not in ("root", "outside", "serve.log") and not n.startswith(("real-", "src", "tmpfs"))]
+        self.assertEqual(unexpected, [], "something appeared beside --root")
+
+    def test_sizes_offsets_lengths_and_file_ids_are_checked(self):
+        self.start_serve("--ring-mb", "16")
+        # The exploit of the landed code: a size of 2^64-1 wrapped the block
+        # count, and a Zeros frame then wrote at an address of the client's choosing.
+        s = self.hello(0x1001)
+        s.sendall(manifest_frames(0x1001, [entry("a", 2**64 - 1)]) + zeros(0x1001, 0, 2**40, BLOCK))
+        self.expect_error(s, "field 'size' is 18446744073709551615, above 2^63-1")
+        s = self.hello(0x1002)
+        s.sendall(manifest_frames(0x1002, [entry("a", 2**63)]))
+        self.expect_error(s, "field 'size' is 9223372036854775808")
+        s = self.hello(0x1003)
+        s.sendall(manifest_frames(0x1003, [entry("a", 2**63 - 1), entry("b", 2**63 - 1), entry("c", 2)]))
+        self.expect_error(s, "the files' sizes add up to more than 2^64 bytes")
+
+        files = [entry("a", 10000), entry("empty", 0)]
+        for n, (bad, why) in enumerate((
+                (lambda t: zeros(t, 2, 0, BLOCK), "file 2 (field 'file'), but the manifest lists 2 files"),
+                (lambda t: zeros(t, 2**32 - 1, 0, BLOCK), "file 4294967295 (field 'file')"),
+                (lambda t: zeros(t, 0, 2**63, BLOCK), "offset 9223372036854775808 (field 'offset') of 'a'"),
+                (lambda t: zeros(t, 0, 12288, BLOCK), "offset 12288 (field 'offset') of 'a', which has 10000 bytes"),
+                (lambda t: zeros(t, 0, 100, BLOCK), "offset 100 (field 'offset')"),
+                (lambda t: zeros(t, 0, 8192, 2**64 - 1), "18446744073709551615 bytes (field 'extra') at offset 8192"),
+                (lambda t: zeros(t, 1, 0, 0), "offset 0 (field 'offset') of 'empty', which has 0 bytes"),
+                (lambda t: frame(DATA, t, b"x" * 100, file=0), "100 bytes (field 'length') at offset 0 of 'a'"),
+                (lambda t: frame(DATA, t, b"x" * 5000, file=0), "5000 bytes (field 'length'), more than the block"),
+                (lambda t: frame(DONE, t, extra=9), "Done counts 9 files (field 'extra'), the manifest lists 2"))):
+            t = 0x2000 + n
+            s = self.open_transfer(t, files)
+            s.sendall(bad(t))
+            self.expect_error(s, why)
+        self.assertFalse(os.path.exists(os.path.join(self.root, "h", "a")), "a file went into place")
+        self.assert_bounded("after wrapping sizes and out-of-range frames")
+        self.assert_real_move_works()
+
+    def test_frames_out_of_order_and_a_second_stream_before_the_manifest(self):
+        self.start_serve()
+        s = self.hello(0x3001)
+        s.sendall(zeros(0x3001, 0, 0, BLOCK))
+        self.expect_error(s, "expected the manifest, not a Zeros frame")
+        s = self.hello(0x3002)
+        s.sendall(frame(DATA, 0x3002, b"x" * 10))
+        self.expect_error(s, "expected the manifest, not a Data frame")
+        s = self.hello(0x3003, stream=1)
+        self.expect_error(s, "a stream of an unknown transfer")
+
+        # Stream 1 says Hello before stream 0 has sent its manifest: the landed
+        # code gave it to the block loop, which used the ring before it existed.
+        first = self.hello(0x3004)
+        time.sleep(0.2)  # the server has taken stream 0's Hello
+        second = self.hello(0x3004, stream=1)
+        second.sendall(zeros(0x3004, 0, 0, BLOCK))
+        self.expect_error(second, "a stream joined the transfer before its manifest was taken")
+        # The transfer itself goes on: a manifest, one empty file, Done, a report.
+        first.sendall(manifest_frames(0x3004, [entry("e", 0)]))
+        self.assertEqual(read_frame(first)[0], HAVE)
+        first.sendall(header(FILE_END, 0x3004, 0, file=0, checksum=file_checksum([]), extra=0) +
+                      frame(DONE, 0x3004, extra=1))
+        kind, report = read_frame(first)
+        self.assertEqual(kind, REPORT, report)
+        self.assertEqual(json.loads(report)["files"], 1)
+
+        s = self.open_transfer(0x3005, [entry("a", 10)])
+        s.sendall(manifest_frames(0x3005, [entry("b", 10)]))
+        self.expect_error(s, "a Manifest frame in the middle of the transfer")
+        s = self.open_transfer(0x3006, [entry("a", 10)])
+        s.sendall(frame(1, 0x3006, b"{}"))
+        self.expect_error(s, "a Hello frame in the middle of the transfer")
+        s = self.hello(0x3007)  # a manifest whose frames do not follow on
+        text = json.dumps({"block": BLOCK, "dirs": [], "files": []}).encode()
+        s.sendall(frame(MANIFEST, 0x3007, text[:10], extra=len(text)) +
+                  frame(MANIFEST, 0x3007, text[10:], offset=3, extra=len(text)))
+        self.expect_error(s, "a manifest frame at offset 3 (field 'offset'), where 10 was next")
+        self.assert_bounded("after frames out of order")
+        self.assert_real_move_works()
+
+    def test_huge_declarations_are_refused_before_memory_is_spent(self):
+        self.start_serve("--max-files", "100")
+        s = self.hello(0x4001)
+        s.sendall(header(MANIFEST, 0x4001, 100, extra=2**40))
+        self.expect_error(s, "the manifest declares 1099511627776 bytes (field 'extra'), above the limit of "
+                             "67108864 bytes (serve --max-manifest-mb)")
+        # 120 bytes that took the landed code from 5 MiB to 2 GiB: 2^50 bytes in
+        # 4 MiB blocks, per-block bookkeeping allocated up front.
+        s = self.hello(0x4002)
+        s.sendall(manifest_frames(0x4002, [entry("big", 2**50)], block=4 * MIB))
+        self.expect_error(s, "the manifest declares 268435456 blocks of 4194304 bytes, above the limit of "
+                             "16777216 (serve --max-blocks)")
+        s = self.hello(0x4003)
+        s.sendall(manifest_frames(0x4003, [entry("f%03d" % i, 1) for i in range(101)]))
+        self.expect_error(s, "the manifest lists 101 files and directories, above the limit of 100 (serve --max-files)")
+        self.assert_bounded("after huge declarations", rss_mb=32)
+        self.server.stop()
+
+        self.start_serve("--max-blocks", str(2**32))
+        s = self.hello(0x4004)
+        s.sendall(manifest_frames(0x4004, [entry("big", 2**50)], block=4 * MIB))
+        why = self.expect_error(s, "the transfer needs 1125899906842624 bytes (1048576.0 GiB) more, and ")
+        self.assertRegex(why, r"has \d+ bytes \([\d.]+ GiB\) free")
+        self.assert_bounded("after a declaration above the free space", rss_mb=32)
+        self.assertEqual(os.listdir(self.root), [], "a refused transfer created something")
+        self.assert_real_move_works()
+
+    def test_more_bytes_than_the_disk_has(self):
+        small = os.path.join(self.ws.dir, "tmpfs")
+        os.makedirs(small)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", small]).returncode != 0:
+            self.skipTest("cannot mount a small tmpfs here (needs root)")
+        try:
+            self.start_serve(root=small)
+            src = os.path.join(self.ws.dir, "src")
+            write_file(os.path.join(src, "a-first.bin"), os.urandom(2 * MIB))
+            write_file(os.path.join(src, "b-big.bin"), os.urandom(40 * MIB))
+            r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none", src, "127.0.0.1:"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertRegex(r.stderr, r"the transfer needs 44040192 bytes \(42.0 MiB\) more, and %s has \d+ bytes "
+                                       r"\([\d.]+ MiB\) free" % small)
+            self.assertEqual(os.listdir(small), [], "a refused transfer wrote something")
+
+            # A disk that fills after the check: the hand-made client's blocks
+            # come after something else took the space.
+            data = os.urandom(2 * MIB)
+            s = self.open_transfer(0x5001, [entry("late.bin", len(data))], dest="")
+            with open(os.path.join(small, "filler"), "wb") as f:
+                try:
+                    while True:
+                        f.write(b"\xff" * MIB)
+                        f.flush()
+                except OSError:
+                    pass
+            s.sendall(b"".join(frame(DATA, 0x5001, data[at:at + BLOCK], offset=at)
+                               for at in range(0, 64 * BLOCK, BLOCK)))
+            self.expect_error(s, "No space left on device")
+            os.unlink(os.path.join(small, "filler"))
+            self.assert_bounded("after a full disk")
+            r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none",
+                                os.path.join(src, "a-first.bin"), "127.0.0.1:"], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(small, "a-first.bin"), "rb") as f, open(os.path.join(src, "a-first.bin"), "rb") as g:
+                self.assertEqual(f.read(), g.read())
+        finally:
+            self.server.stop()
+            subprocess.run(["umount", small])
+
+    def test_a_flood_of_idle_connections_does_not_stop_a_real_move(self):
+        self.start_serve("--hello-timeout", "6", "--max-waiting", "64")
+        # 300 connections from another address that never say Hello, and 20 that
+        # send half a header and stop (each used to hold a thread for 10 s).
+        flood = [self.connect("127.0.0.2") for _ in range(300)]
+        slow = []
+        for _ in range(20):
+            s = self.connect("127.0.0.3")
+            s.sendall(header(1, 0x6001, 100)[:20])
+            slow.append(s)
+        time.sleep(0.5)
+        self.assert_bounded("holding 320 idle connections", threads=1)
+        t0 = time.monotonic()
+        self.assert_real_move_works()
+        print("a real move of 6 MiB and 20 files during the flood took %.2f s" % (time.monotonic() - t0), flush=True)
+        self.assert_bounded("after the move, the flood still held", threads=1)
+        # Within the Hello timeout each idle connection is closed by serve:
+        # the oldest first once 64 wait, the rest when their 6 s are up.
+        deadline = time.monotonic() + 15
+
+        def closed_by_serve(s):
+            """Reads (its Challenge, say) until serve closes it, or the deadline."""
+            while time.monotonic() < deadline:
+                s.settimeout(max(0.1, deadline - time.monotonic()))
+                try:
+                    if not s.recv(65536):
+                        return True
+                except ConnectionResetError:
+                    return True
+                except socket.timeout:
+                    return False
+            return False
+        still_open = [s for s in flood + slow if not closed_by_serve(s)]
+        self.assertEqual(len(still_open), 0, "idle connections left open")
+        text = self.server.text()
+        self.assertIn("(--max-waiting): the oldest from 127.0.0.2", text)
+        self.assertIn("no Hello within 6 s (--hello-timeout)", text)
+        self.assert_bounded("after the flood", threads=1)
+
+    def test_connection_and_transfer_caps_and_the_idle_timeout(self):
+        self.start_serve("--max-connections", "6", "--max-transfers", "2", "--idle-timeout", "3")
+        a = self.open_transfer(0x7001, [entry("a", 10)])
+        b = self.open_transfer(0x7002, [entry("b", 10)])
+        c = self.hello(0x7003)
+        self.expect_error(c, "2 transfers are running, the limit (serve --max-transfers)")
+        c.close()  # its thread ends as soon as serve sees the close
+        more = [self.hello(0x7001, stream=k) for k in range(1, 5)]  # 6 connections
+        time.sleep(0.3)
+        extra = self.hello(0x7001, stream=5)
+        self.expect_error(extra, "6 connections are open, the limit (serve --max-connections)")
+        self.assert_bounded("at the connection limit", threads=6 + 2 * 4)  # a thread per stream, writers per transfer
+        # Nothing more from any of them: each is dropped after 3 s.
+        for s in (a, b):
+            self.expect_error(s, "sent nothing for the idle timeout")
+        for s in more:
+            s.settimeout(10)
+            self.assertIn(read_frame(s)[0], (ERROR, None))
+        wait_for(lambda: proc_status(self.server.proc.pid)[1] <= self.baseline[1], timeout=10,
+                 what="serve's threads to end")
+        self.assert_real_move_works()
+
+    def test_250_byte_names_arrive_and_a_stopped_transfer_of_one_resumes(self):
+        self.start_serve()
+        src = os.path.join(self.ws.dir, "src", "names")
+        long_names = ["n" * 250, "é" * 125, "x" * 255]
+        for i, name in enumerate(long_names):
+            write_file(os.path.join(src, name), os.urandom(BLOCK * 3 + i))
+        r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none", src, "127.0.0.1:long"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        assert_trees_equal(self, src, os.path.join(self.root, "long", "names"))
+
+        big_src = os.path.join(self.ws.dir, "src", "big")
+        name = "b" * 100 + "ü" * 75  # 250 bytes
+        write_file(os.path.join(big_src, name), os.urandom(384 * MIB))
+        journal = os.path.join(self.root, "resume", ".slabcast-move.journal")
+        mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "1",
+                                  big_src, "127.0.0.1:resume"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+        def journaled():
+            try:
+                with open(journal) as f:
+                    return f.read().count("\n")
+            except FileNotFoundError:
+                return 0
+        wait_for(lambda: journaled() >= 8 or mover.poll() is not None, timeout=60, what="some blocks")
+        mover.send_signal(signal.SIGKILL)
+        mover.communicate(timeout=10)
+        written = journaled()
+        self.assertLess(written, 96, "the transfer finished before it was stopped: the test proves nothing")
+        wait_for(lambda: "stopped" in self.server.text(), what="serve to notice")
+        parts = [n for n in os.listdir(os.path.join(self.root, "resume", "big")) if n.endswith(".slabcast-part")]
+        self.assertEqual(len(parts), 1, parts)
+        self.assertLessEqual(len(parts[0].encode()), 255)
+        r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none", big_src,
+                            "127.0.0.1:resume"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        assert_trees_equal(self, big_src, os.path.join(self.root, "resume", "big"))
+        again = int(self.server.text().rsplit("bytes written", 1)[0].split()[-1])
+        print("250-byte name: %d of 96 blocks were there after the kill; the rerun wrote %.0f MiB of 384" % (
+            written, again / MIB), flush=True)
+        self.assertLessEqual(again, (96 - written + 4) * 4 * MIB)
+        self.assert_nothing_outside()
+
+    def test_symbolic_links_swapped_in_are_not_followed(self):
+        self.start_serve("--allow-pull")
+        # A directory's mode is set at the end: by then it is a link out of the tree.
+        s = self.open_transfer(0x8001, [], dirs=[{"path": "d", "mode": 0o700}], dest="")
+        os.rename(os.path.join(self.root, "d"), os.path.join(self.root, "d-moved"))
+        os.symlink(self.outside, os.path.join(self.root, "d"))
+        s.sendall(frame(DONE, 0x8001, extra=0))
+        kind, report = read_frame(s)
+        self.assertEqual(kind, REPORT, report)
+        self.assertIn("its mode is not set", self.server.text())
+        self.assert_nothing_outside()
+
+        # A pull: serve lists a directory, then (before the client's answer)
+        # a directory in it becomes a link out of the tree. Nothing outside
+        # may be read through it.
+        ds = os.path.join(self.root, "ds")
+        write_file(os.path.join(ds, "sub", "secret"), b"inside\n")
+        write_file(os.path.join(ds, "top.bin"), b"top\n")
+        s = self.connect()
+        say_hello(s, 0x8002, {"stream": 0, "get": ["ds"]})
+        text = b""
+        while True:
+            kind, payload, fields = read_frame(s, with_header=True)
+            self.assertEqual(kind, MANIFEST, payload)
+            text += payload
+            if len(text) >= fields[8]:
+                break
+        listed = json.loads(text)
+        self.assertIn("ds/sub/secret", [f["path"] for f in listed["files"]])
+        os.rename(os.path.join(ds, "sub"), os.path.join(self.root, "sub-moved"))
+        os.symlink(self.outside, os.path.join(ds, "sub"))
+        s.sendall(frame(HAVE, 0x8002, json.dumps({"complete": [], "blocks": {}}).encode()))
+        seen, failed = b"", []
+        while True:
+            kind, payload, fields = read_frame(s, with_header=True)
+            if kind in (None, DONE, ERROR):
+                break
+            if kind == DATA:
+                seen += payload
+            if kind == FILE_FAILED:
+                failed.append((listed["files"][fields[4]]["path"], payload.decode()))
+        s.sendall(frame(REPORT, 0x8002, b"{}"))
+        self.assertNotIn(b"outside the served tree", seen, "a pull read through a link swapped in")
+        self.assertIn(b"top\n", seen)
+        self.assertEqual([p for p, _ in failed], ["ds/sub/secret"], failed)
+        self.assert_nothing_outside()
+        self.assert_real_move_works()
+
+
+if __name__ == "__main__":
+    unittest_main()
