@@ -197,6 +197,19 @@ TEST_CASE("frames before the manifest, and a stream that joins before it is take
     }
 }
 
+TEST_CASE("a Bye on the first stream ends the transfer instead of leaving it waiting for Done") {
+    // fuzz_mover_receive, 51,361 executions in: the first stream said Bye and
+    // its thread waited for a Done that could never come
+    // (testing/fuzz/regressions/mover-receive-bye-on-first-stream).
+    TempShmDir dir;
+    Session s(dir.path);
+    s.send(manifest({file_entry("a", 5000)}));
+    REQUIRE(s.answer().first == Kind::Have);
+    s.refused(frame(Kind::Bye), "a Bye frame on the first stream, which ends with Done");
+    s.wait_end();
+    CHECK_FALSE(s.t.succeeded());
+}
+
 TEST_CASE("the host's limits: manifest bytes, files, blocks and free space, each named with its limit") {
     TempShmDir dir;
     ReceiveLimits small;

@@ -391,7 +391,12 @@ void ReceiveTransfer::carry_blocks(int fd, bool first) {
             const auto f = decode_header(header, &problem);
             if (!f) throw std::runtime_error(problem);
             if (f->transfer != id_) throw std::runtime_error("a frame of another transfer (field 'transfer')");
-            if (f->kind == Kind::Bye) break;
+            if (f->kind == Kind::Bye) {
+                // The first stream ends with Done: a Bye there would leave the
+                // transfer waiting for a Done that never comes (fuzz_mover_receive).
+                if (first) throw std::runtime_error("a Bye frame on the first stream, which ends with Done");
+                break;
+            }
             if (f->kind == Kind::Error) {
                 const std::string why = read_message(fd, *f);
                 // The sender turned down this one stream (it came after the last
