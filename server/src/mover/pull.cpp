@@ -17,7 +17,7 @@ Pull::Pull(PullSettings settings, std::vector<std::string> paths, std::string lo
     if (settings_.streams < 1 || settings_.streams > 128) throw std::invalid_argument("pull: streams must be 1..128");
     std::random_device rd;
     id_ = (static_cast<std::uint64_t>(rd()) << 32) | rd();
-    ReceiveSettings r{settings_.writers, settings_.ring_bytes, false, "pull"};
+    ReceiveSettings r{settings_.writers, settings_.ring_bytes, false, "pull", ReceiveLimits{}};  // what serve takes, at its defaults
     transfer_ = std::make_shared<ReceiveTransfer>(id_, local_root_, "", r);
     thread_ = std::thread(&Pull::run, this);
 }
