@@ -2,6 +2,7 @@
 // next, with sync packets resent until each shuffler answers. Steps advance at
 // a fixed interval, or as soon as every shuffler has finished the step.
 #include "key_file.h"
+#include "option_checks.h"
 #include "roles.h"
 #include "status_reporter.h"
 #include "stop_signal.h"
@@ -101,7 +102,6 @@ int run_control(const ControlOptions& o) {
     const auto shufflers = expand_endpoints(o.shufflers);
     const auto stagers = expand_endpoints(o.stagers);
     if (shufflers.empty()) throw std::invalid_argument("give at least one --shuffler HOST:PORT");
-    if (o.interval_s < 0) throw std::invalid_argument("--interval must be >= 0");
 
     const Endpoint bind = parse_endpoint(o.bind);
     Socket sock(open_udp_socket(bind.addr.ss_family));
@@ -240,11 +240,13 @@ void register_control(CLI::App& root, RoleMain& run) {
     c->add_option("--stager", o->stagers, "stager sync address HOST:PORT (so it frees steps left behind)");
     c->add_option("--bind", o->bind, "local address for sync packets and replies")->capture_default_str();
     c->add_option("--interval", o->interval_s, "seconds per step; 0 = next step as soon as all shufflers finish")
+        ->check(seconds_range(0, 86400))
         ->capture_default_str();
     c->add_flag("--loop", o->loop, "start again after the last step, until stopped");
     c->add_option("--steps", o->steps, "steps to send, e.g. 0-9,12 (default: all, in order)");
-    c->add_option("--count", o->count, "stop after this many steps (0 = no limit)");
+    c->add_option("--count", o->count, "stop after this many steps (0 = no limit)")->check(CLI::Range(0L, 1000000000L));
     c->add_option("--done-timeout", o->done_timeout_s, "seconds to wait for shufflers to finish a step")
+        ->check(seconds_range(0.1, 86400))
         ->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
     c->callback([o, &run] { run = [o] { return run_control(*o); }; });

@@ -5,6 +5,7 @@
 // rendered beside the full volume in one frame.
 #include "child_process.h"
 #include "key_file.h"
+#include "option_checks.h"
 #include "roles.h"
 #include "stop_signal.h"
 
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +71,14 @@ std::string executable_dir() {
     return fs::read_symlink("/proc/self/exe").parent_path().string();
 }
 
+// "WxH", each 16..16384: the frame size goes to Xvfb and the renderer as is.
+void check_frame_size(const std::string& text, const std::string& option) {
+    int w = 0, h = 0;
+    char tail = 0;
+    if (std::sscanf(text.c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w < 16 || w > 16384 || h < 16 || h > 16384)
+        throw std::invalid_argument(option + " '" + text + "': expected WxH, each 16 to 16384");
+}
+
 std::string last_line(const std::string& path, const std::string& containing) {
     std::ifstream in(path);
     std::string line, last;
@@ -82,13 +92,13 @@ public:
     explicit Demo(const DemoOptions& o) : o_(o) {
         build_ = o.build_dir.empty() ? fs::path(executable_dir()).parent_path().string() : o.build_dir;
         dims_ = parse_dims(o.dims);
-        if (o.streams < 1 || o.streams > 64) throw std::invalid_argument("--streams must be 1..64");
         if (o.head_to_head && o.streams < 8)
             throw std::invalid_argument("--head-to-head needs --streams 8 or more (the 1/8 side is streams/8 slabs)");
         if (dims_.nz % o.streams != 0)
             throw std::invalid_argument("--streams must divide NZ (" + std::to_string(dims_.nz) + ")");
         depth_ = static_cast<int>(dims_.nz / o.streams);
         size_ = o.wall.empty() ? o.size : o.wall;
+        check_frame_size(size_, o.wall.empty() ? "--size" : "--wall");
         parse_rate_bps(o.rate);  // validates
     }
 
@@ -462,25 +472,37 @@ void register_demo(CLI::App& root, RoleMain& run) {
     auto o = std::make_shared<DemoOptions>();
     CLI::App* c = root.add_subcommand("demo", "the live demo: every role on this machine and ParaView rendering");
     c->add_option("--dims", o->dims, "volume size of the generated dataset")->capture_default_str();
-    c->add_option("--dataset-steps", o->dataset_steps, "steps in the generated dataset")->capture_default_str();
+    c->add_option("--dataset-steps", o->dataset_steps, "steps in the generated dataset")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
     c->add_option("--dataset", o->dataset, "use this dataset instead of generating one");
     c->add_option("--cache", o->cache, "where generated datasets are kept (default ~/.cache/slabcast)");
-    c->add_option("--count", o->count, "steps to stream before finishing")->capture_default_str();
+    c->add_option("--count", o->count, "steps to stream before finishing")
+        ->check(CLI::Range(1L, 1000000000L))
+        ->capture_default_str();
     c->add_flag("--forever", o->forever, "stream until Ctrl-C (the booth)");
-    c->add_option("--streams", o->streams, "streams (z-slabs) of the full volume")->capture_default_str();
+    c->add_option("--streams", o->streams, "streams (z-slabs) of the full volume")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
     c->add_option("--rate", o->rate, "rate of each full-volume stream")->capture_default_str();
     c->add_flag("--head-to-head", o->head_to_head,
                 "also stream 1/8 of the volume over 1/10 of the bandwidth and show both side by side");
     c->add_option("--step-interval", o->step_interval,
                   "seconds per step; 0 = each step as soon as every shuffler has sent it")
+        ->check(seconds_range(0, 3600))
         ->capture_default_str();
     c->add_option("--size", o->size, "frame size WxH")->capture_default_str();
     c->add_option("--wall", o->wall, "wall-display frame size, e.g. 3840x2160");
-    c->add_option("--ranks", o->ranks, "pvbatch MPI ranks (sort-last compositing)")->capture_default_str();
+    c->add_option("--ranks", o->ranks, "pvbatch MPI ranks (sort-last compositing)")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
     c->add_flag("--headless", o->headless, "pvbatch under a private Xvfb even when a display is there");
     c->add_option("--out", o->out, "folder for frames, video and logs")->capture_default_str();
     c->add_flag("--keep-shm", o->keep_shm, "leave the slabs in /dev/shm at the end");
-    c->add_option("--base-port", o->base_port, "first of the UDP ports used on 127.0.0.1")->capture_default_str();
+    // It uses ports base .. base + 564 (data, syncs and stagers of both sides).
+    c->add_option("--base-port", o->base_port, "first of the UDP ports used on 127.0.0.1")
+        ->check(CLI::Range(1, 64900))
+        ->capture_default_str();
     c->add_option("--build-dir", o->build_dir, "build tree with the plugin (default: next to this binary)");
     c->callback([o, &run] { run = [o] { return Demo(*o).run(); }; });
 }

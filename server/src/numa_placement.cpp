@@ -48,13 +48,20 @@ std::vector<int> parse_index_list(const std::string& text, const std::string& wh
         const std::string item = text.substr(pos, end - pos);
         const auto dash = item.find('-');
         try {
-            std::size_t used = 0;
-            const int lo = std::stoi(item.substr(0, dash), &used);
-            const int hi = dash == std::string::npos ? lo : std::stoi(item.substr(dash + 1));
+            // Whole numbers only: std::stoi alone takes "3x" for 3.
+            auto whole = [](const std::string& t) {
+                std::size_t used = 0;
+                const int v = std::stoi(t, &used);
+                if (used != t.size()) throw std::invalid_argument(t);
+                return v;
+            };
+            const int lo = whole(item.substr(0, dash));
+            const int hi = dash == std::string::npos ? lo : whole(item.substr(dash + 1));
             if (lo < 0 || hi < lo || hi >= CPU_SETSIZE) throw std::invalid_argument("range");
             for (int c = lo; c <= hi; ++c) cpus.push_back(c);
         } catch (const std::exception&) {
-            throw std::invalid_argument(what + " '" + text + "': bad item '" + item + "'");
+            throw std::invalid_argument(what + " '" + text + "': bad item '" + item + "' (numbers 0 to " +
+                                        std::to_string(CPU_SETSIZE - 1) + ", or ranges LO-HI of them)");
         }
         pos = end + 1;
     }

@@ -235,11 +235,8 @@ void require_room_for_slabs(const ReceiveOptions& o, const Dims& dims,
 
 int run_receive(const ReceiveOptions& o) {
     const Dims dims = parse_dims(o.dims_text);
-    if (o.slab_depth < 1) throw std::invalid_argument("--slab-depth must be >= 1");
-    if (o.ghost_planes < 0 || o.ghost_planes > 1) throw std::invalid_argument("--ghost-planes must be 0 or 1");
     if (o.name.empty() || o.name.find('/') != std::string::npos)
         throw std::invalid_argument("--name '" + o.name + "' must be a plain name");
-    if (o.batch < 1 || o.batch > 1024) throw std::invalid_argument("--batch must be 1..1024");
     const bool bare_v6 = o.listen.find(':') != std::string::npos && o.listen.front() != '[';
     const Endpoint listen = parse_endpoint(bare_v6 ? "[" + o.listen + "]:0" : o.listen + ":0");
     const std::string address = listen_address(o.listen);
@@ -414,12 +411,16 @@ void register_receive(CLI::App& root, RoleMain& run) {
     CLI::App* c = root.add_subcommand("receive", "receiver daemon: UDP streams into shared-memory slabs");
     c->add_option("--name", o->name, "name of the volume (descriptor DIR/NAME.slabcast)")->required();
     c->add_option("--dims", o->dims_text, "volume size NX,NY,NZ")->required();
-    c->add_option("--slab-depth", o->slab_depth, "z planes per slab (stream)")->required();
+    c->add_option("--slab-depth", o->slab_depth, "z planes per slab (stream)")
+        ->required()
+        ->check(CLI::Range(std::int64_t{1}, kMaxAxis));
     c->add_option("--listen", o->listen, "address to receive on, e.g. 0.0.0.0 or 127.0.0.1")->required();
     c->add_option("--stream", o->streams, "SLAB:PORT, once per stream")->required();
     c->add_option("--shm-dir", o->shm_dir, "directory for slabs and descriptor")->capture_default_str();
     c->add_option("--field", o->field, "name of the field")->capture_default_str();
-    c->add_option("--ghost-planes", o->ghost_planes, "planes stored below each slab (0 or 1)")->capture_default_str();
+    c->add_option("--ghost-planes", o->ghost_planes, "planes stored below each slab (0 or 1)")
+        ->check(CLI::Range(0, 1))
+        ->capture_default_str();
     c->add_option("--cpus", o->cpus, "CPUs for the stream threads, e.g. 0,2-3 (default: the NIC's NUMA node)");
     c->add_option("--interface", o->interface, "NIC whose NUMA node gets the threads (default: the one with --listen)");
     c->add_option("--allow", o->allow,
@@ -427,12 +428,16 @@ void register_receive(CLI::App& root, RoleMain& run) {
                   "(default: any sender, with a warning)");
     c->add_flag("--keep", o->keep, "on SIGINT/SIGTERM leave the slabs and descriptor for readers (default: remove "
                                    "this receiver's; a kill -9 leaves them, and a restart re-attaches)");
-    c->add_option("--rcvbuf-mb", o->rcvbuf_mb, "socket receive buffer, MiB")->capture_default_str();
-    c->add_option("--batch", o->batch, "datagrams per recvmmsg call")->capture_default_str();
+    // The kernel books SO_RCVBUF in an int, doubled: 1024 MiB is as far as it goes.
+    c->add_option("--rcvbuf-mb", o->rcvbuf_mb, "socket receive buffer, MiB")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    c->add_option("--batch", o->batch, "datagrams per recvmmsg call")->check(CLI::Range(1, 1024))->capture_default_str();
     c->add_option("--gro", o->gro, "UDP receive offload: the kernel hands over coalesced datagrams")
         ->capture_default_str();
     c->add_option("--stale-window-ms", o->stale_window_ms,
                   "packets of a step replaced less than this ago are stale (late); older ones restart it")
+        ->check(CLI::Range(0, 60000))
         ->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
     c->callback([o, &run] { run = [o] { return run_receive(*o); }; });

@@ -4,6 +4,7 @@
 #include "roles.h"
 #include "host_checks.h"
 #include "numa_placement.h"
+#include "option_checks.h"
 #include "send_order.h"
 #include "sync_gate.h"
 #include "staged_step.h"
@@ -61,9 +62,6 @@ public:
         : o_(o), status_(status), dataset_(read_dataset(o.dataset)), pacer_(parse_rate_bps(o.rate)),
           order_(parse_send_order(o.order)),
           gate_(fmt::format("shuffle {}", o.stream), o.key_file, o.controller) {
-        if (o.slab_depth < 1) throw std::invalid_argument("--slab-depth must be >= 1");
-        if (o.ghost_planes < 0 || o.ghost_planes > 1) throw std::invalid_argument("--ghost-planes must be 0 or 1");
-        if (o.batch < 1 || o.batch > 256) throw std::invalid_argument("--batch must be 1..256");
         geometry_ = slab_geometry(dataset_.dims, o.slab_depth, o.stream, o.ghost_planes);
         walker_.emplace(dataset_.dims, geometry_.stored_z_begin, geometry_.z_end, order_);
 
@@ -351,23 +349,32 @@ int run_shuffle(const ShuffleOptions& o) {
 void register_shuffle(CLI::App& root, RoleMain& run) {
     auto o = std::make_shared<ShuffleOptions>();
     CLI::App* c = root.add_subcommand("shuffle", "send one stream's slab of each synced step as UDP quad packets");
-    c->add_option("--stream", o->stream, "stream (slab) number")->required();
+    c->add_option("--stream", o->stream, "stream (slab) number")->required()->check(CLI::Range(std::int64_t{0}, kMaxAxis - 1));
     c->add_option("--to", o->to, "receiver HOST:PORT for this stream")->required();
     c->add_option("--bind", o->bind, "local HOST[:PORT] to send the data from (default: the route's address)");
     c->add_option("--staging", o->staging, "staging directory (as given to stage)")->required();
     c->add_option("--dataset", o->dataset, "dataset directory or its dataset.json")->required();
-    c->add_option("--slab-depth", o->slab_depth, "z planes per slab")->required();
+    c->add_option("--slab-depth", o->slab_depth, "z planes per slab")
+        ->required()
+        ->check(CLI::Range(std::int64_t{1}, kMaxAxis));
     c->add_option("--sync", o->sync, "HOST:PORT to listen on for sync packets")->required();
     c->add_option("--key-file", o->key_file, "accept only syncs authenticated with this key (slabcast keygen)");
     c->add_option("--controller", o->controller, "accept syncs only from these addresses/CIDRs, e.g. 10.0.0.5");
     c->add_option("--rate", o->rate, "send rate of UDP payload, e.g. 2.81G; 0 = unlimited")->capture_default_str();
     c->add_option("--order", o->order, "scan (z-slab scan order) or morton (z-order)")->capture_default_str();
     c->add_option("--ghost-planes", o->ghost_planes, "also send this many planes below the slab (0 or 1)")
+        ->check(CLI::Range(0, 1))
         ->capture_default_str();
-    c->add_option("--sndbuf-mb", o->sndbuf_mb, "socket send buffer, MiB")->capture_default_str();
-    c->add_option("--batch", o->batch, "most packets per sendmmsg call (fewer at low rates)")->capture_default_str();
+    // The kernel books SO_SNDBUF in an int, doubled: 1024 MiB is as far as it goes.
+    c->add_option("--sndbuf-mb", o->sndbuf_mb, "socket send buffer, MiB")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    c->add_option("--batch", o->batch, "most packets per sendmmsg call (fewer at low rates)")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
     c->add_option("--gso", o->gso, "UDP segmentation offload: one send carries 7 packets")->capture_default_str();
     c->add_option("--wait-staged-ms", o->wait_staged_ms, "how long to wait for a step the stager has not staged yet")
+        ->check(CLI::Range(0, 3600000))
         ->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
     c->callback([o, &run] { run = [o] { return run_shuffle(*o); }; });

@@ -64,8 +64,11 @@ std::uint64_t parse_bytes(const std::string& text) {
     else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
     else if (unit == "T" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
     else if (!unit.empty()) throw std::invalid_argument("size '" + text + "': unknown unit '" + unit + "'");
-    if (v <= 0) throw std::invalid_argument("size '" + text + "' must be positive");
-    return static_cast<std::uint64_t>(v * scale);
+    // Checked as a double, before the cast: a cast of NaN or of 1e30 is undefined.
+    const double bytes = v * scale;
+    if (!(bytes >= 1 && bytes <= 0x1p62))
+        throw std::invalid_argument("size '" + text + "' must be 1 byte to 2^62 bytes");
+    return static_cast<std::uint64_t>(bytes);
 }
 
 struct StageCounters {
@@ -144,9 +147,12 @@ private:
         const auto colon = o_.from.rfind(':');
         pull_.host = colon == std::string::npos ? o_.from : o_.from.substr(0, colon);
         try {
-            pull_.port = colon == std::string::npos ? 7100 : std::stoi(o_.from.substr(colon + 1));
+            std::size_t used = 0;
+            const std::string port = colon == std::string::npos ? "7100" : o_.from.substr(colon + 1);
+            pull_.port = std::stoi(port, &used);
+            if (used != port.size() || pull_.port < 1 || pull_.port > 65535) throw std::out_of_range(port);
         } catch (const std::exception&) {
-            throw std::invalid_argument("--from '" + o_.from + "': expected HOST[:PORT]");
+            throw std::invalid_argument("--from '" + o_.from + "': expected HOST[:PORT], PORT 1..65535");
         }
         pull_.streams = o_.pull_streams;
         if (!o_.key_file.empty()) pull_.key = load_sync_key(o_.key_file);  // the data host's serve checks it too

@@ -31,8 +31,11 @@ double parse_rate_bps(const std::string& text) {
         if (!(rest.empty() || rest == "b" || rest == "bps" || rest == "bit" || rest == "bit/s"))
             throw std::invalid_argument("rate '" + text + "': unknown unit '" + unit + "'");
     }
-    if (!std::isfinite(value) || value < 0) throw std::invalid_argument("rate '" + text + "' must be >= 0");
-    return value * scale;
+    // 1e15 bit/s (1000T) is far beyond any link; "1e300T" would be infinity.
+    const double bps = value * scale;
+    if (!std::isfinite(bps) || bps < 0 || bps > 1e15)
+        throw std::invalid_argument("rate '" + text + "' must be 0 to 1000T bit/s (0 = unlimited)");
+    return bps;
 }
 
 std::string format_rate(double bps) {

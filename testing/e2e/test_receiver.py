@@ -313,6 +313,57 @@ class CommandLineTest(unittest.TestCase):
         self.assert_fails(["control", "--dataset", self.dataset, "--shuffler", "nohost.invalid:9"], "cannot resolve")
         self.assert_fails(["clean", "--name", "a/b"], "plain name")
 
+    def test_numbers_out_of_range_are_refused_with_their_range(self):
+        # --rcvbuf-mb 4096 was shifted into an int (4096 << 20 is 2^32): a negative buffer size.
+        recv = ["receive", "--name", "x", "--listen", "127.0.0.1", "--shm-dir", self.ws.shm, "--dims", "8,8,8",
+                "--stream", "0:9"]
+        for args, message in [
+            (["--slab-depth", "4", "--rcvbuf-mb", "4096"], "--rcvbuf-mb: Value 4096 not in range 1 to 1024"),
+            (["--slab-depth", "4", "--rcvbuf-mb", "-1"], "--rcvbuf-mb: Value -1 not in range 1 to 1024"),
+            (["--slab-depth", "2147483648"], "--slab-depth: Value 2147483648 not in range 1 to 1048576"),
+            (["--slab-depth", "4", "--ghost-planes", "2"], "--ghost-planes: Value 2 not in range 0 to 1"),
+            (["--slab-depth", "4", "--batch", "0"], "--batch: Value 0 not in range 1 to 1024"),
+            (["--slab-depth", "4", "--stale-window-ms", "99999999999"], "--stale-window-ms: Value 99999999999 not in range"),
+            (["--slab-depth", "4", "--cpus", "1x"], "--cpus '1x': bad item '1x' (numbers 0 to 1023"),
+            (["--slab-depth", "4", "--cpus", "0-99999"], "bad item '0-99999' (numbers 0 to 1023"),
+        ]:
+            self.assert_fails(recv + args, message)
+        shuffle = ["shuffle", "--to", "127.0.0.1:9", "--staging", self.ws.staging, "--dataset", self.dataset,
+                   "--sync", "127.0.0.1:0"]
+        for args, message in [
+            (["--stream", "0", "--slab-depth", "4", "--sndbuf-mb", "2048"], "--sndbuf-mb: Value 2048 not in range 1 to 1024"),
+            (["--stream", "-1", "--slab-depth", "4"], "--stream: Value -1 not in range 0 to 1048575"),
+            (["--stream", "0", "--slab-depth", "4", "--batch", "257"], "--batch: Value 257 not in range 1 to 256"),
+            (["--stream", "0", "--slab-depth", "4", "--wait-staged-ms", "-1"], "--wait-staged-ms: Value -1 not in range"),
+            (["--stream", "0", "--slab-depth", "4", "--rate", "1e300T"], "rate '1e300T' must be 0 to 1000T bit/s"),
+        ]:
+            self.assert_fails(shuffle + args, message)
+        stage = ["stage", "--dataset", self.dataset, "--staging", self.ws.staging, "--streams", "0"]
+        for args, message in [
+            (["--budget", "1e30G"], "size '1e30G' must be 1 byte to 2^62 bytes"),
+            (["--budget", "nanM"], "size 'nanM' must be 1 byte to 2^62 bytes"),
+            (["--pull-streams", "0"], "--pull-streams: Value 0 not in range 1 to 128"),
+            (["--from", "127.0.0.1:99999"], "--from '127.0.0.1:99999': expected HOST[:PORT], PORT 1..65535"),
+        ]:
+            self.assert_fails(stage + args, message)
+        control = ["control", "--dataset", self.dataset, "--shuffler", "127.0.0.1:9"]
+        for args, message in [
+            (["--interval", "nan"], "--interval: Value nan not in range 0 to 86400 (seconds)"),
+            (["--interval", "-1"], "--interval: Value -1 not in range 0 to 86400 (seconds)"),
+            (["--done-timeout", "1e999"], "--done-timeout: Value 1e999 not in range 0.1 to 86400 (seconds)"),
+            (["--count", "-5"], "--count: Value -5 not in range 0 to 1000000000"),
+        ]:
+            self.assert_fails(control + args, message)
+        for args, message in [
+            (["--base-port", "65000"], "--base-port: Value 65000 not in range 1 to 64900"),
+            (["--streams", "0"], "--streams: Value 0 not in range 1 to 64"),
+            (["--ranks", "100000"], "--ranks: Value 100000 not in range 1 to 256"),
+            (["--step-interval", "inf"], "--step-interval: Value inf not in range 0 to 3600 (seconds)"),
+            (["--dataset-steps", "0"], "--dataset-steps: Value 0 not in range 1 to 100000"),
+            (["--size", "99999x2"], "--size '99999x2': expected WxH, each 16 to 16384"),
+        ]:
+            self.assert_fails(["demo", "--out", os.path.join(self.ws.dir, "demo")] + args, message)
+
 
 if __name__ == "__main__":
     unittest_main()
