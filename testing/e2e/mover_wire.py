@@ -14,8 +14,8 @@ PROTOCOL_VERSION = 3  # server/src/mover/wire.h kVersion
 MAGIC = 0x424D4353
 HEADER = struct.Struct("<IHHQIIQQQ")  # magic version kind transfer file length offset checksum extra
 HELLO, MANIFEST, HAVE, DATA, ZEROS, FILE_END, DONE, REPORT, BYE, ERROR, FILE_FAILED, CHALLENGE, PROOF = range(1, 14)
-REQUIRES_KEY = 1  # the Challenge's extra
-HAS_KEY = 1  # the Hello's extra
+REQUIRES_KEY, REQUIRES_ENCRYPTION, OFFERS_AES = 1, 2, 4  # the Challenge's extra
+HAS_KEY, ENCRYPT, AES = 1, 2, 4  # the Hello's extra
 CLIENT_LABEL = b"slabcast mover 3 client hello\0"
 SERVER_LABEL = b"slabcast mover 3 server proof\0"
 
@@ -61,15 +61,15 @@ def read_key(path):
         return bytes.fromhex(f.read().strip())
 
 
-def hello_frame(server_nonce, transfer, body, key=None, client_nonce=None):
+def hello_frame(server_nonce, challenge_flags, transfer, body, key=None, client_nonce=None):
     """The Hello: header, the client's nonce, its HMAC-SHA-256 over the label,
-    the server's nonce, the header, the client's nonce and the JSON; then the
-    JSON. Returns (bytes, client nonce, MAC)."""
+    the server's nonce, the Challenge's flags (u64), the header, the client's
+    nonce and the JSON; then the JSON. Returns (bytes, client nonce, MAC)."""
     text = body if isinstance(body, bytes) else json.dumps(body).encode()
     client_nonce = client_nonce or os.urandom(32)
     head = header(HELLO, transfer, 64 + len(text), extra=HAS_KEY if key else 0)
-    mac = (hmac.new(key, CLIENT_LABEL + server_nonce + head + client_nonce + text, hashlib.sha256).digest()
-           if key else bytes(32))
+    signed = CLIENT_LABEL + server_nonce + struct.pack("<Q", challenge_flags) + head + client_nonce + text
+    mac = hmac.new(key, signed, hashlib.sha256).digest() if key else bytes(32)
     return head + client_nonce + mac + text, client_nonce, mac
 
 
@@ -78,11 +78,12 @@ def server_proof(key, server_nonce, client_nonce, client_mac):
 
 
 def say_hello(s, transfer, body, key=None):
-    """As a client: reads the server's Challenge, sends the Hello, and with a
-    key reads and checks the server's Proof. Returns the Hello's bytes."""
+    """As a client: reads the server's Challenge, sends the Hello (never asking
+    for encryption), and with a key reads and checks the server's Proof.
+    Returns the Hello's bytes."""
     kind, nonce, fields = read_frame(s, with_header=True)
     assert kind == CHALLENGE and len(nonce) == 32, "no challenge: %r %r" % (kind, nonce)
-    hello, client_nonce, mac = hello_frame(nonce, transfer, body, key)
+    hello, client_nonce, mac = hello_frame(nonce, fields[8], transfer, body, key)
     s.sendall(hello)
     if key:
         kind, proof = read_frame(s)

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -45,6 +46,62 @@ def assert_trees_equal(test, src, dst):
     test.assertEqual(sorted(a), sorted(b), "the trees list different names")
     for rel in a:
         test.assertEqual(a[rel], b[rel], rel)
+
+
+class Relay:
+    """A TCP relay on loopback in front of the server: it keeps the bytes each
+    connection's client sends (`sent`, one bytearray per connection) and, with
+    `flip_at`, changes one bit of the byte at that offset of each."""
+
+    def __init__(self, server_port, flip_at=None):
+        self.server_port, self.flip_at = server_port, flip_at
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self.sent, self.sockets, self.running = [], [], True
+        self.acceptor = threading.Thread(target=self.accept, daemon=True)
+        self.acceptor.start()
+
+    def accept(self):
+        while self.running:
+            try:
+                client, _ = self.listener.accept()
+            except (socket.timeout, OSError):
+                continue
+            server = socket.create_connection(("127.0.0.1", self.server_port))
+            self.sockets += [client, server]
+            self.sent.append(bytearray())
+            for args in ((client, server, self.sent[-1]), (server, client, None)):
+                threading.Thread(target=self.pump, args=args, daemon=True).start()
+
+    def pump(self, source, sink, kept):
+        at = 0
+        try:
+            while True:
+                data = source.recv(1 << 16)
+                if not data:
+                    break
+                if kept is not None:
+                    if self.flip_at is not None and at <= self.flip_at < at + len(data):
+                        data = bytearray(data)
+                        data[self.flip_at - at] ^= 1
+                    kept += data
+                at += len(data)
+                sink.sendall(data)
+            sink.shutdown(socket.SHUT_WR)  # an orderly end, passed on
+        except OSError:  # the sink is gone: what the source still sends is dropped, not left to block it
+            try:
+                while source.recv(1 << 16):
+                    pass
+            except OSError:
+                pass
+
+    def close(self):
+        self.running = False
+        self.acceptor.join()
+        self.listener.close()
+        for s in self.sockets:
+            s.close()
 
 
 def write_file(path, data, mode=0o644, mtime_ns=None):
@@ -391,6 +448,55 @@ class MoverTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("authentication failed: the server holds no key", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.ws.dir, "plain", "x")))
+
+    def test_encrypted_streams_show_no_data_and_a_changed_byte_is_caught(self):
+        """move --encrypt through a relay that keeps what passes: the tree
+        arrives, and neither its bytes nor its names were on the wire (which
+        they are, through the same relay, without --encrypt); a relay that
+        changes one byte on the way fails the transfer, and the file it was
+        in does not go into place."""
+        key = os.path.join(self.ws.dir, "site.key")
+        self.assertEqual(self.ws.run(["keygen", key]).returncode, 0)
+        src = os.path.join(self.ws.dir, "sealed")
+        data = os.urandom(24 * MIB + 3)
+        write_file(os.path.join(src, "secret-name.bin"), data)
+        for i in range(20):
+            write_file(os.path.join(src, "small", "f%02d" % i), os.urandom(i * 999))
+        self.start_serve(None, "--key-file", key)
+
+        def move_through(relay, dest, *extra):
+            return subprocess.run([SLABCAST, "move", "--port", str(relay.port), "--progress", "none", "--key-file",
+                                   key, "--streams", "4", src, "127.0.0.1:" + dest] + list(extra),
+                                  capture_output=True, text=True, timeout=120)
+
+        def on_the_wire(relay, what):
+            seen = b"".join(bytes(r) for r in relay.sent)
+            return [piece for piece in what if piece in seen]
+
+        samples = [data[at:at + 64] for at in range(0, len(data) - 64, 4 * MIB)] + [b"secret-name.bin"]
+        plain = Relay(self.port)
+        r = move_through(plain, "plain")
+        plain.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(on_the_wire(plain, samples)), len(samples), "the relay does not see what passes")
+
+        sealed = Relay(self.port)
+        r = move_through(sealed, "sealed", "--encrypt")
+        sealed.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"encrypted \((AES-256-GCM|XChaCha20-Poly1305)\)")
+        self.assert_same_tree(src, os.path.join(self.root, "sealed", "sealed"))
+        self.assertGreater(sum(len(x) for x in sealed.sent), len(data))
+        self.assertEqual(on_the_wire(sealed, samples), [], "file bytes or names crossed in the clear")
+
+        changed = Relay(self.port, flip_at=2 * MIB)  # one bit, 2 MiB into every stream long enough
+        r = move_through(changed, "changed", "--encrypt")
+        changed.close()
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, "failed its check|out of step")
+        print("a bit changed on the way: %s" % r.stderr.strip().splitlines()[-1], flush=True)
+        self.assertFalse(os.path.exists(os.path.join(self.root, "changed", "sealed", "secret-name.bin")))
+        self.assertTrue(self.server.alive())
 
     def test_serve_beyond_loopback_needs_a_key_or_says_it_has_none(self):
         """Without --key-file, serve listens on loopback only, unless told

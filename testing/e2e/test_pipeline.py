@@ -153,13 +153,14 @@ class PipelineTest(unittest.TestCase):
         """stage --from: every step comes from a `serve --allow-pull` on the data
         host through the data mover, and arrives bit for bit at the receiver.
         One key serves the deployment: it signs the syncs, and the stager and
-        the data host prove to each other that they hold it on every stream."""
+        the data host prove to each other that they hold it on every stream;
+        the data host requires encryption, and the stager follows."""
         key = os.path.join(self.ws.dir, "site.key")
         self.assertEqual(self.ws.run(["keygen", key]).returncode, 0)
         port = free_tcp_port()
         data_host = self.ws.start("serve", ["serve", "--root", os.path.dirname(self.dataset), "--listen", "127.0.0.1",
                                             "--port", str(port), "--allow-pull", "--allow", "127.0.0.1/32",
-                                            "--key-file", key])
+                                            "--key-file", key, "--require-encryption"])
         wait_for(lambda: "serve:" in data_host.text(), what="the data host's server")
         d = Deployment(self.ws, self.dataset, stage_from=("127.0.0.1:%d" % port, os.path.basename(self.dataset)),
                        key_file=key)
@@ -178,6 +179,7 @@ class PipelineTest(unittest.TestCase):
         wait_for(lambda: len(pulls()) >= 5, what="the descriptor and each step pulled")  # logged after the reply
         pulls = pulls()
         self.assertTrue(all('"failed":[]' in l for l in pulls), pulls)
+        self.assertTrue(all("encrypted (" in l for l in pulls), pulls)  # the stager followed the data host
         self.assertEqual(set(d.stop_all().values()), {0})
         self.assertEqual(os.listdir(self.ws.staging), [], "the stager left something behind")
 

@@ -89,11 +89,12 @@ class MoverNetnsTest(unittest.TestCase):
 
     def test_the_stager_pulls_steps_across_the_wan(self):
         """stage --from on the sender host, serve --allow-pull on the data host
-        (here the receiver's namespace): every step staged, bit for bit."""
+        (here the receiver's namespace): every step staged, bit for bit, each
+        stream authenticated and encrypted (the data host requires it)."""
         dataset = self.ws.generate("ds", (64, 64, 64), 4)
         server = self.ws.start("serve", ["serve", "--root", os.path.dirname(dataset), "--listen", tb.RECEIVER,
                                          "--port", str(PORT), "--allow", tb.SENDER + "/32", "--allow-pull",
-                                         "--key-file", self.key],
+                                         "--key-file", self.key, "--require-encryption"],
                                prefix=self.bed.prefix("receiver"))
         wait_for(lambda: "serve:" in server.text(), what="the data host's server")
         stats = os.path.join(self.ws.dir, "stage.json")
@@ -109,6 +110,7 @@ class MoverNetnsTest(unittest.TestCase):
         for f in steps:
             with open(os.path.join(dataset, f), "rb") as a, open(os.path.join(self.ws.staging, f), "rb") as b:
                 self.assertEqual(a.read(), b.read(), f)
+        self.assertIn("encrypted (", server.text())
         self.assertEqual(stager.stop(), 0)
         self.assertEqual(os.listdir(self.ws.staging), [], "the stager left something behind")
         print("%d steps pulled across a 32 ms round trip and staged bit for bit" % len(steps), flush=True)

@@ -18,6 +18,8 @@ namespace {
 // never the other's, nor the sync packets'.
 constexpr char kClientLabel[] = "slabcast mover 3 client hello";
 constexpr char kServerLabel[] = "slabcast mover 3 server proof";
+constexpr char kToServerLabel[] = "slabcast mover 3 key client to server";
+constexpr char kToClientLabel[] = "slabcast mover 3 key server to client";
 
 void init_sodium() {
     if (sodium_init() < 0) throw std::runtime_error("libsodium could not initialise");
@@ -44,11 +46,16 @@ private:
     crypto_auth_hmacsha256_state state_;
 };
 
+// The Challenge's flags as the client saw them are in its MAC too: a
+// Challenge changed on its way (a requirement dropped) fails the Hello.
 std::array<std::uint8_t, kMacBytes> client_mac(const Key& key, const std::uint8_t* server_nonce,
-                                               const std::uint8_t* header, const std::uint8_t* client_nonce,
-                                               const std::string& json) {
+                                               std::uint64_t challenge_flags, const std::uint8_t* header,
+                                               const std::uint8_t* client_nonce, const std::string& json) {
+    std::uint8_t flags[8];
+    for (int i = 0; i < 8; ++i) flags[i] = static_cast<std::uint8_t>(challenge_flags >> (8 * i));
     return Mac(key, kClientLabel, sizeof kClientLabel)
         .add(server_nonce, kNonceBytes)
+        .add(flags, sizeof flags)
         .add(header, kHeaderBytes)
         .add(client_nonce, kNonceBytes)
         .add(json.data(), json.size())
@@ -62,6 +69,33 @@ std::array<std::uint8_t, kMacBytes> server_mac(const Key& key, const std::uint8_
         .add(client_nonce, kNonceBytes)
         .add(client_mac, kMacBytes)
         .done();
+}
+
+// This end's keys for one connection: each direction's is an HMAC of its own
+// label over both nonces and the client's MAC (so over the whole Hello).
+SessionKeys session_keys(const Key& key, const std::uint8_t* server_nonce, const std::uint8_t* client_nonce,
+                         const std::uint8_t* client_mac, Cipher cipher, bool client) {
+    auto derive = [&](const char* label, std::size_t label_bytes) {
+        return Mac(key, label, label_bytes)
+            .add(server_nonce, kNonceBytes)
+            .add(client_nonce, kNonceBytes)
+            .add(client_mac, kMacBytes)
+            .done();
+    };
+    auto to_server = derive(kToServerLabel, sizeof kToServerLabel);
+    auto to_client = derive(kToClientLabel, sizeof kToClientLabel);
+    SessionKeys keys;
+    keys.cipher = cipher;
+    keys.send = client ? to_server : to_client;
+    keys.receive = client ? to_client : to_server;
+    sodium_memzero(to_server.data(), to_server.size());
+    sodium_memzero(to_client.data(), to_client.size());
+    return keys;
+}
+
+void forget(SessionKeys& keys) {
+    sodium_memzero(keys.send.data(), keys.send.size());
+    sodium_memzero(keys.receive.data(), keys.receive.size());
 }
 
 // One frame from the server, within `timeout_s`; `what` names it in errors.
@@ -79,18 +113,25 @@ void read_answer(int fd, int timeout_s, const char* what, Frame& f, std::string&
 
 }  // namespace
 
-ServerHandshake::ServerHandshake(const std::optional<Key>& key) : key_(key) {
+ServerHandshake::ServerHandshake(const std::optional<Key>& key, bool require_encryption)
+    : key_(key), require_encryption_(require_encryption) {
     init_sodium();
     randombytes_buf(nonce_.data(), nonce_.size());
 }
 
 ServerHandshake::~ServerHandshake() {
     if (key_) sodium_memzero(key_->bytes.data(), key_->bytes.size());
+    forget(keys_);
+}
+
+std::uint64_t ServerHandshake::challenge_flags() const {
+    return (key_ ? kRequiresKey : 0) | (require_encryption_ ? kRequiresEncryption : 0) |
+           (crypto_aead_aes256gcm_is_available() ? kOffersAes : 0);
 }
 
 void ServerHandshake::send_challenge(int fd) const {
     Frame f{Kind::Challenge};
-    f.extra = key_ ? kRequiresKey : 0;
+    f.extra = challenge_flags();
     write_frame(fd, f, nonce_.data(), nonce_.size());
 }
 
@@ -100,28 +141,43 @@ std::string ServerHandshake::accept_hello(int fd, const Frame& hello, const std:
     const auto* client_nonce = reinterpret_cast<const std::uint8_t*>(payload.data());
     const auto* mac = client_nonce + kNonceBytes;
     std::string json = payload.substr(kHelloAuthBytes);
-    if (!key_) return json;
+    const bool encrypt = hello.extra & kEncrypt;
+    if (!key_) {
+        if (encrypt) throw AuthError("encryption needs a key at both ends, and this server has none (--key-file)");
+        return json;
+    }
     if (!(hello.extra & kHasKey))
         throw AuthError("the server requires authentication: give this client the server's key file with "
                         "--key-file (slabcast keygen makes one)");
     std::uint8_t header[kHeaderBytes];
     encode_header(hello, header);  // the header as it came: every field of it is decoded
-    const auto expected = client_mac(*key_, nonce_.data(), header, client_nonce, json);
+    const auto expected = client_mac(*key_, nonce_.data(), challenge_flags(), header, client_nonce, json);
     if (crypto_verify_32(mac, expected.data()) != 0)
         throw AuthError("authentication failed: the server and this client hold different keys "
                         "(or the Hello was changed on its way)");
+    if (require_encryption_ && !encrypt)
+        throw AuthError("this server requires encryption: give the client --encrypt");
+    if (encrypt) {
+        const bool aes = hello.extra & kAes;
+        if (aes && !crypto_aead_aes256gcm_is_available())
+            throw AuthError("the client chose AES-256-GCM, which this server's CPU cannot run (no AES-NI)");
+        keys_ = session_keys(*key_, nonce_.data(), client_nonce, mac,
+                             aes ? Cipher::Aes256Gcm : Cipher::XChaCha20Poly1305, false);
+    }
     const auto proof = server_mac(*key_, nonce_.data(), client_nonce, mac);
     write_frame(fd, Frame{Kind::Proof, hello.transfer}, proof.data(), proof.size());
     return json;
 }
 
-ClientHandshake::ClientHandshake(const std::optional<Key>& key) : key_(key) {
+ClientHandshake::ClientHandshake(const std::optional<Key>& key, bool encrypt) : key_(key), encrypt_(encrypt) {
+    if (encrypt_ && !key_) throw std::invalid_argument("--encrypt needs --key-file (the session keys come from it)");
     init_sodium();
     randombytes_buf(nonce_.data(), nonce_.size());
 }
 
 ClientHandshake::~ClientHandshake() {
     if (key_) sodium_memzero(key_->bytes.data(), key_->bytes.size());
+    forget(keys_);
 }
 
 void ClientHandshake::send_hello(int fd, std::uint64_t transfer, const std::string& json, int timeout_s) {
@@ -136,14 +192,20 @@ void ClientHandshake::send_hello(int fd, std::uint64_t transfer, const std::stri
         throw AuthError("authentication failed: the server holds no key (start it with --key-file), so this "
                         "client, given one, cannot tell that it is the right server");
     std::memcpy(server_nonce_.data(), nonce.data(), kNonceBytes);
+    // A server that requires encryption gets it from any client with a key.
+    const bool encrypt = key_ && (encrypt_ || (challenge.extra & kRequiresEncryption));
+    const bool aes = encrypt && (challenge.extra & kOffersAes) && crypto_aead_aes256gcm_is_available();
 
     Frame hello{Kind::Hello, transfer};
-    hello.extra = key_ ? kHasKey : 0;
+    hello.extra = (key_ ? kHasKey : 0) | (encrypt ? kEncrypt : 0) | (aes ? kAes : 0);
     hello.length = static_cast<std::uint32_t>(kHelloAuthBytes + json.size());
     std::string bytes(kHeaderBytes + hello.length, '\0');
     auto* out = reinterpret_cast<std::uint8_t*>(bytes.data());
     encode_header(hello, out);
-    if (key_) mac_ = client_mac(*key_, server_nonce_.data(), out, nonce_.data(), json);
+    if (key_) mac_ = client_mac(*key_, server_nonce_.data(), challenge.extra, out, nonce_.data(), json);
+    if (encrypt)
+        keys_ = session_keys(*key_, server_nonce_.data(), nonce_.data(), mac_.data(),
+                             aes ? Cipher::Aes256Gcm : Cipher::XChaCha20Poly1305, true);
     std::memcpy(out + kHeaderBytes, nonce_.data(), kNonceBytes);
     std::memcpy(out + kHeaderBytes + kNonceBytes, mac_.data(), kMacBytes);
     std::memcpy(out + kHeaderBytes + kHelloAuthBytes, json.data(), json.size());

@@ -1,17 +1,23 @@
-// Key-based mutual authentication of every TCP stream of the data mover
-// (docs/mover.md, "Authentication"), with the 32-byte key of `slabcast keygen`
-// (key_file.h) that also signs the sync packets:
+// Key-based mutual authentication of every TCP stream of the data mover, and
+// the keys of its optional encryption (docs/mover.md, "Authentication"), with
+// the 32-byte key of `slabcast keygen` (key_file.h) that also signs the sync
+// packets:
 //
-//   server -> client  Challenge: a fresh 32-byte nonce Ns; `extra`: what it requires
-//   client -> server  Hello: nonce Nc, HMAC-SHA-256(key, "client hello", Ns, the
-//                     Hello's header, Nc, its JSON), then the JSON
+//   server -> client  Challenge: a fresh 32-byte nonce Ns; `extra`: what it
+//                     requires and offers (below)
+//   client -> server  Hello: nonce Nc, HMAC-SHA-256(key, "client hello", Ns,
+//                     the Challenge's extra, the Hello's header, Nc, its JSON),
+//                     then the JSON
 //   server -> client  Proof: HMAC-SHA-256(key, "server proof", Ns, Nc, the client's MAC)
 //
 // Both nonces are fresh for each connection, so a Hello recorded on one is
 // worth nothing on another, and neither side's MAC can stand in for the
-// other's (each begins with its own label). MACs are compared in constant time.
+// other's (each begins with its own label). MACs are compared in constant
+// time. With encryption, each direction's session key is an HMAC of its own
+// label, Ns, Nc and the client's MAC, so it is new for every connection.
 #pragma once
 
+#include "mover/channel.h"
 #include "mover/wire.h"
 #include "slabcast/control_packets.h"
 
@@ -28,10 +34,11 @@ inline constexpr std::size_t kNonceBytes = 32, kMacBytes = 32;
 // Ahead of the JSON in a Hello's payload: the client's nonce and its MAC.
 inline constexpr std::size_t kHelloAuthBytes = kNonceBytes + kMacBytes;
 
-// The Challenge's `extra`: what the server requires of the Hello.
-inline constexpr std::uint64_t kRequiresKey = 1;
-// The Hello's `extra`: the client holds a key (its MAC is real).
-inline constexpr std::uint64_t kHasKey = 1;
+// The Challenge's `extra`: what the server requires of the Hello, and offers.
+inline constexpr std::uint64_t kRequiresKey = 1, kRequiresEncryption = 2, kOffersAes = 4;
+// The Hello's `extra`: the client holds a key (its MAC is real); it asks for
+// encryption; with AES-256-GCM (both CPUs have AES-NI), else XChaCha20-Poly1305.
+inline constexpr std::uint64_t kHasKey = 1, kEncrypt = 2, kAes = 4;
 
 // A refusal, worded for the person at either end.
 struct AuthError : std::runtime_error {
@@ -40,7 +47,8 @@ struct AuthError : std::runtime_error {
 
 class ServerHandshake {
 public:
-    explicit ServerHandshake(const std::optional<Key>& key);
+    // `require_encryption` needs a key (serve checks).
+    explicit ServerHandshake(const std::optional<Key>& key, bool require_encryption = false);
     ~ServerHandshake();
 
     // The first frame on a connection, sent as it is accepted: 80 bytes, which
@@ -50,16 +58,24 @@ public:
     // key, the Hello must carry a right MAC, and the Proof is sent back.
     // Throws AuthError with the message for the client and the log.
     std::string accept_hello(int fd, const Frame& hello, const std::string& payload);
+    // The connection as the transfer reads and writes it from here on:
+    // sealed if the Hello asked for encryption.
+    Channel channel(int fd) const { return Channel(fd, keys_); }
 
 private:
+    std::uint64_t challenge_flags() const;
+
     std::optional<Key> key_;
+    bool require_encryption_;
     std::array<std::uint8_t, kNonceBytes> nonce_{};
+    SessionKeys keys_;
 };
 
 class ClientHandshake {
 public:
-    // `key`: from --key-file; none for a client without one.
-    explicit ClientHandshake(const std::optional<Key>& key);
+    // `key`: from --key-file; none for a client without one. `encrypt`:
+    // --encrypt (a server that requires encryption gets it regardless).
+    explicit ClientHandshake(const std::optional<Key>& key, bool encrypt = false);
     ~ClientHandshake();
 
     // On a new connection: waits (up to `timeout_s`) for the server's
@@ -74,11 +90,16 @@ public:
     void expect_proof(int fd, int timeout_s);
     // Both: the stream is authenticated both ways when this returns.
     void run(int fd, std::uint64_t transfer, const std::string& json, int timeout_s);
+    // After send_hello: the connection from here on, sealed if agreed.
+    Channel channel(int fd) const { return Channel(fd, keys_); }
+    Cipher cipher() const { return keys_.cipher; }
 
 private:
     std::optional<Key> key_;
+    bool encrypt_;
     std::array<std::uint8_t, kNonceBytes> server_nonce_{}, nonce_{};
     std::array<std::uint8_t, kMacBytes> mac_{};
+    SessionKeys keys_;
 };
 
 // Whether `address` (as serve's --listen takes it; a name is resolved) is a

@@ -36,6 +36,7 @@ struct MoveOptions {
     std::string tune_file;
     int peer_timeout_s = 60;
     std::string key_file;
+    bool encrypt = false;
 };
 
 // "host:dest", "[v6]:dest"; DEST may be empty (the server's root).
@@ -142,6 +143,7 @@ int run_move(const MoveOptions& o) {
         throw std::invalid_argument("--block-kb must be a multiple of 4 in 4..65536");
     std::optional<Key> key;
     if (!o.key_file.empty()) key = load_sync_key(o.key_file);  // before the scan: a bad key file fails at once
+    if (o.encrypt && !key) throw std::invalid_argument("--encrypt needs --key-file (the session keys come from it)");
     const std::vector<std::string> sources(o.paths.begin(), o.paths.end() - 1);
     Manifest manifest = scan_sources(sources, static_cast<std::uint32_t>(o.block_kb) << 10);
     for (const auto& s : manifest.skipped) spdlog::warn("move: skipped {}", s);
@@ -149,7 +151,7 @@ int run_move(const MoveOptions& o) {
     const std::uint64_t bytes = manifest.total_bytes();
     SendTransfer t(std::move(manifest), SendSettings{host, o.port, dest, o.streams, o.readers,
                                                      static_cast<std::size_t>(o.ring_mb) << 20, o.peer_timeout_s,
-                                                     0, key});
+                                                     0, key, o.encrypt});
     ProgressView view(o.progress, t);
     const auto t0 = std::chrono::steady_clock::now();
     t.start();
@@ -198,10 +200,13 @@ int run_move(const MoveOptions& o) {
     }
     const auto r = nlohmann::json::parse(report);
     const std::uint64_t sent = t.progress().bytes_read.load();
-    spdlog::info("move: {} files ({}) to {}:{}: {} written, {} already there, {} failed; {} read in {:.2f} s, {:.2f} Gbit/s",
+    const Cipher cipher = t.cipher();
+    spdlog::info("move: {} files ({}) to {}:{}: {} written, {} already there, {} failed; {} read in {:.2f} s, {:.2f} "
+                 "Gbit/s{}",
                  files, human_bytes(static_cast<double>(bytes)), host, dest, r.value("files", 0),
                  r.value("in_place", 0), r["failed"].size(), human_bytes(static_cast<double>(sent)), seconds,
-                 static_cast<double>(sent) * 8e-9 / seconds);
+                 static_cast<double>(sent) * 8e-9 / seconds,
+                 cipher == Cipher::None ? "" : fmt::format(", encrypted ({})", to_string(cipher)));
     for (const auto& f : r["failed"]) spdlog::error("move: {}: {}", f.value("path", "?"), f.value("why", "?"));
     return r["failed"].empty() && t.progress().files_failed == 0 ? 0 : 1;
 }
@@ -227,6 +232,9 @@ void register_move(CLI::App& root, RoleMain& run) {
     c->add_option("--key-file", o->key_file,
                   "the server's key (slabcast keygen): this client and the server prove to each other that they "
                   "hold it, on every stream");
+    c->add_flag("--encrypt", o->encrypt,
+                "seal every stream's data with keys from --key-file (AES-256-GCM with AES-NI at both ends, else "
+                "XChaCha20-Poly1305); a server that requires it gets it anyway");
     c->callback([o, &run] { run = [o] { return run_move(*o); }; });
 }
 

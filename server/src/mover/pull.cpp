@@ -37,14 +37,17 @@ std::uint64_t Pull::bytes_written() const { return transfer_->bytes_written(); }
 
 void Pull::run() {
     std::vector<Fd> fds;
+    std::vector<std::unique_ptr<Channel>> channels;  // each stream's, through its fd
     std::vector<std::thread> streams;
     std::string problem;
     try {
         // Stream 0 asks for the files; the server answers with the manifest on it.
         fds.emplace_back(connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s));
         const std::string hello = nlohmann::json{{"stream", 0}, {"get", paths_}}.dump();
-        ClientHandshake(settings_.key).run(fds[0].get(), id_, hello, settings_.peer_timeout_s);
-        std::thread first([this, fd = fds[0].get()] { transfer_->run_first_stream(fd); });
+        ClientHandshake first_handshake(settings_.key, settings_.encrypt);
+        first_handshake.run(fds[0].get(), id_, hello, settings_.peer_timeout_s);
+        channels.push_back(std::make_unique<Channel>(first_handshake.channel(fds[0].get())));
+        std::thread first([this, c = channels.back().get()] { transfer_->run_first_stream(*c); });
         // The other streams join once the server knows the transfer (it has our answer to its manifest).
         while (!transfer_->prepared() && !transfer_->finished() && !stopping_)
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -52,8 +55,10 @@ void Pull::run() {
             try {
                 fds.emplace_back(connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s));
                 const std::string more = nlohmann::json{{"stream", k}}.dump();
-                ClientHandshake(settings_.key).run(fds.back().get(), id_, more, settings_.peer_timeout_s);
-                streams.emplace_back([this, fd = fds.back().get()] { transfer_->run_stream(fd); });
+                ClientHandshake handshake(settings_.key, settings_.encrypt);
+                handshake.run(fds.back().get(), id_, more, settings_.peer_timeout_s);
+                channels.push_back(std::make_unique<Channel>(handshake.channel(fds.back().get())));
+                streams.emplace_back([this, c = channels.back().get()] { transfer_->run_stream(*c); });
             } catch (const std::exception& e) {  // fewer streams, slower, still whole
                 problem = e.what();
                 break;

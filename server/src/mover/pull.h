@@ -26,6 +26,7 @@ struct PullSettings {
     std::size_t ring_bytes = 64u << 20;
     int peer_timeout_s = 60;
     std::optional<Key> key;  // every stream is authenticated with it (mover/auth.h)
+    bool encrypt = false;    // and sealed (mover/channel.h)
 };
 
 class Pull {

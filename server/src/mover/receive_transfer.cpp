@@ -28,12 +28,6 @@ constexpr std::size_t kRecordHead = kHeaderBytes + sizeof(std::uint64_t);
 
 std::size_t record_bytes(std::size_t payload) { return kRecordHead + ((payload + 7) & ~std::size_t{7}); }
 
-// Bytes already waiting on the socket (0 if it cannot tell).
-std::size_t bytes_waiting(int fd) {
-    int n = 0;
-    return ::ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
-}
-
 // The Have answer goes in one frame, well within kMaxPayload.
 constexpr std::uint64_t kMaxHaveBytes = 32u << 20;
 
@@ -49,10 +43,10 @@ std::string printable(const char* text, std::size_t n) {
 }
 
 // The payload of an Error frame, which only a message may be.
-std::string read_message(int fd, const Frame& f) {
+std::string read_message(Channel& c, const Frame& f) {
     if (f.length > kMaxMessage) return "(a message of " + std::to_string(f.length) + " bytes, not read)";
     std::string text(f.length, '\0');
-    if (f.length && !read_full(fd, text.data(), text.size()))
+    if (f.length && !c.read_full(text.data(), text.size()))
         throw std::runtime_error("the peer closed the connection in the middle of a frame");
     return printable(text.data(), text.size());
 }
@@ -122,17 +116,17 @@ Journal::Version ReceiveTransfer::version_of(std::uint32_t file) const {
 // The manifest's frames, in order, to the size the first declares: that
 // size is checked against --max-manifest-mb before a byte is kept, and every
 // frame must continue where the last ended, within it.
-std::string ReceiveTransfer::take_manifest(int fd) {
+std::string ReceiveTransfer::take_manifest(Channel& c) {
     const std::uint64_t limit = settings_.limits.manifest_bytes;
     std::string manifest;
     std::uint64_t total = 0;
     for (bool first = true; first || manifest.size() < total; first = false) {
         std::uint8_t header[kHeaderBytes];
-        if (!read_full(fd, header, sizeof header)) throw std::runtime_error("the sender left before its manifest");
+        if (!c.read_full(header, sizeof header)) throw std::runtime_error("the sender left before its manifest");
         std::string why;
         const auto f = decode_header(header, &why);
         if (!f) throw std::runtime_error(why);
-        if (f->kind == Kind::Error) throw std::runtime_error("the sender refused: " + read_message(fd, *f));
+        if (f->kind == Kind::Error) throw std::runtime_error("the sender refused: " + read_message(c, *f));
         if (f->kind != Kind::Manifest)
             throw std::runtime_error(fmt::format("expected the manifest, not a {} frame", kind_name(f->kind)));
         if (f->transfer != id_) throw std::runtime_error("a manifest frame of another transfer (field 'transfer')");
@@ -154,7 +148,7 @@ std::string ReceiveTransfer::take_manifest(int fd) {
             throw std::runtime_error(fmt::format("a manifest frame of {} bytes (field 'length') where {} were left",
                                                  f->length, total - at));
         manifest.resize(at + f->length);
-        if (!read_full(fd, manifest.data() + at, f->length))
+        if (!c.read_full(manifest.data() + at, f->length))
             throw std::runtime_error("the sender left in the middle of its manifest");
         if (checksum(manifest.data() + at, f->length) != f->checksum)
             throw std::runtime_error("a manifest frame damaged in transit (checksum)");
@@ -179,7 +173,7 @@ void ReceiveTransfer::check_limits() const {
                                              "(serve --max-blocks)", blocks, manifest_.block, l.blocks));
 }
 
-void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) {
+void ReceiveTransfer::prepare(const std::string& manifest_text, Channel& control) {
     manifest_ = manifest_from_json(manifest_text);
     check_limits();
     const std::uint64_t block = manifest_.block;
@@ -287,49 +281,53 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, int control_fd) 
     set_writers(settings_.writers);
     const std::string have = json{{"complete", complete}, {"blocks", have_blocks}}.dump();
     std::lock_guard lock(control_send_);
-    write_frame(control_fd, Frame{Kind::Have, id_}, have.data(), have.size());
+    write_frame(control, Frame{Kind::Have, id_}, have.data(), have.size());
 }
 
-void ReceiveTransfer::run_first_stream(int fd) {
+void ReceiveTransfer::run_first_stream(Channel& c) {
     {
         std::lock_guard lock(mutex_);
         if (finished_) return;  // stopped before it began (a pull given up while connecting)
-        streams_.push_back(fd);
+        streams_.push_back(c.fd());
         ++carriers_;
     }
     {
         std::lock_guard lock(control_send_);
-        control_fd_ = fd;
+        control_ = &c;
     }
     try {
-        prepare(take_manifest(fd), fd);
+        prepare(take_manifest(c), c);
     } catch (const std::exception& e) {
         abort(e.what());  // tells the sender why
     }
     if (prepared_) {
         maybe_finish();  // nothing to send (all in place) is a finished transfer too, once Done comes
-        carry_blocks(fd, true);  // until Done
+        carry_blocks(c, true);  // until Done
     }
     stream_ended();
-    std::unique_lock lock(mutex_);
-    ended_.wait(lock, [&] { return finished_.load(); });
-    forget_stream(fd);
+    {
+        std::unique_lock lock(mutex_);
+        ended_.wait(lock, [&] { return finished_.load(); });
+        forget_stream(c.fd());
+    }
+    std::lock_guard lock(control_send_);
+    control_ = nullptr;  // the channel is the caller's again
 }
 
-void ReceiveTransfer::run_stream(int fd) {
+void ReceiveTransfer::run_stream(Channel& c) {
     {
         std::lock_guard lock(mutex_);
         if (finished_) return;
         // Before the manifest is taken there is no ring and no file to write to.
         if (!prepared_) throw std::runtime_error("a stream joined the transfer before its manifest was taken");
         if (streams_.size() >= 128) throw std::runtime_error("a 129th stream at once (128 at most)");
-        streams_.push_back(fd);
+        streams_.push_back(c.fd());
         ++carriers_;
     }
-    carry_blocks(fd, false);
+    carry_blocks(c, false);
     {
         std::lock_guard lock(mutex_);
-        forget_stream(fd);
+        forget_stream(c.fd());
     }
     stream_ended();
 }
@@ -372,7 +370,7 @@ std::string ReceiveTransfer::frame_problem(const Frame& f) const {
 // already waiting on the socket, so that ten thousand small files cost the
 // writers a few hundred hand-overs, not twenty thousand. A slot is handed over
 // as soon as nothing more is waiting: no frame sits in it for want of the next.
-void ReceiveTransfer::carry_blocks(int fd, bool first) {
+void ReceiveTransfer::carry_blocks(Channel& c, bool first) {
     Slot* slot = nullptr;  // being filled
     auto hand_over = [&] {
         if (!slot) return;
@@ -383,7 +381,7 @@ void ReceiveTransfer::carry_blocks(int fd, bool first) {
     try {
         for (;;) {
             std::uint8_t header[kHeaderBytes];
-            if (!read_full(fd, header, sizeof header)) {
+            if (!c.read_full(header, sizeof header)) {
                 if (!finished_) abort("a stream closed without saying goodbye (the sender was stopped or lost)");
                 break;
             }
@@ -398,7 +396,7 @@ void ReceiveTransfer::carry_blocks(int fd, bool first) {
                 break;
             }
             if (f->kind == Kind::Error) {
-                const std::string why = read_message(fd, *f);
+                const std::string why = read_message(c, *f);
                 // The sender turned down this one stream (it came after the last
                 // block, say): the transfer goes on without it.
                 if (!first) break;
@@ -432,14 +430,14 @@ void ReceiveTransfer::carry_blocks(int fd, bool first) {
             RunningChecksum sum;
             for (std::size_t at = 0; at < f->length;) {
                 const std::size_t n = std::min<std::size_t>(kCachePiece, f->length - at);
-                if (!read_full(fd, payload + at, n)) throw std::runtime_error("the peer closed the connection in the middle of a frame");
+                if (!c.read_full(payload + at, n)) throw std::runtime_error("the peer closed the connection in the middle of a frame");
                 sum.add(payload + at, n);  // while the piece is still in cache
                 at += n;
             }
             const std::uint64_t value = sum.value();
             std::memcpy(record + kHeaderBytes, &value, sizeof value);
             slot->used += need;
-            if (whole_block || bytes_waiting(fd) < kHeaderBytes) hand_over();
+            if (whole_block || c.waiting() < kHeaderBytes) hand_over();
         }
         hand_over();  // what came before a goodbye is good
     } catch (const std::exception& e) {
@@ -740,7 +738,7 @@ void ReceiveTransfer::maybe_finish() {
                  settings_.log_name, id_, done, skipped, failed.size(), bytes_written_.load());
     try {
         std::lock_guard lock(control_send_);
-        write_frame(control_fd_, Frame{Kind::Report, id_}, report.data(), report.size());
+        if (control_) write_frame(*control_, Frame{Kind::Report, id_}, report.data(), report.size());
     } catch (const std::exception& e) {
         spdlog::warn("{}: transfer {:016x}: cannot send the report: {}", settings_.log_name, id_, e.what());
     }
@@ -766,7 +764,7 @@ void ReceiveTransfer::abort(const std::string& why) {
     spdlog::error("{}: transfer {:016x} stopped: {}; what was written stays for a resumed transfer", settings_.log_name, id_, why);
     try {  // the sender learns why, if it is still there
         std::lock_guard lock(control_send_);
-        if (control_fd_ >= 0) write_frame(control_fd_, Frame{Kind::Error, id_}, why.data(), why.size());
+        if (control_) write_frame(*control_, Frame{Kind::Error, id_}, why.data(), why.size());
     } catch (const std::exception&) {
     }
     if (ring) ring_->abort();

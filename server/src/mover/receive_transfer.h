@@ -15,6 +15,7 @@
 #pragma once
 
 #include "mover/block_ring.h"
+#include "mover/channel.h"
 #include "mover/dest_tree.h"
 #include "mover/journal.h"
 #include "mover/manifest.h"
@@ -77,11 +78,19 @@ public:
     // Stream 0: reads the manifest, prepares the tree, answers with Have, then
     // carries blocks like any stream until Done, and returns when the
     // transfer has ended.
-    void run_first_stream(int fd);
+    void run_first_stream(Channel& c);
+    void run_first_stream(int fd) {  // a plaintext socket
+        Channel plain(fd);
+        run_first_stream(plain);
+    }
     // Streams 1..n: blocks until Bye or the end of the transfer. Throws
     // std::runtime_error (the stream is refused) when the transfer is not
     // prepared yet: a stream may join only once the manifest is taken.
-    void run_stream(int fd);
+    void run_stream(Channel& c);
+    void run_stream(int fd) {
+        Channel plain(fd);
+        run_stream(plain);
+    }
     // Changes the writer pool (before the transfer is prepared: its size when it is).
     void set_writers(int n);
     bool finished() const { return finished_; }
@@ -110,10 +119,10 @@ private:
         std::string problem;
     };
 
-    std::string take_manifest(int fd);
+    std::string take_manifest(Channel& c);
     void check_limits() const;
-    void prepare(const std::string& manifest_text, int control_fd);
-    void carry_blocks(int fd, bool first);
+    void prepare(const std::string& manifest_text, Channel& control);
+    void carry_blocks(Channel& c, bool first);
     // What makes a frame illegal while blocks arrive ("" when it is legal), naming the field.
     std::string frame_problem(const Frame& f) const;
     void writer_loop(const std::atomic<bool>* quit);
@@ -147,7 +156,7 @@ private:
     std::vector<int> streams_;  // the streams' descriptors while they run (abort() shuts them down)
     std::deque<std::uint32_t> open_order_;  // files whose part file was opened, oldest first
     std::size_t open_parts_ = 0;
-    int control_fd_ = -1;
+    Channel* control_ = nullptr;  // stream 0's, while it runs (under control_send_)
     std::mutex control_send_;
     bool done_seen_ = false;
     // Streams still carrying blocks, and ring slots handed to the writers and

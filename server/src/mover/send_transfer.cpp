@@ -81,17 +81,21 @@ int SendTransfer::open_stream(int index, ClientHandshake& handshake) {
 }
 
 void SendTransfer::start() {
-    ClientHandshake handshake(settings_.key);
-    begin(open_stream(0, handshake), &handshake);
+    ClientHandshake handshake(settings_.key, settings_.encrypt);
+    control_fd_ = open_stream(0, handshake);
+    own_control_ = std::make_unique<Channel>(handshake.channel(control_fd_));
+    control_ = own_control_.get();
+    begin(&handshake);
 }
 
-void SendTransfer::start_on(int control_fd) {
+void SendTransfer::start_on(Channel& control) {
     settings_.host.clear();  // no connections of its own to open
     settings_.streams = 1;
-    begin(::dup(control_fd), nullptr);
+    control_ = &control;
+    begin(nullptr);
 }
 
-void SendTransfer::add_stream(int fd) {
+void SendTransfer::add_stream(Channel& c) {
     // The receiving end opens it once it has answered the manifest, which may
     // be before this end has read that answer and set up its ring.
     for (int waited = 0; !ring_ready_; ++waited) {
@@ -99,17 +103,16 @@ void SendTransfer::add_stream(int fd) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     const std::atomic<bool> never{false};
-    stream_loop(fd, &never, false);
+    stream_loop(c, &never, false);
 }
 
-void SendTransfer::begin(int control_fd, ClientHandshake* handshake) {
-    control_fd_ = control_fd;
+void SendTransfer::begin(ClientHandshake* handshake) {
     const std::string text = to_json(manifest_);
     try {
         for (std::size_t at = 0; at < text.size() || at == 0;) {  // the manifest, as blocks
             const std::size_t n = std::min<std::size_t>(text.size() - at, manifest_.block);
             Frame f{Kind::Manifest, id_, 0, 0, at, checksum(text.data() + at, n), text.size()};
-            write_frame(control_fd_, f, text.data() + at, n);
+            write_frame(*control_, f, text.data() + at, n);
             at += n;
             if (at >= text.size()) break;
         }
@@ -123,7 +126,7 @@ void SendTransfer::begin(int control_fd, ClientHandshake* handshake) {
     if (handshake) handshake->expect_proof(control_fd_, settings_.peer_timeout_s);
     Frame reply;
     std::string payload;
-    if (!read_frame(control_fd_, reply, payload, 1u << 30))
+    if (!read_frame(*control_, reply, payload, 1u << 30))
         throw std::runtime_error("the server closed the connection after the manifest");
     if (reply.kind == Kind::Error) throw std::runtime_error("the server refused the transfer: " + payload);
     if (reply.kind != Kind::Have) throw std::runtime_error("the server answered the manifest with something else");
@@ -163,7 +166,8 @@ void SendTransfer::begin(int control_fd, ClientHandshake* handshake) {
     {
         std::lock_guard lock(pools_mutex_);
         streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
-        streams_.threads.emplace_back(&SendTransfer::stream_loop, this, control_fd_, streams_.quit.back().get(), true);
+        streams_.threads.emplace_back(&SendTransfer::stream_loop, this, std::ref(*control_), streams_.quit.back().get(),
+                                      true);
     }
     set_streams(settings_.streams);
     set_readers(settings_.readers);
@@ -193,7 +197,7 @@ void SendTransfer::set_streams(int n) {
         connected.push_back(hello_sent->get_future());
         streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
         streams_.threads.emplace_back([this, index, hello_sent, quit = streams_.quit.back().get()] {
-            ClientHandshake handshake(settings_.key);
+            ClientHandshake handshake(settings_.key, settings_.encrypt);
             int fd = -1;
             try {
                 fd = open_stream(index, handshake);
@@ -208,7 +212,8 @@ void SendTransfer::set_streams(int n) {
                 ::close(fd);
                 return fail("stream " + std::to_string(index) + ": " + e.what());
             }
-            stream_loop(fd, quit, false);
+            Channel channel = handshake.channel(fd);
+            stream_loop(channel, quit, false);
             ::close(fd);  // opened here, closed here, however the stream ended
         });
     }
@@ -378,7 +383,7 @@ void SendTransfer::read_piece(const Piece& piece, Slot*& slot) {
     piece_done(index, slot);
 }
 
-void SendTransfer::stream_loop(int fd, const std::atomic<bool>* quit, bool first) {
+void SendTransfer::stream_loop(Channel& c, const std::atomic<bool>* quit, bool first) {
     try {
         while (!*quit) {
             Slot* slot = nullptr;
@@ -387,7 +392,16 @@ void SendTransfer::stream_loop(int fd, const std::atomic<bool>* quit, bool first
             if (r == BlockRing::Take::Timeout) continue;
             const std::size_t n = slot->used - slot->begin;
             try {
-                write_full(fd, slot->data + slot->begin, n);
+                const std::uint8_t* at = slot->data + slot->begin;
+                if (c.cipher() != Cipher::None && slot->begin == 4096 - kHeaderBytes) {
+                    // A whole block: its header sealed alone, so that the payload's
+                    // records fall where the receiving end reads them, and open
+                    // straight into its ring.
+                    c.write_full(at, kHeaderBytes);
+                    c.write_full(at + kHeaderBytes, n - kHeaderBytes);
+                } else {
+                    c.write_full(at, n);
+                }
             } catch (...) {
                 ring_->put_free(slot);
                 throw;
@@ -400,11 +414,11 @@ void SendTransfer::stream_loop(int fd, const std::atomic<bool>* quit, bool first
             return;
         }
         if (first) {
-            if (!*quit) write_frame(fd, Frame{Kind::Done, id_, 0, 0, 0, 0, manifest_.files.size()});
+            if (!*quit) write_frame(c, Frame{Kind::Done, id_, 0, 0, 0, 0, manifest_.files.size()});
             first_stream_ended();
         } else {
-            write_frame(fd, Frame{Kind::Bye, id_});
-            ::shutdown(fd, SHUT_WR);
+            write_frame(c, Frame{Kind::Bye, id_});
+            ::shutdown(c.fd(), SHUT_WR);
         }
     } catch (const std::exception& e) {
         fail(std::string("sending: ") + e.what());
@@ -449,12 +463,12 @@ std::string SendTransfer::finish() {
     }
     // What the server says: its report, or why it stopped.
     timeval wait{failed_ ? 2 : settings_.answer_timeout_s, 0};
-    ::setsockopt(control_fd_, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    ::setsockopt(control_->fd(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
     Frame f;
     std::string payload;
     std::string server_says;
     try {
-        while (read_frame(control_fd_, f, payload, 1u << 30)) {
+        while (read_frame(*control_, f, payload, 1u << 30)) {
             if (f.kind == Kind::Report || f.kind == Kind::Error) {
                 server_says = payload;
                 break;

@@ -7,6 +7,7 @@
 
 #include "mover/auth.h"
 #include "mover/block_ring.h"
+#include "mover/channel.h"
 #include "mover/manifest.h"
 
 #include <atomic>
@@ -32,6 +33,7 @@ struct SendSettings {
     int peer_timeout_s = 60;
     std::uint64_t transfer_id = 0;  // 0: a new random one; a pull uses the id its receiving end chose
     std::optional<Key> key;         // --key-file: every stream it opens is authenticated (mover/auth.h)
+    bool encrypt = false;           // --encrypt: and sealed (mover/channel.h)
     // Seconds to wait for the receiving end's report after Done; 0: as long as
     // it is alive (its last files may take long to verify). A serve giving out
     // a pull waits its --idle-timeout, so a client that never answers does not
@@ -54,10 +56,11 @@ public:
     // The same over a connection the receiving end opened (a pull: `serve`
     // sending to `slabcast stage --from`). The receiving end opens the other
     // streams too, and each is handed over with add_stream().
-    void start_on(int control_fd);
+    // `control` stays the caller's, and must outlive finish().
+    void start_on(Channel& control);
     // Carries blocks over a stream the receiving end opened, in the calling
-    // thread, until the transfer ends; `fd` stays the caller's to close.
-    void add_stream(int fd);
+    // thread, until the transfer ends; `c` stays the caller's.
+    void add_stream(Channel& c);
     // Waits for the end; returns the server's report (JSON text). Throws on a
     // lost connection or a server error.
     std::string finish();
@@ -66,6 +69,7 @@ public:
     void set_readers(int n);
     int streams() const;
     int readers() const;
+    Cipher cipher() const { return control_ ? control_->cipher() : Cipher::None; }
     const SendProgress& progress() const { return progress_; }
     std::uint64_t bytes_to_send() const { return bytes_to_send_; }
     std::uint64_t files_to_send() const { return files_to_send_; }
@@ -93,14 +97,14 @@ private:
 
     // Connects stream `index` and sends its Hello; `handshake` then checks the server's proof.
     int open_stream(int index, ClientHandshake& handshake);
-    // `handshake`: of stream 0, when this end opened it (nullptr for a pull's).
-    void begin(int control_fd, ClientHandshake* handshake);
+    // On control_; `handshake`: of stream 0, when this end opened it (nullptr for a pull's).
+    void begin(ClientHandshake* handshake);
     void plan_pieces();
     void reader_loop(const std::atomic<bool>* quit);
     void read_piece(const Piece& piece, Slot*& slot);
     void piece_done(std::uint32_t file, Slot*& slot);
     void file_failed(std::uint32_t file, const std::string& why, Slot*& slot);
-    void stream_loop(int fd, const std::atomic<bool>* quit, bool first);
+    void stream_loop(Channel& c, const std::atomic<bool>* quit, bool first);
     // Room for a frame of `payload` bytes in `slot`, handing it on and taking
     // a new one when full. nullptr when the ring was aborted.
     std::uint8_t* reserve(Slot*& slot, std::size_t payload, bool aligned);
@@ -120,7 +124,9 @@ private:
     std::atomic<bool> reading_done_{false}, first_stream_done_{false}, failed_{false}, ring_ready_{false};
     std::mutex ended_mutex_;  // first_stream_done_ and failed_ change under it, for ended_
     std::condition_variable ended_;
-    int control_fd_ = -1;
+    int control_fd_ = -1;       // stream 0's descriptor, when this end opened it (closed with it)
+    Channel* control_ = nullptr;  // stream 0
+    std::unique_ptr<Channel> own_control_;  // stream 0, when this end made its channel
     mutable std::mutex pools_mutex_;
     Pool readers_, streams_;
     std::mutex error_mutex_;

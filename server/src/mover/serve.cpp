@@ -60,6 +60,7 @@ struct ServeOptions {
     bool allow_pull = false;
     std::string key_file;
     bool insecure_no_auth = false;
+    bool require_encryption = false;
     // Limits (docs/mover.md, "Limits"), each range-checked by its flag.
     int max_manifest_mb = 64;
     std::uint64_t max_files = 1'000'000;
@@ -90,6 +91,8 @@ public:
         DestTree check(o.root);  // creates --root, or names why it cannot be used, before listening
         for (const auto& a : o.allow) allowed_.add_list(a);
         if (!o.key_file.empty()) key_ = load_sync_key(o.key_file);
+        if (o.require_encryption && !key_)
+            throw std::invalid_argument("--require-encryption needs --key-file (the session keys come from it)");
         // Beyond loopback, anyone who reaches the port could write into --root.
         if (!key_ && !o.insecure_no_auth && !is_loopback(o.listen))
             throw std::invalid_argument(
@@ -111,7 +114,9 @@ public:
                                    kMaxHelloBytes);
         spdlog::info("serve: {} on {}:{}, {} writers, {} MiB ring{}{}", o_.root, o_.listen, o_.port, o_.writers,
                      o_.ring_mb, allowed_.empty() ? " (any client: --allow limits who may write here)" : "",
-                     key_ ? ", clients must hold the key" : ", no key: clients are not authenticated");
+                     key_ ? (o_.require_encryption ? ", clients must hold the key and encrypt"
+                                                   : ", clients must hold the key")
+                          : ", no key: clients are not authenticated");
         if (!key_ && !is_loopback(o_.listen))
             spdlog::warn("serve: --insecure-no-auth: anyone who reaches port {} may write into {}", o_.port, o_.root);
         auto tuned = std::chrono::steady_clock::now();
@@ -182,7 +187,7 @@ private:
                 continue;
             }
             tune_tcp(fd.get(), o_.peer_timeout_s);
-            auto handshake = std::make_shared<ServerHandshake>(key_);
+            auto handshake = std::make_shared<ServerHandshake>(key_, o_.require_encryption);
             try {
                 handshake->send_challenge(fd.get());  // first on every connection (mover/auth.h)
             } catch (const std::exception& e) {
@@ -252,8 +257,11 @@ private:
         ::setsockopt(a.fd.get(), SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
         ::setsockopt(a.fd.get(), SOL_SOCKET, SO_SNDTIMEO, &idle, sizeof idle);
         auto done = std::make_shared<std::atomic<bool>>(false);
-        threads_.push_back({std::thread([this, fd = std::move(a.fd), hello, from = a.from, done]() mutable {
-                                serve_stream(fd.get(), hello, from);
+        // From here on the stream is read and written through its channel: sealed if the Hello asked.
+        Channel channel = std::static_pointer_cast<ServerHandshake>(a.context)->channel(a.fd.get());
+        threads_.push_back({std::thread([this, fd = std::move(a.fd), channel = std::move(channel), hello,
+                                         from = a.from, done]() mutable {
+                                serve_stream(channel, hello, from);
                                 fd = Fd();
                                 *done = true;
                             }),
@@ -295,10 +303,10 @@ private:
         }
     }
 
-    void serve_stream(int fd, const Hello& h, const std::string& from) {
+    void serve_stream(Channel& c, const Hello& h, const std::string& from) {
         try {
             if (!h.get.empty()) {
-                serve_pull(fd, h);
+                serve_pull(c, h);
                 return;
             }
             if (h.stream > 0) {
@@ -308,7 +316,7 @@ private:
                     if (auto it = pulls_.find(h.transfer); it != pulls_.end()) pull = it->second;
                 }
                 if (pull) {
-                    pull->add_stream(fd);
+                    pull->add_stream(c);
                     return;
                 }
             }
@@ -330,17 +338,17 @@ private:
                 }
             }
             if (h.stream == 0) {
-                t->run_first_stream(fd);
+                t->run_first_stream(c);
                 std::lock_guard lock(mutex_);
                 transfers_.erase(h.transfer);
                 ++completed_;
                 failures_ += !t->succeeded();
             } else {
-                t->run_stream(fd);
+                t->run_stream(c);
             }
         } catch (const std::exception& e) {
             spdlog::warn("serve: a connection from {} dropped: {}", from, e.what());
-            refuse(fd, e.what());
+            refuse(c, e.what());
         }
     }
 
@@ -354,11 +362,12 @@ private:
     // Tells the client why its stream ends, if it is still there to hear it,
     // and lets what it still sends drain for a moment first: a close with
     // unread data would reset the connection before it read why.
-    static void refuse(int fd, const std::string& why) {
+    static void refuse(Channel& c, const std::string& why) {
         try {
-            write_frame(fd, Frame{Kind::Error}, why.data(), why.size());
+            write_frame(c, Frame{Kind::Error}, why.data(), why.size());
         } catch (const std::exception&) {
         }
+        const int fd = c.fd();
         ::shutdown(fd, SHUT_WR);
         const timeval second{1, 0};
         ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &second, sizeof second);
@@ -371,7 +380,7 @@ private:
     // they go back over the streams it opens, as `slabcast move` would send
     // them. Everything is listed and read through descriptors beneath --root
     // (scan_beneath): a symbolic link swapped in meanwhile leads nowhere.
-    void serve_pull(int fd, const Hello& h) {
+    void serve_pull(Channel& c, const Hello& h) {
         if (!o_.allow_pull) throw std::runtime_error("this server does not give files out (start it with --allow-pull)");
         Manifest manifest = scan_beneath(std::make_shared<DestTree>(o_.root), h.get, kDefaultBlock);
         SendSettings s;
@@ -389,9 +398,11 @@ private:
             pulls_[h.transfer] = t;
         }
         try {
-            t->start_on(fd);
+            t->start_on(c);
             const std::string report = t->finish();
-            spdlog::info("serve: pull {:016x} of {} done: {}", h.transfer, nlohmann::json(h.get).dump(), report);
+            spdlog::info("serve: pull {:016x} of {} done{}: {}", h.transfer, nlohmann::json(h.get).dump(),
+                         c.cipher() == Cipher::None ? "" : fmt::format(", encrypted ({})", to_string(c.cipher())),
+                         report);
         } catch (...) {
             std::lock_guard lock(mutex_);
             pulls_.erase(h.transfer);
@@ -445,6 +456,8 @@ void register_serve(CLI::App& root, RoleMain& run) {
     c->add_option("--key-file", o->key_file,
                   "key (slabcast keygen) that every client must prove it holds, as this server proves it to them; "
                   "required unless --listen is a loopback address");
+    c->add_flag("--require-encryption", o->require_encryption,
+                "refuse clients that do not encrypt their streams (move --encrypt; clients with the key follow)");
     c->add_flag("--insecure-no-auth", o->insecure_no_auth,
                 "listen beyond loopback without --key-file: any client that reaches the port may write into --root");
     // Limits (docs/mover.md, "Limits").

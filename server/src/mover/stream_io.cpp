@@ -1,5 +1,7 @@
 #include "mover/stream_io.h"
 
+#include "mover/channel.h"
+
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -134,34 +136,13 @@ void write_full(int fd, const void* buf, std::size_t n) {
 }
 
 bool read_frame(int fd, Frame& f, std::string& payload, std::size_t max_payload) {
-    std::uint8_t header[kHeaderBytes];
-    if (!read_full(fd, header, sizeof header)) return false;
-    std::string problem;
-    const auto decoded = decode_header(header, &problem);
-    if (!decoded) throw std::runtime_error(problem);
-    f = *decoded;
-    if (f.length > max_payload)
-        throw std::runtime_error("a frame of " + std::to_string(f.length) + " bytes, where at most " +
-                                 std::to_string(max_payload) + " belong");
-    payload.clear();
-    constexpr std::size_t kPiece = 1u << 20;
-    for (std::size_t got = 0; got < f.length;) {
-        const std::size_t n = std::min<std::size_t>(kPiece, f.length - got);
-        payload.resize(got + n);
-        if (!read_full(fd, payload.data() + got, n))
-            throw std::runtime_error("the peer closed the connection in the middle of a frame");
-        got += n;
-    }
-    return true;
+    Channel plain(fd);
+    return read_frame(plain, f, payload, max_payload);
 }
 
 void write_frame(int fd, const Frame& f, const void* payload, std::size_t length) {
-    Frame out = f;
-    out.length = static_cast<std::uint32_t>(length);
-    std::uint8_t header[kHeaderBytes];
-    encode_header(out, header);
-    write_full(fd, header, sizeof header);
-    if (length) write_full(fd, payload, length);
+    Channel plain(fd);
+    write_frame(plain, f, payload, length);
 }
 
 }  // namespace slabcast::mover

@@ -24,6 +24,7 @@ void tune_tcp(int fd, int peer_timeout_s);
 bool read_full(int fd, void* buf, std::size_t n);
 void write_full(int fd, const void* buf, std::size_t n);
 
+// Whole frames on a plaintext socket (channel.h has them through a seal).
 // Reads one frame: header (checked) and payload, at most `max_payload`. The
 // payload grows as its bytes arrive, so a header that declares 64 MiB and
 // sends nothing costs nothing. false on EOF at a frame boundary. Throws

@@ -1,0 +1,233 @@
+#include "mover/channel.h"
+
+#include "mover/stream_io.h"
+
+#include <sodium.h>
+#include <sys/ioctl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace slabcast::mover {
+
+static_assert(crypto_aead_aes256gcm_ABYTES == 16 && crypto_aead_xchacha20poly1305_ietf_ABYTES == 16);
+static_assert(crypto_aead_aes256gcm_KEYBYTES == 32 && crypto_aead_xchacha20poly1305_ietf_KEYBYTES == 32);
+
+namespace {
+
+constexpr std::size_t kLengthBytes = 4, kTagBytes = 16;
+
+void put_u32(std::uint8_t* p, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+std::uint32_t get_u32(const std::uint8_t* p) {
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
+    return v;
+}
+
+}  // namespace
+
+const char* to_string(Cipher c) {
+    switch (c) {
+    case Cipher::Aes256Gcm: return "AES-256-GCM";
+    case Cipher::XChaCha20Poly1305: return "XChaCha20-Poly1305";
+    case Cipher::None: break;
+    }
+    return "none";
+}
+
+// One direction's AEAD: its key (expanded once for AES-GCM) and the number
+// of the next record, which is that record's nonce.
+class Channel::Seal {
+public:
+    Seal(Cipher cipher, const std::array<std::uint8_t, 32>& key) : cipher_(cipher), key_(key) {
+        if (sodium_init() < 0) throw std::runtime_error("libsodium could not initialise");
+        if (cipher_ == Cipher::Aes256Gcm) {
+            if (!crypto_aead_aes256gcm_is_available()) throw std::runtime_error("AES-256-GCM needs AES-NI");
+            aes_ = std::make_unique<AesState>();
+            crypto_aead_aes256gcm_beforenm(&aes_->state, key_.data());
+        }
+    }
+    ~Seal() {
+        sodium_memzero(key_.data(), key_.size());
+        if (aes_) sodium_memzero(aes_.get(), sizeof *aes_);
+    }
+
+    // `out` takes n + kTagBytes bytes.
+    void seal(const std::uint8_t* plain, std::size_t n, const std::uint8_t* ad, std::uint8_t* out) {
+        std::uint8_t nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
+        next_nonce(nonce);
+        unsigned long long sealed = 0;
+        if (cipher_ == Cipher::Aes256Gcm)
+            crypto_aead_aes256gcm_encrypt_afternm(out, &sealed, plain, n, ad, kLengthBytes, nullptr, nonce,
+                                                  &aes_->state);
+        else
+            crypto_aead_xchacha20poly1305_ietf_encrypt(out, &sealed, plain, n, ad, kLengthBytes, nullptr, nonce,
+                                                       key_.data());
+    }
+
+    // false when the record is not the next one sealed with this key.
+    bool open(const std::uint8_t* sealed, std::size_t n, const std::uint8_t* ad, std::uint8_t* out) {
+        std::uint8_t nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
+        next_nonce(nonce);
+        unsigned long long plain = 0;
+        if (cipher_ == Cipher::Aes256Gcm)
+            return crypto_aead_aes256gcm_decrypt_afternm(out, &plain, nullptr, sealed, n, ad, kLengthBytes, nonce,
+                                                         &aes_->state) == 0;
+        return crypto_aead_xchacha20poly1305_ietf_decrypt(out, &plain, nullptr, sealed, n, ad, kLengthBytes, nonce,
+                                                          key_.data()) == 0;
+    }
+
+    Cipher cipher() const { return cipher_; }
+
+private:
+    // The record number, little-endian, in front of zeros (12 bytes are used
+    // by AES-GCM, 24 by XChaCha20). Under one key no number comes twice.
+    void next_nonce(std::uint8_t* nonce) {
+        if (records_ == std::numeric_limits<std::uint64_t>::max())
+            throw std::runtime_error("2^64 records on one stream: no nonce left");
+        std::memset(nonce, 0, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
+        for (int i = 0; i < 8; ++i) nonce[i] = static_cast<std::uint8_t>(records_ >> (8 * i));
+        ++records_;
+    }
+
+    Cipher cipher_;
+    std::array<std::uint8_t, 32> key_;
+    struct alignas(16) AesState {  // libsodium wants it 16-byte aligned (C++17's aligned new gives that)
+        crypto_aead_aes256gcm_state state;
+    };
+    std::unique_ptr<AesState> aes_;
+    std::uint64_t records_ = 0;
+};
+
+Channel::Channel(int fd) : fd_(fd) {}
+
+Channel::Channel(int fd, const SessionKeys& keys) : fd_(fd) {
+    if (keys.cipher == Cipher::None) return;
+    out_ = std::make_unique<Seal>(keys.cipher, keys.send);
+    in_ = std::make_unique<Seal>(keys.cipher, keys.receive);
+}
+
+Channel::Channel(Channel&&) noexcept = default;
+Channel& Channel::operator=(Channel&&) noexcept = default;
+Channel::~Channel() = default;
+
+Cipher Channel::cipher() const { return out_ ? out_->cipher() : Cipher::None; }
+
+void Channel::write_full(const void* buf, std::size_t n) {
+    if (!out_) return mover::write_full(fd_, buf, n);
+    const auto* p = static_cast<const std::uint8_t*>(buf);
+    do {  // an empty write is an empty record: nothing is sent unsealed
+        const std::size_t piece = std::min(n, kSealedRecord);
+        out_record_.resize(kLengthBytes + piece + kTagBytes);
+        put_u32(out_record_.data(), static_cast<std::uint32_t>(piece + kTagBytes));
+        out_->seal(p, piece, out_record_.data(), out_record_.data() + kLengthBytes);
+        mover::write_full(fd_, out_record_.data(), out_record_.size());
+        p += piece;
+        n -= piece;
+    } while (n > 0);
+}
+
+// The next record, opened into `room` (`room_bytes` long) when it fits there
+// (a whole block's records open straight into the ring), else into
+// in_plain_. Returns its plaintext bytes if it went into `room`, else 0;
+// nullopt on an orderly end before it.
+std::optional<std::size_t> Channel::read_record(std::uint8_t* room, std::size_t room_bytes) {
+    std::uint8_t head[kLengthBytes];
+    if (!mover::read_full(fd_, head, sizeof head)) return std::nullopt;
+    const std::uint32_t n = get_u32(head);
+    if (n < kTagBytes || n > kSealedRecord + kTagBytes)
+        throw std::runtime_error("a sealed record of " + std::to_string(n) + " bytes, where " +
+                                 std::to_string(kTagBytes) + ".." + std::to_string(kSealedRecord + kTagBytes) +
+                                 " belong: the stream is out of step");
+    in_record_.resize(n);
+    if (!mover::read_full(fd_, in_record_.data(), n))
+        throw std::runtime_error("the peer closed the connection in the middle of a sealed record");
+    const std::size_t plain = n - kTagBytes;
+    const bool direct = plain > 0 && plain <= room_bytes;
+    if (!direct) {
+        in_plain_.resize(plain);
+        in_at_ = 0;
+    }
+    if (!in_->open(in_record_.data(), n, head, direct ? room : in_plain_.data()))
+        throw std::runtime_error("a sealed record failed its check: it was changed, dropped, repeated or reordered "
+                                 "on its way");
+    return direct ? plain : 0;
+}
+
+bool Channel::read_full(void* buf, std::size_t n) {
+    if (!in_) return mover::read_full(fd_, buf, n);
+    auto* p = static_cast<std::uint8_t*>(buf);
+    std::size_t got = 0;
+    while (got < n) {
+        if (in_at_ == in_plain_.size()) {
+            const auto opened = read_record(p + got, n - got);
+            if (!opened) {
+                if (got == 0) return false;
+                throw std::runtime_error("the peer closed the connection in the middle of a frame");
+            }
+            got += *opened;
+            continue;
+        }
+        const std::size_t take = std::min(n - got, in_plain_.size() - in_at_);
+        std::memcpy(p + got, in_plain_.data() + in_at_, take);
+        in_at_ += take;
+        got += take;
+    }
+    return true;
+}
+
+std::size_t Channel::waiting() const {
+    int on_socket = 0;
+    if (::ioctl(fd_, FIONREAD, &on_socket) != 0 || on_socket < 0) on_socket = 0;
+    const auto raw = static_cast<std::size_t>(on_socket);
+    if (!in_) return raw;
+    return (in_plain_.size() - in_at_) + (raw > kLengthBytes + kTagBytes ? raw - kLengthBytes - kTagBytes : 0);
+}
+
+bool read_frame(Channel& c, Frame& f, std::string& payload, std::size_t max_payload) {
+    std::uint8_t header[kHeaderBytes];
+    if (!c.read_full(header, sizeof header)) return false;
+    std::string problem;
+    const auto decoded = decode_header(header, &problem);
+    if (!decoded) throw std::runtime_error(problem);
+    f = *decoded;
+    if (f.length > max_payload)
+        throw std::runtime_error("a frame of " + std::to_string(f.length) + " bytes, where at most " +
+                                 std::to_string(max_payload) + " belong");
+    // The payload grows as its bytes arrive: a header that declares 64 MiB
+    // and sends nothing costs nothing.
+    payload.clear();
+    constexpr std::size_t kPiece = 1u << 20;
+    for (std::size_t got = 0; got < f.length;) {
+        const std::size_t n = std::min<std::size_t>(kPiece, f.length - got);
+        payload.resize(got + n);
+        if (!c.read_full(payload.data() + got, n))
+            throw std::runtime_error("the peer closed the connection in the middle of a frame");
+        got += n;
+    }
+    return true;
+}
+
+void write_frame(Channel& c, const Frame& f, const void* payload, std::size_t length) {
+    Frame out = f;
+    out.length = static_cast<std::uint32_t>(length);
+    // A small frame goes out in one piece: one send, and one record when sealed.
+    constexpr std::size_t kOnePiece = 16u << 10;
+    if (length <= kOnePiece) {
+        std::uint8_t bytes[kHeaderBytes + kOnePiece];
+        encode_header(out, bytes);
+        if (length) std::memcpy(bytes + kHeaderBytes, payload, length);
+        return c.write_full(bytes, kHeaderBytes + length);
+    }
+    std::uint8_t header[kHeaderBytes];
+    encode_header(out, header);
+    c.write_full(header, sizeof header);
+    c.write_full(payload, length);
+}
+
+}  // namespace slabcast::mover

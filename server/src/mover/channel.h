@@ -1,0 +1,74 @@
+// One TCP stream of the data mover as the transfers read and write it: the
+// socket itself, or, when the handshake agreed on encryption (auth.h), a
+// sequence of sealed records, each an AEAD of up to 256 KiB under this
+// direction's session key:
+//
+//   u32 little-endian: n, the sealed bytes that follow (ciphertext + 16-byte tag)
+//   n bytes: AEAD(key, nonce = the record's number in this direction, ad = the 4 bytes above)
+//
+// AES-256-GCM where both ends' CPUs have AES-NI, XChaCha20-Poly1305
+// otherwise (libsodium). The nonce is never sent: each end counts records, so
+// a record changed, dropped, repeated or moved fails its tag, and the
+// transfer's own frames (Done, Bye, Report) end each stream inside the seal.
+#pragma once
+
+#include "mover/wire.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace slabcast::mover {
+
+enum class Cipher : std::uint8_t { None, Aes256Gcm, XChaCha20Poly1305 };
+const char* to_string(Cipher c);
+
+// This end's keys for one connection (auth.h derives them from the key file
+// and both nonces): one for what it sends, one for what it receives.
+struct SessionKeys {
+    Cipher cipher = Cipher::None;
+    std::array<std::uint8_t, 32> send{}, receive{};
+};
+
+// Plaintext bytes in one sealed record, at most.
+inline constexpr std::size_t kSealedRecord = 256u << 10;
+
+class Channel {
+public:
+    explicit Channel(int fd);  // plaintext: straight to the socket, as read_full/write_full
+    Channel(int fd, const SessionKeys& keys);  // sealed when keys.cipher is not None
+    Channel(Channel&&) noexcept;
+    Channel& operator=(Channel&&) noexcept;
+    ~Channel();
+
+    int fd() const { return fd_; }
+    Cipher cipher() const;
+
+    // As read_full/write_full (stream_io.h). One reader and one writer may use
+    // a channel at the same time: each direction keeps its own state.
+    bool read_full(void* buf, std::size_t n);
+    void write_full(const void* buf, std::size_t n);
+    // Bytes that can be read now without waiting (for a sealed channel, what
+    // is left of the last record and about what is on the socket).
+    std::size_t waiting() const;
+
+private:
+    class Seal;
+    std::optional<std::size_t> read_record(std::uint8_t* room, std::size_t room_bytes);
+
+    int fd_ = -1;
+    std::unique_ptr<Seal> out_, in_;
+    std::vector<std::uint8_t> out_record_, in_record_, in_plain_;
+    std::size_t in_at_ = 0;  // in_plain_ read so far
+};
+
+// Whole frames through a channel: as read_frame/write_frame in stream_io.h,
+// which are these on a plaintext channel.
+bool read_frame(Channel& c, Frame& f, std::string& payload, std::size_t max_payload = kMaxPayload);
+void write_frame(Channel& c, const Frame& f, const void* payload = nullptr, std::size_t length = 0);
+
+}  // namespace slabcast::mover

@@ -1,0 +1,314 @@
+// The data mover's sealed channel (mover/channel.h) and how the handshake
+// agrees on it (mover/auth.h), over real socketpairs: frames arrive whole in
+// both directions and with both ciphers; what crosses the socket is not the
+// plaintext; a record changed, dropped, repeated, moved or cut is refused;
+// a server that requires encryption gets it, and a Challenge changed on its
+// way fails the Hello.
+#include "mover/auth.h"
+#include "mover/channel.h"
+#include "mover/stream_io.h"
+
+#include <catch2/catch.hpp>
+
+#include <sodium.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace slabcast::mover;
+
+namespace {
+
+struct Pair {
+    int a = -1, b = -1;
+    Pair() {
+        int ends[2];
+        REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) == 0);
+        a = ends[0];
+        b = ends[1];
+    }
+    ~Pair() {
+        ::close(a);
+        ::close(b);
+    }
+};
+
+// Both ends' keys for one connection: what one sends the other receives.
+std::pair<SessionKeys, SessionKeys> keys_for(Cipher cipher) {
+    REQUIRE(sodium_init() >= 0);
+    SessionKeys one;
+    one.cipher = cipher;
+    randombytes_buf(one.send.data(), one.send.size());
+    randombytes_buf(one.receive.data(), one.receive.size());
+    SessionKeys other = one;
+    std::swap(other.send, other.receive);
+    return {one, other};
+}
+
+std::vector<Cipher> ciphers() {
+    std::vector<Cipher> c{Cipher::XChaCha20Poly1305};
+    if (crypto_aead_aes256gcm_is_available()) c.push_back(Cipher::Aes256Gcm);
+    return c;
+}
+
+std::string pattern(std::size_t n) {
+    std::string s(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('A' + (i * 7) % 23);
+    return s;
+}
+
+// Everything a sealed writer puts on the socket for these frames, as raw bytes.
+std::string sealed_bytes(const SessionKeys& keys, const std::vector<std::string>& payloads) {
+    Pair p;
+    std::string raw;
+    std::thread reader([&] {
+        char buf[65536];
+        ssize_t n;
+        while ((n = ::recv(p.b, buf, sizeof buf, 0)) > 0) raw.append(buf, static_cast<std::size_t>(n));
+    });
+    {
+        Channel out(p.a, keys);
+        for (const auto& s : payloads) write_frame(out, Frame{Kind::Data, 9}, s.data(), s.size());
+    }
+    ::shutdown(p.a, SHUT_WR);
+    reader.join();
+    return raw;
+}
+
+// The raw stream cut into its records (4-byte length, then that many bytes).
+std::vector<std::string> records_of(const std::string& raw) {
+    std::vector<std::string> out;
+    for (std::size_t at = 0; at + 4 <= raw.size();) {
+        std::uint32_t n = 0;
+        for (int i = 0; i < 4; ++i) n |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(raw[at + i])) << (8 * i);
+        out.push_back(raw.substr(at, 4 + n));
+        at += 4 + n;
+    }
+    return out;
+}
+
+// What a sealed reader makes of `raw`: the payloads it read, or its error.
+std::string read_back(const SessionKeys& keys, const std::string& raw, std::vector<std::string>* payloads = nullptr) {
+    Pair p;
+    std::thread writer([&] {
+        try {
+            write_full(p.a, raw.data(), raw.size());
+        } catch (const std::runtime_error&) {  // the reader gave up first
+        }
+        ::shutdown(p.a, SHUT_WR);
+    });
+    Channel in(p.b, keys);
+    std::string problem;
+    try {
+        Frame f;
+        std::string payload;
+        while (read_frame(in, f, payload)) {
+            if (payloads) payloads->push_back(payload);
+        }
+    } catch (const std::runtime_error& e) {
+        problem = e.what();
+    }
+    ::shutdown(p.b, SHUT_RD);
+    writer.join();
+    return problem;
+}
+
+}  // namespace
+
+TEST_CASE("frames cross a sealed channel whole, both ways, with either cipher") {
+    for (const Cipher cipher : ciphers()) {
+        CAPTURE(to_string(cipher));
+        const auto [client, server] = keys_for(cipher);
+        Pair p;
+        Channel c(p.a, client), s(p.b, server);
+        CHECK(c.cipher() == cipher);
+        const std::string big = pattern(3 * kSealedRecord + 5), small = "hello";
+        std::thread sender([&] {
+            write_frame(c, Frame{Kind::Data, 1, 2, 0, 4096}, big.data(), big.size());
+            write_frame(c, Frame{Kind::Bye, 1});
+            write_frame(c, Frame{Kind::Data, 1}, small.data(), small.size());
+        });
+        Frame f;
+        std::string payload;
+        REQUIRE(read_frame(s, f, payload));
+        CHECK(f.kind == Kind::Data);
+        CHECK(f.file == 2);
+        CHECK(f.offset == 4096);
+        CHECK(payload == big);
+        REQUIRE(read_frame(s, f, payload));
+        CHECK(f.kind == Kind::Bye);
+        CHECK(payload.empty());
+        sender.join();
+        CHECK(s.waiting() >= kHeaderBytes);  // the last frame is there to read
+        REQUIRE(read_frame(s, f, payload));
+        CHECK(payload == small);
+        write_frame(s, Frame{Kind::Report, 1}, "ok", 2);  // and back
+        REQUIRE(read_frame(c, f, payload));
+        CHECK(f.kind == Kind::Report);
+        CHECK(payload == "ok");
+        ::shutdown(p.a, SHUT_WR);
+        CHECK_FALSE(read_frame(s, f, payload));  // an orderly end between records
+    }
+}
+
+TEST_CASE("what crosses the socket is not the plaintext, and costs 20 bytes a record") {
+    const auto [client, server] = keys_for(ciphers().back());
+    const std::string secret = pattern(kSealedRecord + 1000);
+    const std::string raw = sealed_bytes(client, {secret});
+    CHECK(raw.find(secret.substr(0, 64)) == std::string::npos);
+    CHECK(raw.find(secret.substr(kSealedRecord, 64)) == std::string::npos);
+    // The frame's header is a record of its own (write_frame sends a large
+    // payload apart from it), then the payload's records.
+    const std::size_t records = 1 + (secret.size() + kSealedRecord - 1) / kSealedRecord;
+    CHECK(raw.size() == kHeaderBytes + secret.size() + 20 * records);
+    std::vector<std::string> payloads;
+    CHECK(read_back(server, raw, &payloads).empty());
+    REQUIRE(payloads.size() == 1);
+    CHECK(payloads[0] == secret);
+}
+
+TEST_CASE("a sealed record changed, dropped, repeated, moved or cut on its way is refused") {
+    for (const Cipher cipher : ciphers()) {
+        CAPTURE(to_string(cipher));
+        const auto [client, server] = keys_for(cipher);
+        const std::vector<std::string> frames{pattern(100), pattern(200), pattern(300)};
+        const std::string raw = sealed_bytes(client, frames);
+        const auto records = records_of(raw);
+        REQUIRE(records.size() == 3);  // a small frame is one record
+        auto join = [](std::vector<std::string> r) {
+            std::string s;
+            for (const auto& x : r) s += x;
+            return s;
+        };
+        const std::string refused = "failed its check";
+        std::string flipped = raw;
+        flipped[records[0].size() + 30] ^= 0x01;  // one bit of the second record
+        CHECK_THAT(read_back(server, flipped), Catch::Contains(refused));
+        CHECK_THAT(read_back(server, join({records[0], records[2]})), Catch::Contains(refused));  // dropped
+        CHECK_THAT(read_back(server, join({records[0], records[0]})), Catch::Contains(refused));  // repeated
+        CHECK_THAT(read_back(server, join({records[1], records[0]})), Catch::Contains(refused));  // moved
+        CHECK_THAT(read_back(server, raw.substr(0, raw.size() - 5)), Catch::Contains("closed the connection in the middle"));
+        std::string huge = raw;
+        huge[3] = '\x7f';  // a length no record has
+        CHECK_THAT(read_back(server, huge), Catch::Contains("out of step"));
+        const auto [other, other_server] = keys_for(cipher);
+        CHECK_THAT(read_back(other_server, raw), Catch::Contains(refused));  // another connection's keys
+        std::vector<std::string> payloads;
+        CHECK(read_back(server, raw, &payloads).empty());  // and untouched, all three arrive
+        CHECK(payloads == frames);
+    }
+}
+
+TEST_CASE("the handshake agrees on encryption: asked by the client, or required by the server") {
+    REQUIRE(sodium_init() >= 0);
+    Key key;
+    randombytes_buf(key.bytes.data(), key.bytes.size());
+    const Cipher expected = crypto_aead_aes256gcm_is_available() ? Cipher::Aes256Gcm : Cipher::XChaCha20Poly1305;
+    for (const bool required : {false, true}) {
+        CAPTURE(required);
+        Pair p;
+        ServerHandshake server(key, required);
+        ClientHandshake client(key, !required);  // when required, a client that did not ask follows
+        server.send_challenge(p.b);
+        client.send_hello(p.a, 4, "{}", 2);
+        CHECK(client.cipher() == expected);
+        Frame f;
+        std::string payload;
+        REQUIRE(read_frame(p.b, f, payload));
+        CHECK(server.accept_hello(p.b, f, payload) == "{}");
+        client.expect_proof(p.a, 2);
+        Channel c = client.channel(p.a), s = server.channel(p.b);
+        write_frame(c, Frame{Kind::Manifest, 4}, "sealed", 6);
+        REQUIRE(read_frame(s, f, payload));
+        CHECK(payload == "sealed");
+    }
+}
+
+TEST_CASE("a server that requires encryption refuses a Hello without it, and a changed Challenge fails the Hello") {
+    REQUIRE(sodium_init() >= 0);
+    Key key;
+    randombytes_buf(key.bytes.data(), key.bytes.size());
+    auto refusal = [](ServerHandshake& server, int fd) {
+        Frame f;
+        std::string payload;
+        REQUIRE(read_frame(fd, f, payload));
+        try {
+            server.accept_hello(fd, f, payload);
+        } catch (const AuthError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    {
+        // The Challenge with its requirement struck out on the way: the client
+        // does not encrypt, and its MAC (over the Challenge it saw) fails.
+        Pair p;
+        ServerHandshake server(key, true);
+        server.send_challenge(p.b);
+        Frame challenge;
+        std::string nonce;
+        REQUIRE(read_frame(p.a, challenge, nonce));
+        CHECK((challenge.extra & kRequiresEncryption) != 0);
+        challenge.extra &= ~kRequiresEncryption;
+        Pair q;  // the client's side of the path
+        write_frame(q.b, challenge, nonce.data(), nonce.size());
+        ClientHandshake client(key);
+        client.send_hello(q.a, 1, "{}", 2);
+        CHECK(client.cipher() == Cipher::None);
+        Frame hello;
+        std::string payload;
+        REQUIRE(read_frame(q.b, hello, payload));
+        write_frame(p.a, hello, payload.data(), payload.size());
+        CHECK_THAT(refusal(server, p.b), Catch::Contains("hold different keys (or the Hello was changed"));
+    }
+    {
+        // A Challenge that offers no AES: the client chooses XChaCha20-Poly1305.
+        Pair p;
+        Frame challenge{Kind::Challenge};
+        challenge.extra = kRequiresKey;
+        const std::string nonce(kNonceBytes, 'n');
+        write_frame(p.b, challenge, nonce.data(), nonce.size());
+        ClientHandshake client(key, true);
+        client.send_hello(p.a, 1, "{}", 2);
+        CHECK(client.cipher() == Cipher::XChaCha20Poly1305);
+    }
+    {
+        // A client of its own making that does not ask for encryption.
+        Pair p;
+        ServerHandshake server(key, true);
+        server.send_challenge(p.b);
+        Frame challenge;
+        std::string nonce;
+        REQUIRE(read_frame(p.a, challenge, nonce));
+        // Its MAC is right (it holds the key), only the flag is missing: the
+        // Hello as a client that ignored the requirement would send it.
+        Frame hello{Kind::Hello, 1};
+        hello.extra = kHasKey;
+        const std::string json = "{}";
+        hello.length = static_cast<std::uint32_t>(kHelloAuthBytes + json.size());
+        std::uint8_t header[kHeaderBytes];
+        encode_header(hello, header);
+        std::string client_nonce(kNonceBytes, 'c');
+        std::uint8_t flags[8];
+        for (int i = 0; i < 8; ++i) flags[i] = static_cast<std::uint8_t>(challenge.extra >> (8 * i));
+        const char label[] = "slabcast mover 3 client hello";
+        crypto_auth_hmacsha256_state st;
+        std::uint8_t mac[kMacBytes];
+        crypto_auth_hmacsha256_init(&st, key.bytes.data(), key.bytes.size());
+        crypto_auth_hmacsha256_update(&st, reinterpret_cast<const unsigned char*>(label), sizeof label);
+        crypto_auth_hmacsha256_update(&st, reinterpret_cast<const unsigned char*>(nonce.data()), kNonceBytes);
+        crypto_auth_hmacsha256_update(&st, flags, sizeof flags);
+        crypto_auth_hmacsha256_update(&st, header, sizeof header);
+        crypto_auth_hmacsha256_update(&st, reinterpret_cast<const unsigned char*>(client_nonce.data()), kNonceBytes);
+        crypto_auth_hmacsha256_update(&st, reinterpret_cast<const unsigned char*>(json.data()), json.size());
+        crypto_auth_hmacsha256_final(&st, mac);
+        const std::string payload = client_nonce + std::string(reinterpret_cast<char*>(mac), kMacBytes) + json;
+        write_frame(p.a, hello, payload.data(), payload.size());
+        CHECK_THAT(refusal(server, p.b), Catch::Contains("this server requires encryption: give the client --encrypt"));
+    }
+}
