@@ -16,11 +16,19 @@ Two places:
       both. Peers: rsync over ssh, once and 4 in parallel; scp -r; GridFTP.
       Needs root.
 
+The mover runs three ways: `slabcast move` as it was measured first, to a
+serve without a key (--insecure-no-auth between namespaces); "move, key":
+every stream authenticated with a `slabcast keygen` key (serve and move
+--key-file); "move, key, encrypted": the same with --encrypt. Compare like
+with like: rsync over ssh (--wan) encrypts, so it stands against the
+encrypted mover; the rsync daemon (loopback) does not, so it stands against
+the mover without encryption.
+
 Goals (issue 7): throughput on 10 MiB files >= 0.95 x on the 1 GiB file; on the
 small-file tree >= 3 x the best per-file peer. Prints a table and the ratios.
 
     python3 testing/bench/mover_vs_peers.py [--wan [--both-ways]] [--sets small,f10m,f100m,f1g]
-                                            [--tools iperf3,move,rsync,...] [--repeat 3] [--keep]
+                                            [--tools iperf3,move,move-key,move-enc,rsync,...] [--repeat 3] [--keep]
 """
 
 import argparse
@@ -42,7 +50,9 @@ from slabcast_testlib import SLABCAST  # noqa: E402
 BASE = "/dev/shm/slabcast-bench-mover"
 MIB = 1 << 20
 SETS = ("small", "f10m", "f100m", "f1g")
-TOOLS = ("iperf3", "move", "rsync", "4rsync", "scp", "gridftp")
+TOOLS = ("iperf3", "move", "move-key", "move-enc", "rsync", "4rsync", "scp", "gridftp")
+MOVER = "slabcast move"
+MOVERS = (MOVER, "move, key", "move, key, encrypted")  # the mover's ways, none of them a peer
 SCP_MAX_FILES = 100  # scp pays round trips per file: past this it would run for many minutes
 
 
@@ -257,8 +267,14 @@ def main():
     rows = {}
     ceiling = None
     try:
-        port, rport, gport = free_port(), free_port(), free_port()
-        place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(port), "--writers", "2"])
+        port, kport, rport, gport = free_port(), free_port(), free_port(), free_port()
+        # The mover as first measured: no key (beyond loopback serve needs to be told).
+        place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(port), "--writers", "2"]
+                    + (["--insecure-no-auth"] if a.wan else []))
+        key = os.path.join(work, "bench.key")
+        subprocess.run([SLABCAST, "keygen", key], check=True, capture_output=True)
+        place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(kport), "--writers", "2",
+                     "--key-file", key])
         if a.wan:
             ssh = ssh_setup(place, work)
             rsync_opts, rsync_target = ["-e", ssh], "root@%s:%s/" % (place.host, dst)
@@ -281,10 +297,15 @@ def main():
 
             def run(tool, cmd_lists, cwd=None):
                 times[tool] = timed(cmd_lists, (name, tool), dst, a.repeat, cwd=cwd, warm=size)
+            def move(to_port, *extra):
+                return [place.client + [SLABCAST, "move", "--port", str(to_port), "--progress", "none", "--streams",
+                                        str(a.streams), "--readers", "2"] + list(extra) + [src, place.host + ":"]]
             if "move" in tools:
-                run("slabcast move", [place.client + [
-                    SLABCAST, "move", "--port", str(port), "--progress", "none", "--streams", str(a.streams),
-                    "--readers", "2", src, place.host + ":"]])
+                run(MOVER, move(port))
+            if "move-key" in tools:
+                run("move, key", move(kport, "--key-file", key))
+            if "move-enc" in tools:
+                run("move, key, encrypted", move(kport, "--key-file", key, "--encrypt"))
             opts, target = rsync_opts, rsync_target
             if "rsync" in tools:
                 run("rsync -a", [place.client + ["rsync", "-a"] + opts + [src, target]])
@@ -317,27 +338,35 @@ def main():
     if ceiling:
         print("iperf3 -P %d, the path's ceiling: %.2f Gbit/s, %.2f CPU-s per GiB" % (a.streams, ceiling[0], ceiling[1]))
     for name, (size, files, times) in rows.items():
-        peers = {k: t for k, t in times.items() if k != "slabcast move" and t}
+        peers = {k: t for k, t in times.items() if k not in MOVERS and t}
         cells = "  ".join("%s %.2f s %.2f (%.1f CPU-s)" % (k, t, gbps(size, t), CPU[(name, k)])
                           for k, t in times.items() if t)
         versus = ""
-        if peers and "slabcast move" in times:
+        if peers and MOVER in times:
             best = min(peers, key=peers.get)
-            versus = " | move vs best peer (%s): %.2fx" % (best, peers[best] / times["slabcast move"])
+            versus = " | move vs best peer (%s): %.2fx" % (best, peers[best] / times[MOVER])
+        if peers and times.get(MOVERS[2]):
+            best = min(peers, key=peers.get)
+            versus += ", encrypted move vs it: %.2fx" % (peers[best] / times[MOVERS[2]])
         print("%-6s %6.0f MiB %6d files | %s%s" % (name, size / MIB, files, cells, versus))
         print("       every run (s): %s" % "  ".join("%s %s" % (k, "/".join("%.2f" % t for t in RUNS[(name, k)]))
                                                    for k in times))
-        if ceiling and "slabcast move" in times:
-            print("       slabcast move / iperf3: %.2f" % (gbps(size, times["slabcast move"]) / ceiling[0]))
+        if ceiling and MOVER in times:
+            print("       slabcast move / iperf3: %.2f" % (gbps(size, times[MOVER]) / ceiling[0]))
+        if MOVER in times:
+            print("       time against the mover without a key: " + "  ".join(
+                "%s %.2fx" % (k, times[k] / times[MOVER]) for k in MOVERS[1:] if times.get(k)))
     if "move" not in tools:
         return
     if "f10m" in rows and "f1g" in rows:
-        r10 = gbps(rows["f10m"][0], rows["f10m"][2]["slabcast move"]) / gbps(rows["f1g"][0], rows["f1g"][2]["slabcast move"])
+        r10 = gbps(rows["f10m"][0], rows["f10m"][2][MOVER]) / gbps(rows["f1g"][0], rows["f1g"][2][MOVER])
         print("10 MiB files vs 1 GiB file, slabcast move: %.2f (goal >= 0.95)" % r10)
     if "small" in rows and len(rows["small"][2]) > 1:
         times = rows["small"][2]
-        best = min(t for k, t in times.items() if k != "slabcast move" and t)
-        print("small-file tree, slabcast move vs best per-file peer: %.2fx (goal >= 3)" % (best / times["slabcast move"]))
+        peer_times = [t for k, t in times.items() if k not in MOVERS and t]
+        if peer_times:
+            print("small-file tree, slabcast move vs best per-file peer: %.2fx (goal >= 3)"
+                  % (min(peer_times) / times[MOVER]))
 
 
 if __name__ == "__main__":
