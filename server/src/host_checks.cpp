@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -47,6 +49,26 @@ void require_free_space(const std::string& dir, std::uint64_t need, const std::s
     const std::uint64_t have = free_bytes(dir);
     if (need > have)
         throw std::runtime_error(dir + " has " + format_bytes(have) + " free, " + what + " need " + format_bytes(need));
+}
+
+void require_own_directory(const std::string& dir) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0) throw std::runtime_error(dir + ": cannot stat: " + std::strerror(errno));
+    if (!S_ISDIR(st.st_mode)) throw std::runtime_error(dir + ": is not a directory (a symbolic link?); refused");
+    const std::string mode = fmt::format("{:04o}", st.st_mode & 07777);
+    if (st.st_mode & S_IWOTH) {
+        // Sticky (a tmpfs mounted for staging is 1777): no one can rename or
+        // remove another's files, only take names first.
+        if (!(st.st_mode & S_ISVTX))
+            throw std::runtime_error(dir + ": writable by anyone (mode " + mode +
+                                     "); refused: anyone could replace what is written there");
+        spdlog::warn("{}: shared with every user (mode {}): another user could take the names written there first; "
+                     "a directory of your own is safer", dir, mode);
+        return;
+    }
+    if (st.st_uid != ::geteuid())
+        throw std::runtime_error(dir + ": owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+                                 std::to_string(::geteuid()) + "); refused: its owner could replace what is written there");
 }
 
 std::string read_first_line(const std::string& path) {

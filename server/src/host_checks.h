@@ -56,6 +56,15 @@ std::uint64_t free_bytes(const std::string& dir);
 // Throws std::runtime_error("DIR has X free, WHAT need Y") when `need` does not fit.
 void require_free_space(const std::string& dir, std::uint64_t need, const std::string& what);
 
+// Throws std::runtime_error unless `dir` is a directory (not a symbolic link)
+// owned by this user and not writable by others. /dev/shm is writable by all:
+// a directory someone else made there first would let them replace the files
+// a role writes and a renderer trusts, or plant symbolic links among them. A
+// sticky directory anyone may write (/dev/shm itself, a tmpfs mounted for
+// staging) is let through with a warning: there no one can replace another's
+// files.
+void require_own_directory(const std::string& dir);
+
 // Logs a warning for each finding that has advice, prefixed by `role`.
 void warn_limits(const std::string& role, const std::vector<HostFinding>& findings);
 

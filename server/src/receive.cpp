@@ -266,6 +266,7 @@ int run_receive(const ReceiveOptions& o) {
 
     if (::mkdir(o.shm_dir.c_str(), 0750) != 0 && errno != EEXIST)
         throw std::runtime_error(o.shm_dir + ": cannot create: " + std::strerror(errno));
+    require_own_directory(o.shm_dir);
 
     StatusReporter status("receive", o.stats_json);
     Descriptor descriptor;

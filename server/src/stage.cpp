@@ -85,6 +85,7 @@ public:
         : o_(o), status_(status), streams_(parse_index_list(o.streams, "--streams")) {
         if (::mkdir(o.staging.c_str(), 0750) != 0 && errno != EEXIST)
             throw std::runtime_error(o.staging + ": cannot create staging directory: " + std::strerror(errno));
+        require_own_directory(o.staging);
         dataset_ = load_dataset();
         const std::uint64_t free_now = free_bytes(o.staging);
         budget_ = o.budget.empty() ? free_now / 2 : parse_bytes(o.budget);

@@ -32,7 +32,9 @@ StepCopier::StepCopier(const std::string& source, const std::string& destination
                                  std::to_string(expected_bytes) + " (NX*NY*NZ float32)");
     }
     ::posix_fadvise(in_, 0, 0, POSIX_FADV_SEQUENTIAL);
-    out_ = ::open(partial_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    // Never through a symbolic link planted under the partial's name.
+    ::unlink(partial_.c_str());
+    out_ = ::open(partial_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
     if (out_ < 0 || ::ftruncate(out_, static_cast<off_t>(total_)) != 0) {
         const std::string why = std::strerror(errno);
         ::close(in_);

@@ -1,22 +1,45 @@
 #include "slabcast/json_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace slabcast::json_file {
 
 std::string read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-    std::ostringstream s;
-    s << in.rdbuf();
-    if (in.bad()) throw std::runtime_error(path + ": read error");
-    return s.str();
+    // O_NONBLOCK: a FIFO planted under the name must not hang the reader (a
+    // ParaView session opening a descriptor, a role its dataset).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+    struct stat st {};
+    std::string problem;
+    if (::fstat(fd, &st) != 0) problem = std::string("cannot stat: ") + std::strerror(errno);
+    else if (!S_ISREG(st.st_mode)) problem = "not a regular file";
+    else if (static_cast<std::uint64_t>(st.st_size) > kMaxTextBytes)
+        problem = std::to_string(st.st_size) + " bytes, more than the " + std::to_string(kMaxTextBytes >> 20) +
+                  " MiB a slabcast JSON file may have";
+    std::string text;
+    if (problem.empty()) {
+        char buf[65536];
+        for (;;) {
+            const ssize_t n = ::read(fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) problem = std::string("read error: ") + std::strerror(errno);
+            if (n <= 0) break;
+            text.append(buf, static_cast<std::size_t>(n));
+            if (text.size() > kMaxTextBytes) {  // it grew while we read
+                problem = "more than the " + std::to_string(kMaxTextBytes >> 20) + " MiB a slabcast JSON file may have";
+                break;
+            }
+        }
+    }
+    ::close(fd);
+    if (!problem.empty()) throw std::runtime_error(path + ": " + problem);
+    return text;
 }
 
 nlohmann::json parse(const std::string& text, const std::string& path) {
@@ -30,18 +53,30 @@ nlohmann::json parse(const std::string& text, const std::string& path) {
 }
 
 void write_atomically(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw std::runtime_error(tmp + ": cannot write: " + std::strerror(errno));
-        out << text;
-        if (!out.flush()) throw std::runtime_error(tmp + ": write error");
+    // A name of our own, created afresh (O_EXCL) and never through a symbolic
+    // link (O_NOFOLLOW): a link planted as NAME.tmp in a shared directory led
+    // the write to whatever file it named.
+    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+    ::unlink(tmp.c_str());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) throw std::runtime_error(tmp + ": cannot write: " + std::strerror(errno));
+    std::string problem;
+    for (std::size_t done = 0; done < text.size() && problem.empty();) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) problem = std::string("write error: ") + std::strerror(errno);
+        else done += static_cast<std::size_t>(n);
     }
     // Readable by all (the renderer may run as another user), writable by the
     // owner only, whatever the umask.
-    if (::chmod(tmp.c_str(), 0644) != 0) throw std::runtime_error(tmp + ": cannot chmod: " + std::strerror(errno));
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-        throw std::runtime_error(path + ": cannot rename into place: " + std::strerror(errno));
+    if (problem.empty() && ::fchmod(fd, 0644) != 0) problem = std::string("cannot chmod: ") + std::strerror(errno);
+    ::close(fd);
+    if (problem.empty() && std::rename(tmp.c_str(), path.c_str()) != 0)
+        problem = std::string("cannot rename into place: ") + std::strerror(errno);
+    if (!problem.empty()) {
+        ::unlink(tmp.c_str());
+        throw std::runtime_error(path + ": " + problem);
+    }
 }
 
 }  // namespace slabcast::json_file

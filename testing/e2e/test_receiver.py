@@ -313,6 +313,29 @@ class CommandLineTest(unittest.TestCase):
         self.assert_fails(["control", "--dataset", self.dataset, "--shuffler", "nohost.invalid:9"], "cannot resolve")
         self.assert_fails(["clean", "--name", "a/b"], "plain name")
 
+    def test_a_shm_or_staging_directory_others_control_is_refused(self):
+        # /dev/shm is writable by all: a directory someone else made there first
+        # (or a link to one) would let them replace the descriptor a renderer trusts.
+        open_dir = os.path.join(self.ws.dir, "open")
+        os.mkdir(open_dir)
+        os.chmod(open_dir, 0o777)
+        link = os.path.join(self.ws.dir, "link")
+        os.symlink(open_dir, link)
+        if os.geteuid() == 0:
+            theirs = os.path.join(self.ws.dir, "theirs")
+            os.mkdir(theirs, 0o750)
+            os.chown(theirs, 65534, 65534)  # nobody's
+        else:
+            theirs = "/"  # root's
+        recv = ["receive", "--name", "x", "--listen", "127.0.0.1", "--dims", "8,8,8", "--slab-depth", "4",
+                "--stream", "0:9"]
+        self.assert_fails(recv + ["--shm-dir", open_dir], open_dir + ": writable by anyone (mode 0777); refused")
+        self.assert_fails(recv + ["--shm-dir", link], link + ": is not a directory (a symbolic link?); refused")
+        self.assert_fails(recv + ["--shm-dir", theirs], theirs + ": owned by uid %d, not by this user" % os.stat(theirs).st_uid)
+        stage = ["stage", "--dataset", self.dataset, "--streams", "0"]
+        self.assert_fails(stage + ["--staging", open_dir], open_dir + ": writable by anyone (mode 0777); refused")
+        self.assertEqual(os.listdir(open_dir), [])
+
     def test_numbers_out_of_range_are_refused_with_their_range(self):
         # --rcvbuf-mb 4096 was shifted into an int (4096 << 20 is 2^32): a negative buffer size.
         recv = ["receive", "--name", "x", "--listen", "127.0.0.1", "--shm-dir", self.ws.shm, "--dims", "8,8,8",

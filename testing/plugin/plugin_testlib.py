@@ -55,7 +55,7 @@ def shm_dir(tag):
     """A private directory in real shared memory, removed with all it holds."""
     path = "/dev/shm/slabcast-plugintest-%s-%d" % (tag, os.getpid())
     shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
+    os.makedirs(path, mode=0o750)  # the receiver refuses a directory anyone may write
     try:
         yield path
     finally:

@@ -344,3 +344,35 @@ TEST_CASE("dataset sizes beyond 2^20 an axis are refused: the step size would wr
                                          R"("steps":[{"step":0,"file":"a.raw"}]})");
     CHECK_THROWS_WITH(read_dataset(dir.path), Catch::Contains("dataset.json: dims") && Catch::Contains("1..1048576"));
 }
+
+TEST_CASE("a descriptor is written through a file of its own, never through a symbolic link planted beside it") {
+    TempShmDir dir;
+    const std::string victim = dir.file("victim");
+    write_text(victim, "precious");
+    const std::string path = dir.file("v.slabcast");
+    std::filesystem::create_symlink(victim, path + ".tmp-" + std::to_string(::getpid()));
+    std::filesystem::create_symlink(victim, path + ".tmp");  // the name it used to write through
+    Descriptor d;
+    d.name = "v";
+    d.dims = kDims;
+    d.slab_depth = 8;
+    d.slabs = {{0, "v.slab0"}};
+    write_descriptor(path, d);
+    std::ifstream in(victim);
+    std::string text;
+    std::getline(in, text);
+    CHECK(text == "precious");
+    CHECK(read_descriptor(path).slabs.at(0).file == "v.slab0");
+    CHECK_FALSE(std::filesystem::is_symlink(path));
+}
+
+TEST_CASE("a JSON file that is a FIFO or too large is refused by name, without hanging") {
+    TempShmDir dir;
+    const std::string fifo = dir.file("f.slabcast");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH(read_descriptor(fifo), Catch::Contains(fifo) && Catch::Contains("not a regular file"));
+    const std::string big = dir.file("big.slabcast");
+    { std::ofstream(big) << "{}"; }
+    std::filesystem::resize_file(big, (64u << 20) + 1);
+    CHECK_THROWS_WITH(read_descriptor(big), Catch::Contains(big) && Catch::Contains("more than the 64 MiB"));
+}

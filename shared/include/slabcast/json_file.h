@@ -14,8 +14,14 @@
 
 namespace slabcast::json_file {
 
+// The most a JSON file slabcast reads may hold: a descriptor or a plan is a
+// few KiB, a dataset of a million steps some 50 MiB.
+constexpr std::uint64_t kMaxTextBytes = std::uint64_t{64} << 20;
+
 // Throws std::runtime_error("<path>: <problem>") when missing, unreadable or not JSON.
 nlohmann::json parse(const std::string& text, const std::string& path);
+// Also refuses anything but a regular file (a FIFO would hang the reader) and
+// a file larger than kMaxTextBytes.
 std::string read_text(const std::string& path);
 void write_atomically(const std::string& path, const std::string& text);
 
