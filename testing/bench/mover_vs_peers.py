@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import socket
 import subprocess
@@ -125,17 +126,33 @@ def busy_seconds():
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-CPU = {}  # (set, tool) -> CPU-seconds of its median run
+def own_seconds(place):
+    """CPU time of the tools' own processes so far: the clients this script
+    waited for, and the servers it started (with their children). Unlike
+    busy_seconds() it does not count what else runs on the machine."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = r.ru_utime + r.ru_stime
+    for p in place.procs:
+        try:
+            with open("/proc/%d/stat" % p.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+CPU = {}  # (set, tool) -> (CPU-seconds of the machine, of the tool's own processes) in its median run
 RUNS = {}  # (set, tool) -> seconds of every run
 ONCE_PAST_S = 30  # a tool slower than this runs once: its figure is far from the mover's anyway
 
 
-def run_once(cmd_lists, cwd, warm):
+def run_once(cmd_lists, cwd, warm, place):
     """Runs the commands side by side: (seconds until the last ends, CPU time
-    the machine spent meanwhile)."""
+    the machine spent meanwhile, CPU time of the tool's own processes)."""
     if warm:
         warm_pages(warm)
-    cpu0 = busy_seconds()
+    cpu0, own0 = busy_seconds(), own_seconds(place)
     t0 = time.monotonic()
     procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd)
              for c in cmd_lists]
@@ -143,22 +160,22 @@ def run_once(cmd_lists, cwd, warm):
         _, err = p.communicate()
         if p.returncode != 0:
             raise RuntimeError("%s failed: %s" % (" ".join(c), err[-2000:]))
-    return time.monotonic() - t0, busy_seconds() - cpu0
+    return time.monotonic() - t0, busy_seconds() - cpu0, own_seconds(place) - own0
 
 
-def timed(cmd_lists, label, dst, repeat, cwd=None, warm=0):
+def timed(cmd_lists, label, dst, repeat, place, cwd=None, warm=0):
     """The median of `repeat` runs, each into an empty destination (runs on
     this shared virtual machine vary by 10-30%). Its CPU time goes into CPU."""
     runs = []
     for _ in range(repeat):
         clear(dst)
-        runs.append(run_once(cmd_lists, cwd, warm))
+        runs.append(run_once(cmd_lists, cwd, warm, place))
         if runs[0][0] > ONCE_PAST_S:
             break
     clear(dst)
     RUNS[label] = [r[0] for r in runs]
-    seconds, cpu = sorted(runs)[len(runs) // 2]
-    CPU[label] = cpu
+    seconds, cpu, own = sorted(runs)[len(runs) // 2]
+    CPU[label] = (cpu, own)
     return seconds
 
 
@@ -296,7 +313,7 @@ def main():
             times = {}
 
             def run(tool, cmd_lists, cwd=None):
-                times[tool] = timed(cmd_lists, (name, tool), dst, a.repeat, cwd=cwd, warm=size)
+                times[tool] = timed(cmd_lists, (name, tool), dst, a.repeat, place, cwd=cwd, warm=size)
             def move(to_port, *extra):
                 return [place.client + [SLABCAST, "move", "--port", str(to_port), "--progress", "none", "--streams",
                                         str(a.streams), "--readers", "2"] + list(extra) + [src, place.host + ":"]]
@@ -333,13 +350,14 @@ def main():
     where = ("between namespaces, 32 ms round trip" + (" (16 ms each way)" if a.both_ways else "")
              if a.wan else "loopback")
     print("slabcast move against per-file peers, %s, %s cores: the median of %d runs (seconds, Gbit/s, and the\n"
-          "CPU time the whole machine spent meanwhile: both hosts, the network stack and any delay line)"
+          "CPU time the whole machine spent meanwhile: both hosts, the network stack and any delay line; then\n"
+          "the CPU time of the tool's own processes, clients and servers, whatever else runs)"
           % (where, os.cpu_count(), a.repeat))
     if ceiling:
         print("iperf3 -P %d, the path's ceiling: %.2f Gbit/s, %.2f CPU-s per GiB" % (a.streams, ceiling[0], ceiling[1]))
     for name, (size, files, times) in rows.items():
         peers = {k: t for k, t in times.items() if k not in MOVERS and t}
-        cells = "  ".join("%s %.2f s %.2f (%.1f CPU-s)" % (k, t, gbps(size, t), CPU[(name, k)])
+        cells = "  ".join("%s %.2f s %.2f (%.1f CPU-s, own %.1f)" % ((k, t, gbps(size, t)) + CPU[(name, k)])
                           for k, t in times.items() if t)
         versus = ""
         if peers and MOVER in times:
