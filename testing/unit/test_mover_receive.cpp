@@ -210,6 +210,24 @@ TEST_CASE("a Bye on the first stream ends the transfer instead of leaving it wai
     CHECK_FALSE(s.t.succeeded());
 }
 
+TEST_CASE("a sender's reason for a failed file that is not UTF-8 still ends in a report") {
+    // fuzz_mover_receive, 1,266,761 executions in: the report's JSON threw on
+    // the reason's bytes after the transfer was marked ended and before its
+    // streams were woken, so the first stream waited for ever
+    // (testing/fuzz/regressions/mover-receive-reason-not-utf8).
+    TempShmDir dir;
+    Session s(dir.path);
+    s.send(manifest({file_entry("a", 5000)}));
+    REQUIRE(s.answer().first == Kind::Have);
+    s.send(frame(Kind::FileFailed, 0, 0, 0, "gone \xff\xfe\x80") + frame(Kind::Done, 0, 0, 1));
+    const auto [kind, report] = s.answer();
+    REQUIRE(kind == Kind::Report);
+    const json r = json::parse(report);
+    REQUIRE(r["failed"].size() == 1);
+    CHECK(r["failed"][0]["why"] == "the sender could not read it: gone \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    s.wait_end();
+}
+
 TEST_CASE("the host's limits: manifest bytes, files, blocks and free space, each named with its limit") {
     TempShmDir dir;
     ReceiveLimits small;

@@ -64,8 +64,10 @@ const char* kind_name(Kind k) {
     case Kind::Bye: return "Bye";
     case Kind::Error: return "Error";
     case Kind::FileFailed: return "FileFailed";
-    default: return "server's";
+    case Kind::Challenge: return "Challenge";
+    case Kind::Proof: return "Proof";
     }
+    return "unknown";
 }
 
 std::string bytes_text(std::uint64_t n) {
@@ -720,23 +722,28 @@ void ReceiveTransfer::maybe_finish() {
             problem_ = std::to_string(failed.size()) + " file(s) failed, " + failed[0]["path"].get<std::string>() +
                        ": " + failed[0]["why"].get<std::string>();
     }
-    // Directory modes last (a read-only directory would have refused its
-    // files), children before parents, each through a descriptor opened
-    // beneath the root: fchmodat by name would follow a symbolic link put in
-    // the directory's place, and change a directory outside the tree.
-    for (auto d = manifest_.dirs.rbegin(); d != manifest_.dirs.rend(); ++d) {
-        const std::string path = prefix_.empty() ? d->path : prefix_ + "/" + d->path;
-        const Fd dir(tree_.open_dir(path));
-        if (dir.get() < 0 || ::fchmod(dir.get(), d->mode) != 0)
-            spdlog::warn("{}: transfer {:016x}: {}/{}: its mode is not set: {}", settings_.log_name, id_, tree_.root(),
-                         path, std::strerror(errno));
-    }
-    if (succeeded_) journal_->remove();
-    const std::string report = json{{"files", done}, {"in_place", skipped}, {"failed", failed},
-                                    {"bytes_written", bytes_written_.load()}}.dump();
-    spdlog::info("{}: transfer {:016x} done: {} files written, {} already in place, {} failed; {} bytes written",
-                 settings_.log_name, id_, done, skipped, failed.size(), bytes_written_.load());
+    // The transfer has ended, whatever the steps below meet: its streams and
+    // writers are let go in any case (a throw here once left stream 0 waiting
+    // for ever, found by fuzz_mover_receive).
     try {
+        // Directory modes last (a read-only directory would have refused its
+        // files), children before parents, each through a descriptor opened
+        // beneath the root: fchmodat by name would follow a symbolic link put in
+        // the directory's place, and change a directory outside the tree.
+        for (auto d = manifest_.dirs.rbegin(); d != manifest_.dirs.rend(); ++d) {
+            const std::string path = prefix_.empty() ? d->path : prefix_ + "/" + d->path;
+            const Fd dir(tree_.open_dir(path));
+            if (dir.get() < 0 || ::fchmod(dir.get(), d->mode) != 0)
+                spdlog::warn("{}: transfer {:016x}: {}/{}: its mode is not set: {}", settings_.log_name, id_,
+                             tree_.root(), path, std::strerror(errno));
+        }
+        if (succeeded_) journal_->remove();
+        // A sender's reason for a file is its own bytes, not always UTF-8: replaced, never a throw.
+        const std::string report = json{{"files", done}, {"in_place", skipped}, {"failed", failed},
+                                        {"bytes_written", bytes_written_.load()}}
+                                       .dump(-1, ' ', false, json::error_handler_t::replace);
+        spdlog::info("{}: transfer {:016x} done: {} files written, {} already in place, {} failed; {} bytes written",
+                     settings_.log_name, id_, done, skipped, failed.size(), bytes_written_.load());
         std::lock_guard lock(control_send_);
         if (control_) write_frame(*control_, Frame{Kind::Report, id_}, report.data(), report.size());
     } catch (const std::exception& e) {
