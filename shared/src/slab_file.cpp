@@ -133,25 +133,6 @@ bool SlabMapping::still_whole() const {
     return fd_ >= 0 && ::fstat(fd_, &st) == 0 && static_cast<std::uint64_t>(st.st_size) >= size_;
 }
 
-void SlabMapping::read_values(std::int64_t first, std::int64_t count, float* out) const {
-    const auto total = static_cast<std::int64_t>(value_count());
-    if (first < 0 || count < 0 || first > total || count > total - first)
-        fail(path_, "values " + std::to_string(first) + " + " + std::to_string(count) + " lie outside the slab's " +
-                        std::to_string(total));
-    auto* to = reinterpret_cast<std::uint8_t*>(out);
-    std::size_t left = static_cast<std::size_t>(count) * sizeof(float);
-    auto at = static_cast<off_t>(kSlabHeaderBytes + static_cast<std::uint64_t>(first) * sizeof(float));
-    while (left > 0) {
-        const ssize_t n = ::pread(fd_, to, left, at);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) fail(path_, n == 0 ? "truncated while being read (the file shrank under the reader)"
-                                       : "read failed: " + errno_text());
-        to += n;
-        at += n;
-        left -= static_cast<std::size_t>(n);
-    }
-}
-
 SlabMapping SlabMapping::create(const std::string& path, const Dims& dims, int slab_depth,
                                 const SlabGeometry& geometry, const std::string& field) {
     if (field.size() >= sizeof(SlabHeader::field)) fail(path, "field name '" + field + "' is longer than 63 bytes");

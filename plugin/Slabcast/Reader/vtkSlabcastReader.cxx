@@ -247,12 +247,21 @@ float* MapValues(vtkIdType count)
   return reinterpret_cast<float*>(static_cast<std::uint8_t*>(p) + kPage);
 }
 
-// Assembles the extent from each plane's source slab, read with pread (a file
-// cut short meanwhile is an error, not a SIGBUS): one read per plane when the
-// extent has whole rows, one per row otherwise.
+// Assembles the extent from each plane's source slab: one copy per plane when
+// the extent has whole rows, one per row otherwise. Through the mappings, once
+// fstat has found each file whole (pread would close the last window in which
+// a file cut short by someone else faults, but copied 3x slower: 21 against
+// 7 ms per 64 MiB on this project's machine).
 vtkFloatArray* CopiedArray(const slabcast_reader::SlabSelection& sel,
   const std::map<int, MappingPtr>& mappings, const slabcast::Dims& dims, const int ext[6])
 {
+  for (const auto& kv : mappings)
+  {
+    if (!kv.second->still_whole())
+    {
+      throw std::runtime_error(kv.second->path() + ": truncated under the reader (the file shrank)");
+    }
+  }
   const vtkIdType rowLength = ext[1] - ext[0] + 1;
   const vtkIdType rows = ext[3] - ext[2] + 1;
   const vtkIdType count = rowLength * rows * (ext[5] - ext[4] + 1);
@@ -261,24 +270,17 @@ vtkFloatArray* CopiedArray(const slabcast_reader::SlabSelection& sel,
   a->SetArray(out, count, 0, vtkAbstractArray::VTK_DATA_ARRAY_USER_DEFINED);
   a->SetArrayFreeFunction(&UnmapValues);
   const bool wholeRows = rowLength == dims.nx;
-  try
+  for (int z = ext[4]; z <= ext[5]; ++z)
   {
-    for (int z = ext[4]; z <= ext[5]; ++z)
+    const MappingPtr& m = mappings.at(sel.Planes[z - ext[4]].Slab);
+    const slabcast::SlabGeometry& g = m->geometry();
+    for (int y = ext[2]; y <= ext[3]; y += wholeRows ? static_cast<int>(rows) : 1)
     {
-      const MappingPtr& m = mappings.at(sel.Planes[z - ext[4]].Slab);
-      const slabcast::SlabGeometry& g = m->geometry();
-      for (int y = ext[2]; y <= ext[3]; y += wholeRows ? static_cast<int>(rows) : 1)
-      {
-        const vtkIdType n = wholeRows ? rowLength * rows : rowLength;
-        m->read_values(slabcast::slab_offset(dims, g, ext[0], y, z), n, out);
-        out += n;
-      }
+      const vtkIdType n = wholeRows ? rowLength * rows : rowLength;
+      std::memcpy(out, m->values() + slabcast::slab_offset(dims, g, ext[0], y, z),
+        static_cast<std::size_t>(n) * sizeof(float));
+      out += n;
     }
-  }
-  catch (...)
-  {
-    a->Delete();
-    throw;
   }
   return a;
 }

@@ -127,10 +127,6 @@ public:
     bool read_header(SlabHeader& out) const;
     // True while the file still covers every mapped byte (fstat).
     bool still_whole() const;
-    // Copies values [first, first + count) with pread, never through the
-    // mapping; throws std::runtime_error naming the file when the range lies
-    // outside the slab or the file was cut short under us.
-    void read_values(std::int64_t first, std::int64_t count, float* out) const;
 
 private:
     void release();
