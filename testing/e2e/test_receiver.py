@@ -2,6 +2,7 @@
 alone: loss accounting against the truth, every bad-packet class, stale and
 duplicate packets, and bad command lines."""
 
+import json
 import os
 import socket
 import struct
@@ -312,6 +313,22 @@ class CommandLineTest(unittest.TestCase):
                           "step 7 is not in the dataset")
         self.assert_fails(["control", "--dataset", self.dataset, "--shuffler", "nohost.invalid:9"], "cannot resolve")
         self.assert_fails(["clean", "--name", "a/b"], "plain name")
+
+    def test_clean_removes_nothing_outside_the_shm_directory(self):
+        # clean deletes what the descriptor lists: a descriptor naming a file
+        # elsewhere once made it delete that file.
+        os.makedirs(self.ws.shm, mode=0o750)
+        victim = os.path.join(self.ws.dir, "victim")
+        with open(victim, "w") as f:
+            f.write("precious")
+        for version, key, name in [(1, "path", victim), (2, "file", "../" + os.path.basename(self.ws.dir) + "/victim")]:
+            with open(os.path.join(self.ws.shm, "v.slabcast"), "w") as f:
+                json.dump({"format": "slabcast", "version": version, "name": "v", "field": "density",
+                           "dims": [8, 8, 8], "slab_depth": 4, "ghost_planes": 1, "slabs": [{"index": 0, key: name}]}, f)
+            r = self.ws.run(["clean", "--name", "v", "--shm-dir", self.ws.shm])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(os.path.exists(victim), "clean removed %s, listed in a version %d descriptor" % (victim, version))
+            self.assertFalse(os.path.exists(os.path.join(self.ws.shm, "v.slabcast")))
 
     def test_a_shm_or_staging_directory_others_control_is_refused(self):
         # /dev/shm is writable by all: a directory someone else made there first
