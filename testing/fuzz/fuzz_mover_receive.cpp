@@ -153,7 +153,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::uint64_t written = 0;
     bool succeeded = false;
     {
-        ReceiveTransfer t(kId, root, "", ReceiveSettings{1, 1u << 20, (flags & 4) != 0, "fuzz", limits});
+        // No wait for late streams: the input's are all there.
+        ReceiveTransfer t(kId, root, "", ReceiveSettings{1, 1u << 20, (flags & 4) != 0, "fuzz", limits, 0});
         Pair first, second;
         if (flags & 1) {  // a stream that joins before the manifest is taken is refused, not carried
             bool refused = false;

@@ -309,7 +309,19 @@ void ReceiveTransfer::run_first_stream(Channel& c) {
     stream_ended();
     {
         std::unique_lock lock(mutex_);
-        ended_.wait(lock, [&] { return finished_.load(); });
+        while (!finished_) {
+            ended_.wait_for(lock, std::chrono::milliseconds(100));
+            if (finished_ || !drained_ || carriers_ > 0 || slots_pending_ > 0 ||
+                std::chrono::steady_clock::now() - drained_at_ < std::chrono::seconds(settings_.late_streams_s))
+                continue;
+            std::vector<std::uint32_t> missing;
+            for (std::uint32_t i = 0; i < files_.size(); ++i)
+                if (files_[i].status == FileState::Status::Waiting) missing.push_back(i);
+            lock.unlock();
+            for (const std::uint32_t i : missing) fail_file(i, "the sender said Done before all of it arrived");
+            maybe_finish();
+            lock.lock();
+        }
         forget_stream(c.fd());
     }
     std::lock_guard lock(control_send_);
@@ -325,6 +337,7 @@ void ReceiveTransfer::run_stream(Channel& c) {
         if (streams_.size() >= 128) throw std::runtime_error("a 129th stream at once (128 at most)");
         streams_.push_back(c.fd());
         ++carriers_;
+        drained_ = false;  // a stream that came late: what is missing may be on it
     }
     carry_blocks(c, false);
     {
@@ -689,22 +702,31 @@ void ReceiveTransfer::slot_done() {
     check_drained();
 }
 
-// Done has come, every stream has stopped carrying blocks and every block
-// handed over is written: what has not arrived now never will (a sender that
-// says Done early must not hold the transfer, its thread and its files open).
+// Done has come, every stream seen has stopped carrying blocks and every
+// block handed over is written. With every file resolved the transfer ends.
+// A file still missing may be on a stream the sender opened that has not
+// reached this end yet (serve takes Hellos in turn, and under load a stream
+// can join after the sender's Done): run_first_stream gives such streams
+// late_streams_s, then fails what is missing, so a sender that says Done
+// early holds the transfer no longer than that.
 void ReceiveTransfer::check_drained() {
-    std::vector<std::uint32_t> missing;
     {
         std::lock_guard lock(mutex_);
         if (finished_ || !done_seen_ || carriers_ > 0 || slots_pending_ > 0) return;
-        for (std::uint32_t i = 0; i < files_.size(); ++i)
-            if (files_[i].status == FileState::Status::Waiting) missing.push_back(i);
+        if (resolved_ < files_.size()) {
+            if (!drained_) drained_at_ = std::chrono::steady_clock::now();
+            drained_ = true;
+            return;
+        }
     }
-    for (const std::uint32_t i : missing) fail_file(i, "the sender said Done before all of it arrived");
     maybe_finish();
 }
 
 void ReceiveTransfer::maybe_finish() {
+    // The end is decided under control_send_ too, and the report written
+    // before it is let go: stream 0 hands its channel back to serve
+    // (run_first_stream) only then, and the report must not find it gone.
+    std::unique_lock send(control_send_);
     json failed = json::array();
     std::uint64_t done = 0, skipped = 0;
     {
@@ -744,11 +766,11 @@ void ReceiveTransfer::maybe_finish() {
                                        .dump(-1, ' ', false, json::error_handler_t::replace);
         spdlog::info("{}: transfer {:016x} done: {} files written, {} already in place, {} failed; {} bytes written",
                      settings_.log_name, id_, done, skipped, failed.size(), bytes_written_.load());
-        std::lock_guard lock(control_send_);
         if (control_) write_frame(*control_, Frame{Kind::Report, id_}, report.data(), report.size());
     } catch (const std::exception& e) {
         spdlog::warn("{}: transfer {:016x}: cannot send the report: {}", settings_.log_name, id_, e.what());
     }
+    send.unlock();
     ring_->abort();
     ended_.notify_all();
 }
@@ -761,19 +783,23 @@ std::string ReceiveTransfer::problem() const {
 void ReceiveTransfer::abort(const std::string& why) {
     bool ring = false;
     {
-        std::lock_guard lock(mutex_);
-        if (finished_) return;
-        finished_ = true;
-        problem_ = why;
-        ring = prepared_;  // otherwise prepare() stops the ring it makes
+        // As in maybe_finish: the Error is out before stream 0 can hand its channel back.
+        std::lock_guard send(control_send_);
+        {
+            std::lock_guard lock(mutex_);
+            if (finished_) return;
+            finished_ = true;
+            problem_ = why;
+            ring = prepared_;  // otherwise prepare() stops the ring it makes
+        }
+        spdlog::error("{}: transfer {:016x} stopped: {}; what was written stays for a resumed transfer",
+                      settings_.log_name, id_, why);
+        try {  // the sender learns why, if it is still there
+            if (control_) write_frame(*control_, Frame{Kind::Error, id_}, why.data(), why.size());
+        } catch (const std::exception&) {
+        }
     }
     ended_.notify_all();
-    spdlog::error("{}: transfer {:016x} stopped: {}; what was written stays for a resumed transfer", settings_.log_name, id_, why);
-    try {  // the sender learns why, if it is still there
-        std::lock_guard lock(control_send_);
-        if (control_) write_frame(*control_, Frame{Kind::Error, id_}, why.data(), why.size());
-    } catch (const std::exception&) {
-    }
     if (ring) ring_->abort();
     // Wakes the other streams' readers. Under the lock: a stream leaves
     // streams_ before its descriptor is closed, so each listed is still its

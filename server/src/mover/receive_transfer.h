@@ -23,6 +23,7 @@
 #include "mover/wire.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -60,6 +61,10 @@ struct ReceiveSettings {
     bool read_back = false;
     std::string log_name = "serve";  // how its log lines begin
     ReceiveLimits limits;
+    // After Done, once every stream seen has ended and every block is
+    // written, how long a file still missing waits for a stream not seen yet
+    // (one may still be on its way through serve's accept loop) before it fails.
+    int late_streams_s = 10;
 };
 
 class ReceiveTransfer {
@@ -164,6 +169,10 @@ private:
     std::atomic<int> carriers_{0};
     std::atomic<std::uint64_t> slots_pending_{0};
     std::uint64_t resolved_ = 0;
+    // Under mutex_: Done seen, every stream seen ended, every block written,
+    // files still missing; since when (check_drained, run_first_stream).
+    bool drained_ = false;
+    std::chrono::steady_clock::time_point drained_at_;
     std::atomic<bool> finished_{false}, succeeded_{false};
     std::mutex pool_mutex_;
     bool pool_open_ = false;  // under pool_mutex_: the ring exists, writers may run

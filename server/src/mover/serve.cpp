@@ -339,12 +339,17 @@ private:
             }
             if (h.stream == 0) {
                 t->run_first_stream(c);
+                // The client closes stream 0 once all its streams have ended:
+                // until then the transfer stays known, so that a stream that
+                // reaches serve after the end still finds it.
+                until_closed(c.fd());
                 std::lock_guard lock(mutex_);
                 transfers_.erase(h.transfer);
                 ++completed_;
                 failures_ += !t->succeeded();
             } else {
                 t->run_stream(c);
+                until_closed(c.fd());  // a stream that came after the end: its Bye is read, not reset
             }
         } catch (const std::exception& e) {
             spdlog::warn("serve: a connection from {} dropped: {}", from, e.what());
@@ -371,6 +376,13 @@ private:
         ::shutdown(fd, SHUT_WR);
         const timeval second{1, 0};
         ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &second, sizeof second);
+        until_closed(fd);
+    }
+
+    // Reads and drops what the peer still sends until it closes (or its
+    // receive timeout, or 1 MiB): closing with unread data would reset the
+    // connection under the peer's last frames.
+    static void until_closed(int fd) {
         char scratch[4096];
         for (int i = 0; i < 256 && ::recv(fd, scratch, sizeof scratch, 0) > 0; ++i) {
         }
