@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -452,4 +453,29 @@ TEST_CASE("a directory replaced by a symbolic link is not followed when its mode
     struct stat st {};
     REQUIRE(::stat(outside.path.c_str(), &st) == 0);
     CHECK((st.st_mode & 07777) == 0755);  // fchmodat by name made it 0700
+}
+
+TEST_CASE("a pull lists and reads beneath the served tree only, and stops at the file limit") {
+    TempShmDir served, outside;
+    std::filesystem::create_directories(served.file("ds/sub"));
+    for (const char* name : {"ds/a", "ds/sub/b"}) std::ofstream(served.file(name)) << name;
+    std::ofstream(outside.file("b")) << "outside";
+    std::filesystem::create_directory_symlink(outside.path, served.file("ds/link"));
+    auto tree = std::make_shared<DestTree>(served.path);
+    Manifest m = scan_beneath(tree, {"ds"}, 4096, 100);
+    std::vector<std::string> files;
+    for (const auto& f : m.files) files.push_back(f.path);
+    std::sort(files.begin(), files.end());
+    CHECK(files == std::vector<std::string>{"ds/a", "ds/sub/b"});
+    REQUIRE(m.skipped.size() == 1);
+    CHECK_THAT(m.skipped[0], Catch::Contains("ds/link: a symbolic link"));
+    CHECK_THROWS_WITH(scan_beneath(tree, {"ds"}, 4096, 2),
+                      Catch::Contains("ds: more than 2 files and directories to give out (serve --max-files)"));
+    // Between the listing and the read, a directory becomes a link out of the tree.
+    std::filesystem::rename(served.file("ds/sub"), served.file("sub-moved"));
+    std::filesystem::create_directory_symlink(outside.path, served.file("ds/sub"));
+    const auto& b = *std::find_if(m.files.begin(), m.files.end(), [](const ManifestFile& f) { return f.path == "ds/sub/b"; });
+    CHECK_THROWS_WITH(m.open_source(b), Catch::Contains("Too many levels of symbolic links"));
+    CHECK_THROWS_WITH(scan_beneath(tree, {"ds/sub"}, 4096, 100), Catch::Contains("ds/sub: a symbolic link, not followed"));
+    CHECK_THROWS_WITH(scan_beneath(tree, {"ds/sub/b"}, 4096, 100), Catch::Contains("Too many levels of symbolic links"));
 }

@@ -91,7 +91,8 @@ namespace {
 // A directory beneath the tree and everything in it, each directory listed
 // through a descriptor opened beneath the root (one open at a time, however
 // deep the tree), each entry looked at without following a link.
-void add_tree_beneath(Manifest& m, DestTree& tree, const std::string& top, const std::string& name) {
+void add_tree_beneath(Manifest& m, DestTree& tree, const std::string& top, const std::string& name,
+                      std::uint64_t max_entries) {
     std::vector<std::pair<std::string, std::string>> todo{{top, name}};  // (path beneath the root, name in the manifest)
     while (!todo.empty()) {
         const auto [rel, as] = todo.back();
@@ -108,6 +109,11 @@ void add_tree_beneath(Manifest& m, DestTree& tree, const std::string& top, const
         while (const dirent* e = ::readdir(dir)) {
             const std::string entry = e->d_name;
             if (entry == "." || entry == "..") continue;
+            if (m.files.size() + m.dirs.size() >= max_entries) {
+                ::closedir(dir);
+                throw std::runtime_error(top + ": more than " + std::to_string(max_entries) +
+                                         " files and directories to give out (serve --max-files)");
+            }
             struct stat st {};
             if (::fstatat(::dirfd(dir), entry.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
             const std::string path = rel + "/" + entry, listed = as + "/" + entry;
@@ -128,7 +134,8 @@ void add_tree_beneath(Manifest& m, DestTree& tree, const std::string& top, const
 
 }  // namespace
 
-Manifest scan_beneath(std::shared_ptr<DestTree> tree, const std::vector<std::string>& paths, std::uint32_t block) {
+Manifest scan_beneath(std::shared_ptr<DestTree> tree, const std::vector<std::string>& paths, std::uint32_t block,
+                      std::uint64_t max_entries) {
     Manifest m;
     m.block = block;
     m.beneath = tree;
@@ -143,12 +150,13 @@ Manifest scan_beneath(std::shared_ptr<DestTree> tree, const std::vector<std::str
             throw std::runtime_error(rel + ": " + std::strerror(errno));
         if (S_ISDIR(st.st_mode)) {
             m.dirs.push_back(ManifestDir{name, static_cast<std::uint32_t>(st.st_mode & 07777)});
-            add_tree_beneath(m, *tree, rel, name);
+            add_tree_beneath(m, *tree, rel, name, max_entries);
         } else if (S_ISREG(st.st_mode)) {
             m.files.push_back(ManifestFile{name, static_cast<std::uint64_t>(st.st_size),
                                            static_cast<std::uint32_t>(st.st_mode & 07777), mtime_ns_of(st), rel});
         } else {
-            throw std::runtime_error(rel + ": not a regular file or directory");
+            throw std::runtime_error(rel + (S_ISLNK(st.st_mode) ? ": a symbolic link, not followed"
+                                                               : ": not a regular file or directory"));
         }
     }
     return m;

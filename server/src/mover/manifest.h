@@ -57,8 +57,10 @@ Manifest scan_sources(const std::vector<std::string>& sources, std::uint32_t blo
 // --allow-pull`): every directory is listed, and every file later read,
 // through descriptors opened beneath its root with no symbolic link on the
 // way, so a link swapped in between the listing and the read leads nowhere.
-// Each path must pass check_relative_path.
-Manifest scan_beneath(std::shared_ptr<DestTree> tree, const std::vector<std::string>& paths, std::uint32_t block);
+// Each path must pass check_relative_path. Throws, naming the limit, when the
+// listing passes `max_entries` files and directories.
+Manifest scan_beneath(std::shared_ptr<DestTree> tree, const std::vector<std::string>& paths, std::uint32_t block,
+                      std::uint64_t max_entries);
 
 std::string to_json(const Manifest& m);
 // Throws std::runtime_error for a malformed manifest, a path that could leave

@@ -394,7 +394,7 @@ private:
     // (scan_beneath): a symbolic link swapped in meanwhile leads nowhere.
     void serve_pull(Channel& c, const Hello& h) {
         if (!o_.allow_pull) throw std::runtime_error("this server does not give files out (start it with --allow-pull)");
-        Manifest manifest = scan_beneath(std::make_shared<DestTree>(o_.root), h.get, kDefaultBlock);
+        Manifest manifest = scan_beneath(std::make_shared<DestTree>(o_.root), h.get, kDefaultBlock, limits_.entries);
         SendSettings s;
         s.readers = 2;
         s.ring_bytes = static_cast<std::size_t>(o_.ring_mb) << 20;
