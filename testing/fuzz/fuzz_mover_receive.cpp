@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -105,6 +106,10 @@ const fs::path& base() {
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     spdlog::set_level(spdlog::level::off);
     fs::create_directories(base());
+    std::atexit([] {  // the run's directory in /dev/shm goes with the process
+        std::error_code ignored;
+        fs::remove_all(base(), ignored);
+    });
     return 0;
 }
 
