@@ -520,10 +520,17 @@ class MoverTest(unittest.TestCase):
 
     def test_a_malformed_answer_from_the_server_is_refused(self):
         """A hand-made server answers the manifest with a Have whose file
-        indices are no file's: the client names the answer, and trusts none of it."""
+        indices are no file's, or whose offsets are no block's of the file:
+        the client names the answer, and trusts none of it."""
         src = os.path.join(self.ws.dir, "one")
         write_file(os.path.join(src, "a.bin"), b"x" * 4096)
-        for key in ("4294967296", "-1", "0x", ""):
+        cases = [({"complete": [], "blocks": {key: [0]}}, "'%s' is not a file's index" % key)
+                 for key in ("4294967296", "-1", "0x", "")]
+        cases += [({"complete": [], "blocks": {"7": [0]}}, "file 7 is not in the manifest (it lists 1)"),
+                  ({"complete": [5], "blocks": {}}, "file 5 is not in the manifest (it lists 1)"),
+                  ({"complete": [], "blocks": {"0": [1]}}, "offset 1 is not a block of 'one/a.bin'"),
+                  ({"complete": [], "blocks": {"0": [4096]}}, "offset 4096 is not a block of 'one/a.bin'")]
+        for have, why in cases:
             with socket.create_server(("127.0.0.1", 0)) as listener:
                 mover = subprocess.Popen([SLABCAST, "move", "--port", str(listener.getsockname()[1]), "--progress",
                                           "none", src, "127.0.0.1:d"], stdout=subprocess.DEVNULL,
@@ -534,10 +541,10 @@ class MoverTest(unittest.TestCase):
                     conn.sendall(challenge())
                     self.assertEqual(read_frame(conn)[0], 1)  # Hello
                     self.assertEqual(read_frame(conn)[0], 2)  # the manifest, one frame for one file
-                    conn.sendall(frame(3, 0, json.dumps({"complete": [], "blocks": {key: [0]}}).encode()))
+                    conn.sendall(frame(3, 0, json.dumps(have).encode()))
                     _, err = mover.communicate(timeout=60)
             self.assertNotEqual(mover.returncode, 0, err)
-            self.assertIn("the server's answer is malformed: '%s' is not a file's index" % key, err)
+            self.assertIn("the server's answer is malformed: " + why, err)
 
 
 if __name__ == "__main__":
