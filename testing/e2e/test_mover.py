@@ -104,6 +104,16 @@ class Relay:
             s.close()
 
 
+def journal_lines(path):
+    """The lines of a transfer's journal at `path` (one per block written), []
+    before it exists."""
+    try:
+        with open(path) as f:
+            return f.read().split("\n")[:-1]
+    except FileNotFoundError:
+        return []
+
+
 def write_file(path, data, mode=0o644, mtime_ns=None):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
@@ -184,18 +194,13 @@ class MoverTest(unittest.TestCase):
                                   src, "127.0.0.1:" + dest], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                  text=True)
 
-        def journaled():
-            try:
-                with open(journal) as f:
-                    return [l for l in f.read().split("\n")[:-1]]
-            except FileNotFoundError:
-                return []
-        wait_for(lambda: len(journaled()) >= at_least or mover.poll() is not None, timeout=60, what="some blocks")
+        wait_for(lambda: len(journal_lines(journal)) >= at_least or mover.poll() is not None, timeout=60,
+                 what="some blocks")
         mover.send_signal(sig)
         _, stderr = mover.communicate(timeout=10)
         self.killed = (mover.returncode, stderr)
         wait_for(lambda: self.server.text().count("stopped") > stops, what="the server to notice")
-        return journaled()
+        return journal_lines(journal)
 
     def test_a_killed_transfer_resumes_with_what_is_missing(self):
         src = os.path.join(self.ws.dir, "big")

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, unittest_main, wait_for  # noqa: E402
 from mover_wire import (BYE, DATA, DONE, ERROR, FILE_END, FILE_FAILED, HAVE, MANIFEST, REPORT,  # noqa: E402
                         ZEROS, checksum_of, frame, header, read_frame, say_hello)
-from test_mover import assert_trees_equal, write_file  # noqa: E402
+from test_mover import assert_trees_equal, journal_lines, write_file  # noqa: E402
 
 MIB = 1 << 20
 BLOCK = 4096
@@ -390,16 +390,10 @@ class HostileTest(unittest.TestCase):
         mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "1",
                                   big_src, "127.0.0.1:resume"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-        def journaled():
-            try:
-                with open(journal) as f:
-                    return f.read().count("\n")
-            except FileNotFoundError:
-                return 0
-        wait_for(lambda: journaled() >= 8 or mover.poll() is not None, timeout=60, what="some blocks")
+        wait_for(lambda: len(journal_lines(journal)) >= 8 or mover.poll() is not None, timeout=60, what="some blocks")
         mover.send_signal(signal.SIGKILL)
         mover.communicate(timeout=10)
-        written = journaled()
+        written = len(journal_lines(journal))
         self.assertLess(written, 96, "the transfer finished before it was stopped: the test proves nothing")
         wait_for(lambda: "stopped" in self.server.text(), what="serve to notice")
         parts = [n for n in os.listdir(os.path.join(self.root, "resume", "big")) if n.endswith(".slabcast-part")]

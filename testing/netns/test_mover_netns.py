@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import netns_testbed as tb  # noqa: E402
 from slabcast_testlib import SLABCAST, Workspace, wait_for, unittest_main  # noqa: E402
-from test_mover import assert_trees_equal, write_file  # noqa: E402
+from test_mover import assert_trees_equal, journal_lines, write_file  # noqa: E402
 
 MIB = 1 << 20
 PORT = 7100
@@ -120,19 +120,14 @@ class MoverNetnsTest(unittest.TestCase):
         write_file(os.path.join(src, "run.bin"), os.urandom(512 * MIB))
         journal = os.path.join(self.root, "dst", ".slabcast-move.journal")
 
-        def journaled():
-            try:
-                with open(journal) as f:
-                    return f.read().count("\n")
-            except FileNotFoundError:
-                return 0
 
         def started_then(action):
             """Runs the move until a few blocks have landed, then `action`;
             returns (exit code, stderr, seconds from the action to the exit)."""
             mover = subprocess.Popen(self.move_cmd(src), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            start = journaled()
-            wait_for(lambda: journaled() >= start + 6 or mover.poll() is not None, timeout=60, what="blocks")
+            start = len(journal_lines(journal))
+            wait_for(lambda: len(journal_lines(journal)) >= start + 6 or mover.poll() is not None, timeout=60,
+                     what="blocks")
             self.assertIsNone(mover.poll(), "the transfer ended before the fault: the test proves nothing")
             action()
             t0 = time.monotonic()
@@ -159,7 +154,7 @@ class MoverNetnsTest(unittest.TestCase):
 
         # 3. Mended: the same command sends what is missing, and only that.
         self.bed.cut("sender", down=False)
-        before = journaled()
+        before = len(journal_lines(journal))
         r = subprocess.run(self.move_cmd(src), capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assert_same_tree(src, os.path.join(self.root, "dst", "big"))
