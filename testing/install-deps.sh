@@ -10,7 +10,7 @@ packages=(
   libsodium-dev libxxhash-dev libbenchmark-dev
   # fuzzing: clang's libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
-  # ParaView plugin SDK (see ../shared/notes/paraview-5.11-debian.md)
+  # ParaView plugin SDK: Debian 12 ships ParaView 5.11 with its development files
   paraview paraview-dev python3-paraview
   libdouble-conversion-dev liblz4-dev libutfcpp-dev libopenmpi-dev
   # tests and demo: rendering without a display, MPI ranks, network peers

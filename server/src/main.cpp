@@ -1,6 +1,6 @@
 // slabcast: stream a simulation's volume over UDP into shared memory for ParaView.
-#include "roles.h"
-#include "stop_signal.h"
+#include "host/roles.h"
+#include "host/stop_signal.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>

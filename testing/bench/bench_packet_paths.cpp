@@ -8,8 +8,8 @@
 //
 // Prints Google Benchmark's table (bytes_per_second is packet bytes, as they
 // arrive off the wire) and then the ratios.
-#include "send_order.h"
-#include "slab_receiver.h"
+#include "shuffle/slab_walker.h"
+#include "receive/slab_receiver.h"
 
 #include "slabcast/quad_packet.h"
 #include "slabcast/slab_file.h"

@@ -24,7 +24,7 @@ SKIPPED = 77
 
 QUAD_MAX = 560
 HEADER_BYTES = 4096
-# Offsets of the slab header (shared/include/slabcast/slab_file.h, pinned there by static_asserts).
+# Offsets of the slab header (shared/slab/include/slabcast/slab_file.h, pinned there by static_asserts).
 _LIVE = 256
 _LIVE_FIELDS = ["generation", "writes", "step", "step_records", "step_expected", "last_step",
                 "last_step_records", "last_step_loss_ppm", "last_step_complete", "packets", "rejected",

@@ -1,7 +1,7 @@
 // libFuzzer harness: any datagram into the receiver's store path, against a
 // real slab in /dev/shm. ASan catches a write outside the slab; the checks
 // below catch accounting that stops adding up.
-#include "slab_receiver.h"
+#include "receive/slab_receiver.h"
 
 #include "slabcast/quad_packet.h"
 #include "slabcast/slab_file.h"

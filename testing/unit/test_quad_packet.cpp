@@ -1,4 +1,4 @@
-// The quad wire format, byte for byte (seeds/000 section 4.2, docs/wire-format.md).
+// The quad wire format, byte for byte (Balman et al., 2012, section 4.2, docs/wire-format.md).
 #include "slabcast/quad_packet.h"
 
 #include <catch2/catch.hpp>

@@ -3,9 +3,9 @@
 // the SIGBUS a page faulted into it would be. Each case runs in a child
 // process with a private mount namespace holding a 1 MiB tmpfs (as root, or
 // in a user namespace otherwise): a SIGBUS kills the child, and the test says so.
-#include "host_checks.h"
-#include "numa_placement.h"
-#include "step_copier.h"
+#include "host/host_checks.h"
+#include "host/numa_placement.h"
+#include "stage/step_copier.h"
 
 #include "slabcast/slab_file.h"
 

@@ -1,6 +1,6 @@
 // The receiver's core against real shared memory: placement, every bad-packet
 // class with its counter, duplicates, stale packets and loss accounting.
-#include "slab_receiver.h"
+#include "receive/slab_receiver.h"
 #include "temp_shm_dir.h"
 
 #include "slabcast/quad_packet.h"

@@ -1,6 +1,6 @@
 // A staged step is named by a (spoofable) sync packet: only a plain, regular
 // file of the right size inside the staging directory may be opened.
-#include "staged_step.h"
+#include "stage/staged_step.h"
 #include "temp_shm_dir.h"
 
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "stream_watch.h"
+#include "receive/stream_watch.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // The shuffler's and stager's gate for sync packets, with real key files:
 // authentication, the controller's address, replays, resends.
-#include "key_file.h"
-#include "sync_gate.h"
+#include "host/key_file.h"
+#include "control/sync_gate.h"
 #include "temp_shm_dir.h"
 
 #include <arpa/inet.h>

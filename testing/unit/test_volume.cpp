@@ -1,4 +1,4 @@
-#include "slabcast/rate.h"
+#include "slabcast/units.h"
 #include "slabcast/volume.h"
 
 #include <catch2/catch.hpp>

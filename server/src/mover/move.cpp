@@ -1,11 +1,11 @@
 // `slabcast move SRC... HOST:DEST`: the sending end of the data mover
 // (docs/mover.md). Files and directories go to a `slabcast serve` on HOST,
 // into DEST beneath its --root, as tagged blocks over several TCP streams.
-#include "key_file.h"
+#include "host/key_file.h"
 #include "mover/manifest.h"
 #include "mover/send_transfer.h"
-#include "roles.h"
-#include "stop_signal.h"
+#include "host/roles.h"
+#include "host/stop_signal.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -8,17 +8,17 @@
 // stream, within --max-connections and --max-transfers, and gives up on a
 // peer silent for --idle-timeout. What one transfer may ask of the host is
 // ReceiveLimits (docs/mover.md, "Limits").
-#include "address_filter.h"
-#include "key_file.h"
+#include "host/address_filter.h"
+#include "host/key_file.h"
 #include "mover/auth.h"
 #include "mover/manifest.h"
 #include "mover/receive_transfer.h"
 #include "mover/send_transfer.h"
 #include "mover/stream_io.h"
 #include "mover/waiting_connections.h"
-#include "roles.h"
+#include "host/roles.h"
 #include "slabcast/json_file.h"
-#include "stop_signal.h"
+#include "host/stop_signal.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

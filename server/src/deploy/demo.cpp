@@ -1,0 +1,510 @@
+// `slabcast demo`: every role on this machine over loopback, plus ParaView
+// rendering the stream live: the GUI when there is a display, otherwise pvbatch
+// under its own Xvfb saving frames. `--head-to-head` adds the SC11 comparison:
+// 1/8 of the volume at the same resolution over a tenth of the bandwidth,
+// rendered beside the full volume in one frame.
+#include "host/child_process.h"
+#include "host/key_file.h"
+#include "host/option_checks.h"
+#include "host/roles.h"
+#include "host/stop_signal.h"
+
+#include "slabcast/dataset.h"
+#include "slabcast/units.h"
+#include "slabcast/volume.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace slabcast {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DemoOptions {
+    std::string dims = "256,256,256";
+    int dataset_steps = 20;
+    long count = 20;
+    bool forever = false;
+    int streams = 4;
+    std::string rate = "1G";
+    bool head_to_head = false;
+    std::string size = "1280x720";
+    std::string wall;
+    std::string out = "demo-output";
+    std::string cache;
+    std::string dataset;
+    int ranks = 1;
+    // Like SC11 (1.4 s to move a step, 2.5 s to render it): time to see each step.
+    double step_interval = 3;
+    bool headless = false;
+    bool keep_shm = false;
+    int base_port = 47000;
+    std::string build_dir;  // where the plugin, render script and datagen are
+};
+
+// One volume's streams: a receiver, a stager and its shufflers.
+struct Side {
+    std::string name;
+    int streams = 0;
+    int first_port = 0;   // data ports first_port + k
+    int sync_port = 0;    // shuffler k's sync port sync_port + k
+    int stager_port = 0;
+    std::string rate;     // per stream
+    std::string dims;     // the receiver's volume
+    std::string label;
+};
+
+std::string executable_dir() {
+    return fs::read_symlink("/proc/self/exe").parent_path().string();
+}
+
+// "WxH", each 16..16384: the frame size goes to Xvfb and the renderer as is.
+void check_frame_size(const std::string& text, const std::string& option) {
+    int w = 0, h = 0;
+    char tail = 0;
+    if (std::sscanf(text.c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w < 16 || w > 16384 || h < 16 || h > 16384)
+        throw std::invalid_argument(option + " '" + text + "': expected WxH, each 16 to 16384");
+}
+
+std::string last_line(const std::string& path, const std::string& containing) {
+    std::ifstream in(path);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (line.find(containing) != std::string::npos) last = line;
+    return last;
+}
+
+class Demo {
+public:
+    explicit Demo(const DemoOptions& o) : o_(o) {
+        build_ = o.build_dir.empty() ? fs::path(executable_dir()).parent_path().string() : o.build_dir;
+        dims_ = parse_dims(o.dims);
+        if (o.head_to_head && o.streams < 8)
+            throw std::invalid_argument("--head-to-head needs --streams 8 or more (the 1/8 side is streams/8 slabs)");
+        if (dims_.nz % o.streams != 0)
+            throw std::invalid_argument("--streams must divide NZ (" + std::to_string(dims_.nz) + ")");
+        depth_ = static_cast<int>(dims_.nz / o.streams);
+        size_ = o.wall.empty() ? o.size : o.wall;
+        check_frame_size(size_, o.wall.empty() ? "--size" : "--wall");
+        parse_rate_bps(o.rate);  // validates
+    }
+
+    int run() {
+        check_requirements();
+        prepare_dataset();
+        // A fresh run owns its output folder: old logs and frames would mislead.
+        fs::remove_all(o_.out + "/logs");
+        fs::remove_all(o_.out + "/frames");
+        fs::create_directories(o_.out + "/logs");
+        // A fresh key for this run: the syncs are authenticated, as they should be anywhere.
+        fs::remove(key_file());
+        write_new_key(key_file());
+        fs::create_directories(o_.out + "/frames");
+        fs::remove(stop_file());
+        plan_sides();
+        int rc = 1;
+        try {
+            for (const Side& s : sides_) start_side(s);
+            wait_for_descriptors();
+            start_controller();
+            wait_for_first_step();
+            start_renderer();
+            rc = watch();
+        } catch (...) {
+            shutdown();  // stop whatever did start, and clean up, before reporting
+            throw;
+        }
+        shutdown();
+        return rc;
+    }
+
+private:
+    // Named by the base port, so that two demos on one host do not collide.
+    std::string shm_dir() const { return fmt::format("/dev/shm/slabcast-demo-{}", o_.base_port); }
+    std::string staging(const Side& s) const { return shm_dir() + "-staging-" + s.name; }
+    std::string descriptor(const Side& s) const { return shm_dir() + "/" + s.name + ".slabcast"; }
+    std::string log(const std::string& name) const { return o_.out + "/logs/" + name + ".log"; }
+    std::string stop_file() const { return o_.out + "/stop"; }
+    std::string key_file() const { return o_.out + "/sync.key"; }
+    std::string plugin_dir() const { return build_ + "/plugin/lib/paraview-5.11/plugins/Slabcast"; }
+    bool gui() const { return !o_.headless && std::getenv("DISPLAY") && *std::getenv("DISPLAY"); }
+
+    void check_requirements() {
+        std::vector<std::string> missing;
+        auto need_file = [&](const std::string& path, const std::string& what) {
+            if (::access(path.c_str(), R_OK) != 0) missing.push_back(what + " (" + path + "): build it with `make build`");
+        };
+        auto need_program = [&](const std::string& program, const std::string& package) {
+            if (find_in_path(program).empty()) missing.push_back(program + ": apt-get install " + package);
+        };
+        need_file(plugin_dir() + "/Slabcast.so", "the ParaView plugin");
+        need_file(build_ + "/plugin/slabcast_render.py", "the render program");
+        if (o_.head_to_head) need_file(build_ + "/plugin/slabcast_head_to_head.py", "the head-to-head program");
+        if (o_.dataset.empty()) need_file(build_ + "/data/slabcast-datagen", "the data generator");
+        if (gui()) {
+            need_program("paraview", "paraview");
+            need_file(build_ + "/plugin/slabcast_gui_open.py", "the GUI start-up script");
+        } else {
+            need_program("pvbatch", "paraview");
+            need_program("Xvfb", "xvfb");
+        }
+        if (o_.ranks > 1) need_program("mpirun", "openmpi-bin");
+        // Slabs, plus each stager's read-ahead of three steps.
+        const double step = static_cast<double>(dims_.count()) * 4;
+        const double needed = (o_.head_to_head ? 1.25 : 1.0) * step * (1.0 + 1.0 / depth_ + 3.0);
+        struct statvfs fs_info {};
+        if (::statvfs("/dev/shm", &fs_info) == 0) {
+            const double free_bytes = static_cast<double>(fs_info.f_bavail) * fs_info.f_frsize;
+            if (free_bytes < needed)
+                missing.push_back(fmt::format("/dev/shm has {:.0f} MiB free, the demo needs {:.0f} MiB "
+                                              "(mount -o remount,size=4G /dev/shm, or a smaller --dims)",
+                                              free_bytes / 1048576, needed / 1048576));
+        }
+        if (!missing.empty()) {
+            std::string text = "demo: cannot start:";
+            for (const auto& m : missing) text += "\n  - " + m;
+            throw std::runtime_error(text);
+        }
+    }
+
+    void prepare_dataset() {
+        if (!o_.dataset.empty()) {
+            dataset_ = o_.dataset;
+            use_dataset();
+            return;
+        }
+        std::string cache = o_.cache;
+        if (cache.empty()) {
+            const char* home = std::getenv("HOME");
+            cache = std::getenv("SLABCAST_CACHE") ? std::getenv("SLABCAST_CACHE")
+                                                  : std::string(home ? home : "/tmp") + "/.cache/slabcast";
+        }
+        dataset_ = fmt::format("{}/cosmo-{}-{}", cache, to_string(dims_), o_.dataset_steps);
+        if (fs::exists(dataset_ + "/dataset.json")) {
+            spdlog::info("demo: dataset {} (cached)", dataset_);
+            use_dataset();
+            return;
+        }
+        spdlog::info("demo: generating {} steps of a {} cosmology volume into {} (once; cached for next time)",
+                     o_.dataset_steps, to_string(dims_), dataset_);
+        ChildProcess gen = ChildProcess::start({build_ + "/data/slabcast-datagen", "--out", dataset_, "--dims", o_.dims,
+                                                "--steps", std::to_string(o_.dataset_steps)}, "");
+        while (!gen.wait_for(200))
+            if (stop_requested()) throw std::runtime_error("demo: stopped while generating the dataset");
+        if (!WIFEXITED(gen.exit_status()) || WEXITSTATUS(gen.exit_status()) != 0)
+            throw std::runtime_error("demo: the data generator failed");
+        use_dataset();
+    }
+
+    // Checks the dataset against the demo's volume and fixes the colour range
+    // for the whole run from its last (most evolved) step, so that growth of
+    // structure shows as growth, not as a rescaled picture.
+    void use_dataset() {
+        const Dataset d = read_dataset(dataset_);
+        if (!(d.dims == dims_))
+            throw std::runtime_error("demo: " + dataset_ + " is " + to_string(d.dims) + ", not the --dims " +
+                                     to_string(dims_));
+        std::ifstream in(d.step_path(d.steps.back()), std::ios::binary);
+        std::vector<float> values(static_cast<std::size_t>(dims_.plane()));
+        float lo = std::numeric_limits<float>::max(), hi = 0;
+        for (std::int64_t z = 0; z < dims_.nz && in; ++z) {
+            in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
+            for (float v : values) {
+                if (v > 0) lo = std::min(lo, v);
+                hi = std::max(hi, v);
+            }
+        }
+        if (!in || hi <= 0) throw std::runtime_error("demo: cannot read " + d.step_path(d.steps.back()));
+        range_ = fmt::format("{},{}", std::max(lo, hi * 1e-4f), hi);
+    }
+
+    void plan_sides() {
+        const double rate = parse_rate_bps(o_.rate);
+        Side full{"full", o_.streams, o_.base_port, o_.base_port + 100, o_.base_port + 200, o_.rate, o_.dims, ""};
+        full.label = fmt::format("{} streams x {}: full volume", o_.streams, format_rate(rate));
+        sides_.push_back(full);
+        if (o_.head_to_head) {
+            // The paper's split: the full volume gets 90% of the bandwidth, 1/8 of
+            // it (the first eighth of the slabs, same resolution) the other 10%.
+            const int eighth = o_.streams / 8;
+            const double eighth_rate = rate * o_.streams / 9.0 / eighth;
+            Side e{"eighth", eighth, o_.base_port + 300, o_.base_port + 400, o_.base_port + 500,
+                   fmt::format("{:.0f}", eighth_rate),
+                   fmt::format("{},{},{}", dims_.nx, dims_.ny, static_cast<long>(depth_) * eighth), ""};
+            e.label = fmt::format("{} stream(s) x {}: 1/8 volume", eighth, format_rate(eighth_rate));
+            sides_.push_back(e);
+        }
+    }
+
+    void start_side(const Side& s) {
+        const std::string self = fs::read_symlink("/proc/self/exe").string();
+        std::vector<std::string> recv = {self, "receive", "--name", s.name, "--dims", s.dims, "--slab-depth",
+                                         std::to_string(depth_), "--listen", "127.0.0.1", "--allow", "127.0.0.1", "--shm-dir", shm_dir(),
+                                         "--stats-json", o_.out + "/logs/" + s.name + "-receive.json"};
+        if (o_.keep_shm) recv.push_back("--keep");
+        for (int k = 0; k < s.streams; ++k) {
+            recv.push_back("--stream");
+            recv.push_back(fmt::format("{}:{}", k, s.first_port + k));
+        }
+        children_.emplace_back(s.name + "-receive", ChildProcess::start(recv, log(s.name + "-receive")));
+        children_.emplace_back(s.name + "-stage", ChildProcess::start(
+            {self, "stage", "--dataset", dataset_, "--staging", staging(s), "--streams",
+             fmt::format("0-{}", s.streams - 1), "--sync", fmt::format("127.0.0.1:{}", s.stager_port), "--loop",
+             "--key-file", key_file(), "--controller", "127.0.0.1",
+             "--budget", std::to_string(3 * dims_.count() * 4 / 1048576 + 1) + "M"},
+            log(s.name + "-stage")));
+        for (int k = 0; k < s.streams; ++k)
+            children_.emplace_back(fmt::format("{}-shuffle{}", s.name, k), ChildProcess::start(
+                {self, "shuffle", "--stream", std::to_string(k), "--to", fmt::format("127.0.0.1:{}", s.first_port + k),
+                 "--staging", staging(s), "--dataset", dataset_, "--slab-depth", std::to_string(depth_), "--sync",
+                 fmt::format("127.0.0.1:{}", s.sync_port + k), "--rate", s.rate, "--wait-staged-ms", "10000",
+                 "--key-file", key_file(), "--controller", "127.0.0.1"},
+                log(fmt::format("{}-shuffle{}", s.name, k))));
+    }
+
+    void wait_for_descriptors() {
+        for (int i = 0; i < 250; ++i) {
+            bool all = true;
+            for (const Side& s : sides_) all &= fs::exists(descriptor(s));
+            if (all) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        throw std::runtime_error("demo: the receiver did not start; see " + o_.out + "/logs/");
+    }
+
+    void start_renderer() {
+        // A fixed mmap threshold: each new step's volume (8 MiB at 128^3 and up) is
+        // then mapped and unmapped, not kept in the heap once glibc's adaptive
+        // threshold grows, so a renderer that runs for days stays flat
+        // (docs/performance.md, section 7).
+        std::vector<std::string> env = {"PV_PLUGIN_PATH=" + plugin_dir(), "MALLOC_MMAP_THRESHOLD_=1048576"};
+        std::string labels;
+        for (const Side& s : sides_) labels += (labels.empty() ? "" : "|") + s.label;
+        if (gui()) {
+            env.push_back("SLABCAST_DESCRIPTOR=" + descriptor(sides_[0]));
+            if (sides_.size() > 1) env.push_back("SLABCAST_COMPARE=" + descriptor(sides_[1]));
+            env.push_back("SLABCAST_LABELS=" + labels);
+            env.push_back("SLABCAST_RANGE=" + range_);
+            env.push_back("SLABCAST_SCRIPT_DIR=" + build_ + "/plugin");
+            // --dr: start from default settings, not a user's saved layout.
+            renderer_ = ChildProcess::start({"paraview", "--dr", "--script=" + build_ + "/plugin/slabcast_gui_open.py"},
+                                            log("paraview"), env);
+            spdlog::info("demo: ParaView is open on {}, showing the stream live; close it or press Ctrl-C to stop",
+                         std::getenv("DISPLAY"));
+            return;
+        }
+        // Our own X server: -noreset so MPI ranks connecting one after another
+        // find it up; a screen as large as the frames.
+        display_ = 90 + static_cast<int>(::getpid() % 100);
+        while (fs::exists(fmt::format("/tmp/.X11-unix/X{}", display_))) ++display_;
+        xvfb_ = ChildProcess::start({"Xvfb", fmt::format(":{}", display_), "-noreset", "-nolisten", "tcp", "-screen",
+                                     "0", size_ + "x24"},
+                                    log("xvfb"));
+        for (int i = 0; i < 250 && !fs::exists(fmt::format("/tmp/.X11-unix/X{}", display_)); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        env.push_back(fmt::format("DISPLAY=:{}", display_));
+        std::vector<std::string> argv;
+        if (o_.ranks > 1) argv = {"mpirun", "--oversubscribe", "-np", std::to_string(o_.ranks), "-x", "DISPLAY", "-x",
+                                  "PV_PLUGIN_PATH", "-x", "MALLOC_MMAP_THRESHOLD_"};
+        if (o_.ranks > 1 && ::geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
+        for (const char* a : {"pvbatch", "--force-offscreen-rendering"}) argv.push_back(a);
+        if (sides_.size() > 1) {  // both volumes side by side in one frame
+            argv.push_back(build_ + "/plugin/slabcast_head_to_head.py");
+            argv.push_back(descriptor(sides_[0]));
+            argv.push_back(descriptor(sides_[1]));
+            argv.push_back("--labels");
+            argv.push_back(labels);
+        } else {
+            argv.push_back(build_ + "/plugin/slabcast_render.py");
+            argv.push_back(descriptor(sides_[0]));
+        }
+        for (const std::string& a : {std::string("--save"), o_.out + "/frames/frame_%05d.png", std::string("--save-new-only"),
+                                     std::string("--stop-file"), stop_file(), std::string("--size"), size_,
+                                     std::string("--range"), range_})
+            argv.push_back(a);
+        renderer_ = ChildProcess::start(argv, log("render"), env);
+        spdlog::info("demo: rendering with pvbatch ({} rank(s)) on its own Xvfb :{}, frames into {}/frames",
+                     o_.ranks, display_, o_.out);
+    }
+
+    // The renderer starts once the first step has landed, so its first frame
+    // already shows data.
+    void wait_for_first_step() {
+        for (int i = 0; i < 600 && !stop_requested(); ++i) {
+            if (!last_line(o_.out + "/logs/full-receive.json", "\"kind\":\"step\"").empty()) return;
+            check_roles();
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        throw std::runtime_error("demo: no step arrived within 30 s; see " + o_.out + "/logs/");
+    }
+
+    // A role that exits while the demo runs is a failure, named with its log.
+    void check_roles() {
+        for (auto& [label, child] : children_)
+            if (!child.running())
+                throw std::runtime_error("demo: " + label + " stopped unexpectedly; see " + log(label));
+    }
+
+    void start_controller() {
+        const std::string self = fs::read_symlink("/proc/self/exe").string();
+        std::vector<std::string> argv = {self, "control", "--dataset", dataset_, "--loop", "--key-file", key_file(),
+                                         "--stats-json",
+                                         o_.out + "/logs/control.json", "--interval", fmt::format("{}", o_.step_interval)};
+        if (!o_.forever) {
+            argv.push_back("--count");
+            argv.push_back(std::to_string(o_.count));
+        }
+        for (const Side& s : sides_) {
+            argv.push_back("--shuffler");
+            argv.push_back(fmt::format("127.0.0.1:{}-{}", s.sync_port, s.sync_port + s.streams - 1));
+            argv.push_back("--stager");
+            argv.push_back(fmt::format("127.0.0.1:{}", s.stager_port));
+        }
+        controller_ = ChildProcess::start(argv, log("control"));
+        spdlog::info("demo: streaming {} steps of {} from {}; Ctrl-C stops",
+                     o_.forever ? std::string("endless") : std::to_string(o_.count), to_string(dims_), dataset_);
+    }
+
+    // Prints the figures once a second until the controller is done, ParaView
+    // is closed, or Ctrl-C.
+    int watch() {
+        int rc = 0;
+        while (!stop_requested()) {
+            std::this_thread::sleep_for(std::chrono::seconds(1));
+            print_progress();
+            if (!controller_.running()) break;
+            check_roles();
+            if (!renderer_.running()) {
+                if (!gui()) {
+                    spdlog::error("demo: the renderer stopped; see {}", log("render"));
+                    rc = 1;
+                }
+                break;
+            }
+        }
+        if (gui() && !stop_requested() && renderer_.running()) {
+            spdlog::info("demo: all steps sent; ParaView stays open until you close it (or Ctrl-C)");
+            while (!stop_requested() && renderer_.running()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        } else if (!gui() && renderer_.running()) {
+            // Let the last step reach the screen, then stop pvbatch cleanly.
+            std::this_thread::sleep_for(std::chrono::seconds(3));
+            std::ofstream(stop_file()).put('\n');
+            if (!renderer_.wait_for(30000)) {
+                spdlog::warn("demo: the renderer did not stop by itself; killing it");
+            } else if (!WIFEXITED(renderer_.exit_status()) || WEXITSTATUS(renderer_.exit_status()) != 0) {
+                spdlog::error("demo: the renderer failed (wait status {}); see {}", renderer_.exit_status(), log("render"));
+                rc = 1;
+            }
+            fs::remove(stop_file());
+        }
+        return rc;
+    }
+
+    void print_progress() {
+        std::string text;
+        for (const Side& s : sides_) {
+            const std::string line = last_line(o_.out + "/logs/" + s.name + "-receive.json", "\"kind\":\"status\"");
+            if (line.empty()) continue;
+            const auto j = nlohmann::json::parse(line, nullptr, false);
+            if (j.is_discarded()) continue;
+            text += fmt::format("{}{}: step {} {:.2f} Gbit/s loss {:.3f}%", text.empty() ? "" : " | ", s.name,
+                                j.value("step", -1), j.value("gbps", 0.0), j.value("loss_percent", 0.0));
+        }
+        const std::string frame = last_line(log("render"), "frame ");
+        if (!frame.empty()) text += " | " + frame;
+        if (!text.empty()) spdlog::info("demo: {}", text);
+    }
+
+    void shutdown() {
+        renderer_.stop(10000);
+        controller_.stop();
+        for (auto& [label, child] : children_) child.stop();
+        xvfb_.stop();
+        for (const Side& s : sides_) fs::remove_all(staging(s));
+        if (!o_.keep_shm) fs::remove_all(shm_dir());
+        int frames = 0;
+        for (const auto& e : fs::directory_iterator(o_.out + "/frames")) frames += e.path().extension() == ".png";
+        std::string video;
+        if (frames > 1 && !find_in_path("ffmpeg").empty()) {
+            video = o_.out + "/demo.mp4";
+            ChildProcess ff = ChildProcess::start({"ffmpeg", "-y", "-loglevel", "error", "-framerate", "4", "-i",
+                                                   o_.out + "/frames/frame_%05d.png", "-pix_fmt", "yuv420p", video},
+                                                  log("ffmpeg"));
+            if (!ff.wait_for(120000) || ff.exit_status() != 0) video.clear();
+        }
+        for (const Side& s : sides_) {
+            const std::string line = last_line(log(s.name + "-receive"), "Gbit/s");
+            if (!line.empty()) spdlog::info("demo: {} last status: {}", s.name, line.substr(line.find("receive:")));
+        }
+        spdlog::info("demo: done; {} frame(s) in {}/frames{}, logs in {}/logs", frames, o_.out,
+                     video.empty() ? "" : ", video " + video, o_.out);
+    }
+
+    const DemoOptions& o_;
+    std::string build_;
+    Dims dims_;
+    int depth_ = 1;
+    std::string size_;
+    std::string dataset_;
+    std::string range_;  // colour range LO,HI
+    std::vector<Side> sides_;
+    std::vector<std::pair<std::string, ChildProcess>> children_;  // roles, by log name
+    ChildProcess controller_, renderer_, xvfb_;
+    int display_ = 0;
+};
+
+}  // namespace
+
+void register_demo(CLI::App& root, RoleMain& run) {
+    auto o = std::make_shared<DemoOptions>();
+    CLI::App* c = root.add_subcommand("demo", "the live demo: every role on this machine and ParaView rendering");
+    c->add_option("--dims", o->dims, "volume size of the generated dataset")->capture_default_str();
+    c->add_option("--dataset-steps", o->dataset_steps, "steps in the generated dataset")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    c->add_option("--dataset", o->dataset, "use this dataset instead of generating one");
+    c->add_option("--cache", o->cache, "where generated datasets are kept (default ~/.cache/slabcast)");
+    c->add_option("--count", o->count, "steps to stream before finishing")
+        ->check(CLI::Range(1L, 1000000000L))
+        ->capture_default_str();
+    c->add_flag("--forever", o->forever, "stream until Ctrl-C (the booth)");
+    c->add_option("--streams", o->streams, "streams (z-slabs) of the full volume")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    c->add_option("--rate", o->rate, "rate of each full-volume stream")->capture_default_str();
+    c->add_flag("--head-to-head", o->head_to_head,
+                "also stream 1/8 of the volume over 1/10 of the bandwidth and show both side by side");
+    c->add_option("--step-interval", o->step_interval,
+                  "seconds per step; 0 = each step as soon as every shuffler has sent it")
+        ->check(seconds_range(0, 3600))
+        ->capture_default_str();
+    c->add_option("--size", o->size, "frame size WxH")->capture_default_str();
+    c->add_option("--wall", o->wall, "wall-display frame size, e.g. 3840x2160");
+    c->add_option("--ranks", o->ranks, "pvbatch MPI ranks (sort-last compositing)")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
+    c->add_flag("--headless", o->headless, "pvbatch under a private Xvfb even when a display is there");
+    c->add_option("--out", o->out, "folder for frames, video and logs")->capture_default_str();
+    c->add_flag("--keep-shm", o->keep_shm, "leave the slabs in /dev/shm at the end");
+    // It uses ports base .. base + 564 (data, syncs and stagers of both sides).
+    c->add_option("--base-port", o->base_port, "first of the UDP ports used on 127.0.0.1")
+        ->check(CLI::Range(1, 64900))
+        ->capture_default_str();
+    c->add_option("--build-dir", o->build_dir, "build tree with the plugin (default: next to this binary)");
+    c->callback([o, &run] { run = [o] { return Demo(*o).run(); }; });
+}
+
+}  // namespace slabcast

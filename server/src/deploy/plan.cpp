@@ -1,0 +1,38 @@
+// `slabcast plan`: one JSON file describes a whole deployment (hosts, streams,
+// ports, rates); plan prints the command each host runs, in start order
+// (receivers, then senders, then the controller). See docs/deployment.md.
+#include "deploy/deploy_plan.h"
+#include "host/roles.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace slabcast {
+namespace {
+
+struct PlanOptions {
+    std::string config;
+    std::string host;
+};
+
+int run_plan(const PlanOptions& o) {
+    std::ifstream in(o.config);
+    if (!in) throw std::runtime_error(o.config + ": cannot open");
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::cout << plan_commands(text.str(), o.config, o.host);
+    return 0;
+}
+
+}  // namespace
+
+void register_plan(CLI::App& root, RoleMain& run) {
+    auto o = std::make_shared<PlanOptions>();
+    CLI::App* c = root.add_subcommand("plan", "print each host's commands for a deployment described in one JSON file");
+    c->add_option("config", o->config, "deployment file (docs/deployment.md)")->required();
+    c->add_option("--host", o->host, "print only this host's commands");
+    c->callback([o, &run] { run = [o] { return run_plan(*o); }; });
+}
+
+}  // namespace slabcast

@@ -1,0 +1,385 @@
+// `slabcast shuffle`: one stream. Waits for sync packets; for each new one it
+// maps the staged step, packs its slab into quad packets on the fly and sends
+// them at the set rate. A newer sync abandons the step in progress at once.
+#include "host/roles.h"
+#include "host/host_checks.h"
+#include "host/numa_placement.h"
+#include "host/option_checks.h"
+#include "shuffle/slab_walker.h"
+#include "control/sync_gate.h"
+#include "stage/staged_step.h"
+#include "host/status_reporter.h"
+#include "host/stop_signal.h"
+#include "host/udp.h"
+
+#include "slabcast/control_packets.h"
+#include "slabcast/dataset.h"
+#include "slabcast/quad_packet.h"
+#include "slabcast/units.h"
+#include "slabcast/clock.h"
+#include "slabcast/pacer.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+namespace slabcast {
+namespace {
+
+struct ShuffleOptions {
+    std::string key_file;    // authenticates syncs (empty: unauthenticated, with a warning)
+    std::string controller;  // addresses syncs may come from (empty: any)
+    int stream = -1;
+    std::string to;
+    std::string bind;  // local address of the data socket (empty: the kernel's choice)
+    std::string staging;
+    std::string dataset;
+    int slab_depth = 0;
+    std::string sync;
+    std::string rate = "2.81G";
+    std::string order = "scan";
+    int ghost_planes = 1;
+    int sndbuf_mb = 16;
+    int batch = 28;
+    bool gso = true;
+    int wait_staged_ms = 2000;
+    std::string stats_json;
+};
+
+// What the status thread reads.
+struct ShuffleCounters {
+    std::atomic<std::uint64_t> bytes{0}, packets{0}, steps_finished{0}, steps_abandoned{0}, steps_missing{0};
+    std::atomic<std::int64_t> step{-1};
+    std::atomic<std::uint64_t> step_packets{0}, step_total{1};
+};
+
+class Shuffler {
+public:
+    Shuffler(const ShuffleOptions& o, StatusReporter& status)
+        : o_(o), status_(status), dataset_(read_dataset(o.dataset)), pacer_(parse_rate_bps(o.rate)),
+          order_(parse_send_order(o.order)),
+          gate_(fmt::format("shuffle {}", o.stream), o.key_file, o.controller) {
+        geometry_ = slab_geometry(dataset_.dims, o.slab_depth, o.stream, o.ghost_planes);
+        walker_.emplace(dataset_.dims, geometry_.stored_z_begin, geometry_.z_end, order_);
+
+        const Endpoint to = parse_endpoint(o.to);
+        data_ = Socket(open_udp_socket(to.addr.ss_family));
+        raise_buffer(data_.fd(), false, o.sndbuf_mb << 20, "shuffle");
+        gso_ = o.gso && enable_gso(data_.fd(), static_cast<int>(quad::kMaxPacketBytes));
+        if (o.gso && !gso_) spdlog::warn("shuffle {}: UDP GSO unavailable here; sending one datagram per packet", o.stream);
+        // On a host with several NICs, the data leaves from the one named here.
+        if (!o.bind.empty()) {
+            const bool has_port = o.bind.find(':') != std::string::npos;  // (IPv6: [ADDR]:PORT)
+            bind_socket(data_.fd(), parse_endpoint(has_port ? o.bind : o.bind + ":0"));
+        }
+        if (::connect(data_.fd(), reinterpret_cast<const sockaddr*>(&to.addr), to.length) != 0)
+            throw std::runtime_error("cannot connect UDP to " + o.to + ": " + std::strerror(errno));
+
+        const Endpoint sync = parse_endpoint(o.sync);
+        sync_ = Socket(open_udp_socket(sync.addr.ss_family));
+        bind_socket(sync_.fd(), sync);
+        set_receive_timeout(sync_.fd(), 100);
+
+        // Send at most ~250 us of traffic per sendmmsg: small bursts for the
+        // receiver's socket buffer, and a sync is noticed within that time.
+        const double rate = parse_rate_bps(o.rate);
+        batch_ = rate > 0 ? std::clamp(static_cast<int>(rate * 250e-6 / (8.0 * quad::kMaxPacketBytes)), 1, o.batch)
+                          : o.batch;
+        packets_.resize(static_cast<std::size_t>(batch_) * quad::kMaxPacketBytes);
+        warn_limits(fmt::format("shuffle {}", o.stream), {check_staging_pages(o.staging)});
+        sockaddr_storage local{};
+        socklen_t local_len = sizeof local;
+        if (::getsockname(data_.fd(), reinterpret_cast<sockaddr*>(&local), &local_len) == 0) {
+            const std::string nic = interface_of_address(address_only(local));
+            if (!nic.empty() && nic != "lo") warn_limits(fmt::format("shuffle {}", o.stream), {check_mtu(nic)});
+        }
+        spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {} packets a step), {} order, {} to {}, "
+                     "sync on {}",
+                     o.stream, geometry_.stored_z_begin, geometry_.z_end - 1, to_string(dataset_.dims),
+                     walker_->total_records(), walker_->total_packets(), o.order, format_rate(parse_rate_bps(o.rate)),
+                     o.to, o.sync);
+    }
+
+    ShuffleCounters& counters() { return counters_; }
+
+    void run() {
+        while (!stop_requested()) {
+            if (!step_) {
+                poll_sync(true);
+                continue;
+            }
+            send_batch();
+            poll_sync(false);
+        }
+        if (step_) end_step(control::ReplyKind::Abandoned);
+    }
+
+private:
+    // Reads every pending sync packet; `block` waits up to the socket timeout for one.
+    void poll_sync(bool block) {
+        std::uint8_t buf[2048];
+        for (;;) {
+            sockaddr_storage from{};
+            socklen_t from_len = sizeof from;
+            const ssize_t n = ::recvfrom(sync_.fd(), buf, sizeof buf, block ? 0 : MSG_DONTWAIT,
+                                         reinterpret_cast<sockaddr*>(&from), &from_len);
+            if (n < 0) return;
+            block = false;
+            control::Sync sync;
+            const SyncGate::Verdict verdict = gate_.admit(buf, static_cast<std::size_t>(n), from, sync);
+            if (verdict == SyncGate::Verdict::Dropped) continue;
+            controller_ = from;
+            controller_len_ = from_len;
+            if (verdict == SyncGate::Verdict::Repeat) {
+                // The controller resends until it hears from us: answer again.
+                reply(step_ ? control::ReplyKind::Started : last_outcome_, sync, sent_in_step_);
+                continue;
+            }
+            if (step_) end_step(control::ReplyKind::Abandoned);
+            last_sync_ = sync;
+            begin_step(sync);
+        }
+    }
+
+    void begin_step(const control::Sync& sync) {
+        const std::string path = o_.staging + "/" + sync.location;
+        std::string problem;
+        StagedStep staged;
+        // The stager may be a moment behind the controller: wait a little for the file.
+        const std::int64_t give_up = monotonic_ns() + static_cast<std::int64_t>(o_.wait_staged_ms) * 1'000'000;
+        for (;;) {
+            problem.clear();
+            staged = StagedStep::open(path, dataset_.step_bytes(), problem);
+            if (staged.valid() || monotonic_ns() > give_up || stop_requested()) break;
+            ::usleep(5000);
+        }
+        if (!staged.valid()) {
+            spdlog::error("shuffle {}: step {} skipped: {}", o_.stream, sync.step, problem);
+            ++counters_.steps_missing;
+            last_outcome_ = control::ReplyKind::Missing;
+            reply(control::ReplyKind::Missing, sync, 0);
+            status_.event({{"kind", "step"}, {"stream", o_.stream}, {"step", sync.step}, {"result", "missing"},
+                           {"problem", problem}});
+            return;
+        }
+        step_ = std::move(staged);
+        prefaulted_to_ = slab_begin_bytes();
+        records_in_step_ = 0;
+        prefault_ahead();
+        walker_->reset();
+        sent_in_step_ = 0;
+        step_started_ns_ = monotonic_ns();
+        counters_.step = sync.step;
+        counters_.step_packets = 0;
+        counters_.step_total = walker_->total_packets();
+        // The pacer is not restarted: with steps back to back, the moments spent
+        // between them are made up (within its burst limit) and the rate holds
+        // over any window, not only within a step.
+        reply(control::ReplyKind::Started, sync, 0);
+        spdlog::debug("shuffle {}: step {} from {}", o_.stream, sync.step, path);
+    }
+
+    void end_step(control::ReplyKind outcome) {
+        const control::Sync& sync = *last_sync_;
+        step_.reset();
+        last_outcome_ = outcome;
+        write_done_marker(o_.staging, sync.location, o_.stream);
+        reply(outcome, sync, sent_in_step_);
+        const double seconds = static_cast<double>(monotonic_ns() - step_started_ns_) * 1e-9;
+        const double gbps = static_cast<double>(step_bytes_) * 8e-9 / std::max(seconds, 1e-9);
+        if (outcome == control::ReplyKind::Finished) ++counters_.steps_finished;
+        else ++counters_.steps_abandoned;
+        spdlog::info("shuffle {}: step {} {} after {} of {} packets, {:.3f} s, {:.2f} Gbit/s", o_.stream, sync.step,
+                     control::to_string(outcome), sent_in_step_, walker_->total_packets(), seconds, gbps);
+        status_.event({{"kind", "step"}, {"stream", o_.stream}, {"step", sync.step},
+                       {"result", control::to_string(outcome)}, {"packets_sent", sent_in_step_},
+                       {"packets_total", walker_->total_packets()}, {"seconds", seconds}, {"gbps", gbps}});
+        step_bytes_ = 0;
+    }
+
+    std::size_t slab_begin_bytes() const {
+        return static_cast<std::size_t>(geometry_.stored_z_begin) * static_cast<std::size_t>(dataset_.dims.plane()) *
+               sizeof(float);
+    }
+
+    // Maps the staged pages a little ahead of the packets being built: faulting
+    // them one by one costs more than building the packets, and mapping a whole
+    // slab up front stalls the stream between steps (64 MiB: several ms).
+    // Scan order reads the slab front to back; other orders get it all at once.
+    void prefault_ahead() {
+        constexpr std::size_t kAhead = 8 << 20;
+        const std::size_t slab_end = slab_begin_bytes() + static_cast<std::size_t>(geometry_.stored_planes()) *
+                                                              static_cast<std::size_t>(dataset_.dims.plane()) *
+                                                              sizeof(float);
+        const bool scan = order_ == SendOrder::Scan;
+        const std::size_t reading = slab_begin_bytes() + records_in_step_ * sizeof(float);
+        if (prefaulted_to_ >= slab_end || (scan && prefaulted_to_ > reading + kAhead / 2)) return;
+        const std::size_t to = scan ? std::min(slab_end, reading + kAhead) : slab_end;
+        step_->prefault(prefaulted_to_, to - prefaulted_to_);
+        prefaulted_to_ = to;
+    }
+
+    void send_batch() {
+        // Pack up to `batch` packets straight from the staged step, back to back:
+        // every packet but a step's last is a full 8968 bytes, so consecutive
+        // packets form valid GSO super-datagrams.
+        int count = 0;
+        std::size_t bytes = 0;
+        prefault_ahead();
+        for (; count < batch_; ++count) {
+            std::uint8_t* p = packets_.data() + bytes;
+            const int n = walker_->fill(p, step_->values());
+            if (n == 0) break;
+            records_in_step_ += static_cast<std::uint64_t>(n);
+            quad::write_header(p, last_sync_->step, n);
+            bytes += quad::packet_bytes(n);
+        }
+        if (count == 0) {
+            end_step(control::ReplyKind::Finished);
+            return;
+        }
+        // One message per packet, or per kGsoPackets packets that the kernel cuts
+        // into 8968-byte datagrams (UDP_SEGMENT set on the socket).
+        const int per_message = gso_ ? kGsoPackets : 1;
+        iov_.clear();
+        for (int i = 0; i < count; i += per_message) {
+            const std::size_t from = static_cast<std::size_t>(i) * quad::kMaxPacketBytes;
+            const std::size_t to = std::min(bytes, static_cast<std::size_t>(i + per_message) * quad::kMaxPacketBytes);
+            iov_.push_back(iovec{packets_.data() + from, to - from});
+        }
+        msgs_.assign(iov_.size(), mmsghdr{});
+        for (std::size_t i = 0; i < iov_.size(); ++i) {
+            msgs_[i].msg_hdr.msg_iov = &iov_[i];
+            msgs_[i].msg_hdr.msg_iovlen = 1;
+        }
+        pacer_.wait_to_send(bytes);
+        std::size_t done = 0;
+        while (done < msgs_.size() && !stop_requested()) {
+            const int n = ::sendmmsg(data_.fd(), msgs_.data() + done, static_cast<unsigned>(msgs_.size() - done), 0);
+            if (n > 0) {
+                done += static_cast<std::size_t>(n);
+            } else if (errno == ECONNREFUSED) {
+                // ICMP port unreachable from an earlier datagram: nobody listens yet. UDP is lossy by design.
+                if (!warned_refused_) spdlog::warn("shuffle {}: receiver {} refused packets (not running?)", o_.stream, o_.to);
+                warned_refused_ = true;
+            } else if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
+                ::usleep(50);
+            } else {
+                throw std::runtime_error(std::string("sendmmsg: ") + std::strerror(errno));
+            }
+        }
+        sent_in_step_ += static_cast<std::uint64_t>(count);
+        step_bytes_ += bytes;
+        counters_.packets += static_cast<std::uint64_t>(count);
+        counters_.bytes += bytes;
+        counters_.step_packets = sent_in_step_;
+    }
+
+    void reply(control::ReplyKind kind, const control::Sync& sync, std::uint64_t sent) {
+        if (controller_len_ == 0) return;
+        control::Reply r;
+        r.kind = kind;
+        r.stream = o_.stream;
+        r.session = sync.session;
+        r.seq = sync.seq;
+        r.step = sync.step;
+        r.packets_sent = sent;
+        r.packets_total = walker_->total_packets();
+        const auto bytes = control::encode(r);
+        ::sendto(sync_.fd(), bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&controller_),
+                 controller_len_);
+    }
+
+    const ShuffleOptions& o_;
+    StatusReporter& status_;
+    Dataset dataset_;
+    SlabGeometry geometry_;
+    std::optional<SlabWalker> walker_;
+    Pacer pacer_;
+    SendOrder order_;
+    std::size_t prefaulted_to_ = 0;      // staged bytes mapped so far
+    std::uint64_t records_in_step_ = 0;  // values packed so far this step
+    Socket data_, sync_;
+    static constexpr int kGsoPackets = 7;  // 7 x 8968 bytes: the most under 64 KiB
+    bool gso_ = false;
+    int batch_ = 1;  // packets per sendmmsg
+    std::vector<std::uint8_t> packets_;
+    std::vector<iovec> iov_;
+    std::vector<mmsghdr> msgs_;
+    std::optional<StagedStep> step_;
+    SyncGate gate_;
+    std::optional<control::Sync> last_sync_;
+    control::ReplyKind last_outcome_ = control::ReplyKind::Finished;
+    sockaddr_storage controller_{};
+    socklen_t controller_len_ = 0;
+    std::uint64_t sent_in_step_ = 0, step_bytes_ = 0;
+    std::int64_t step_started_ns_ = 0;
+    bool warned_refused_ = false;
+    ShuffleCounters counters_;
+};
+
+int run_shuffle(const ShuffleOptions& o) {
+    StatusReporter status("shuffle", o.stats_json);
+    Shuffler shuffler(o, status);
+    ShuffleCounters& c = shuffler.counters();
+    RateMeter meter;
+    meter.gbit_per_s(0);
+    status.start([&, stream = o.stream] {
+        const double gbps = meter.gbit_per_s(c.bytes.load());
+        const double progress = static_cast<double>(c.step_packets.load()) / static_cast<double>(c.step_total.load());
+        return nlohmann::json{
+            {"line", fmt::format("shuffle {}: {:.2f} Gbit/s, {} packets, step {} ({:.0f}% sent), {} finished, "
+                                 "{} abandoned, {} missing",
+                                 stream, gbps, c.packets.load(), c.step.load(), 100 * progress,
+                                 c.steps_finished.load(), c.steps_abandoned.load(), c.steps_missing.load())},
+            {"stream", stream}, {"gbps", gbps}, {"packets", c.packets.load()}, {"step", c.step.load()},
+            {"progress", progress}, {"steps_finished", c.steps_finished.load()},
+            {"steps_abandoned", c.steps_abandoned.load()}, {"steps_missing", c.steps_missing.load()}};
+    });
+    shuffler.run();
+    status.stop();
+    return 0;
+}
+
+}  // namespace
+
+void register_shuffle(CLI::App& root, RoleMain& run) {
+    auto o = std::make_shared<ShuffleOptions>();
+    CLI::App* c = root.add_subcommand("shuffle", "send one stream's slab of each synced step as UDP quad packets");
+    c->add_option("--stream", o->stream, "stream (slab) number")->required()->check(CLI::Range(std::int64_t{0}, kMaxAxis - 1));
+    c->add_option("--to", o->to, "receiver HOST:PORT for this stream")->required();
+    c->add_option("--bind", o->bind, "local HOST[:PORT] to send the data from (default: the route's address)");
+    c->add_option("--staging", o->staging, "staging directory (as given to stage)")->required();
+    c->add_option("--dataset", o->dataset, "dataset directory or its dataset.json")->required();
+    c->add_option("--slab-depth", o->slab_depth, "z planes per slab")
+        ->required()
+        ->check(CLI::Range(std::int64_t{1}, kMaxAxis));
+    c->add_option("--sync", o->sync, "HOST:PORT to listen on for sync packets")->required();
+    c->add_option("--key-file", o->key_file, "accept only syncs authenticated with this key (slabcast keygen)");
+    c->add_option("--controller", o->controller, "accept syncs only from these addresses/CIDRs, e.g. 10.0.0.5");
+    c->add_option("--rate", o->rate, "send rate of UDP payload, e.g. 2.81G; 0 = unlimited")->capture_default_str();
+    c->add_option("--order", o->order, "scan (z-slab scan order) or morton (z-order)")->capture_default_str();
+    c->add_option("--ghost-planes", o->ghost_planes, "also send this many planes below the slab (0 or 1)")
+        ->check(CLI::Range(0, 1))
+        ->capture_default_str();
+    // The kernel books SO_SNDBUF in an int, doubled: 1024 MiB is as far as it goes.
+    c->add_option("--sndbuf-mb", o->sndbuf_mb, "socket send buffer, MiB")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    c->add_option("--batch", o->batch, "most packets per sendmmsg call (fewer at low rates)")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
+    c->add_option("--gso", o->gso, "UDP segmentation offload: one send carries 7 packets")->capture_default_str();
+    c->add_option("--wait-staged-ms", o->wait_staged_ms, "how long to wait for a step the stager has not staged yet")
+        ->check(CLI::Range(0, 3600000))
+        ->capture_default_str();
+    c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
+    c->callback([o, &run] { run = [o] { return run_shuffle(*o); }; });
+}
+
+}  // namespace slabcast

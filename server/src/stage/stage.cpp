@@ -1,0 +1,377 @@
+// `slabcast stage`: keeps the staging area (in /dev/shm) filled with the next
+// steps the controller will ask for, as many as the memory budget allows, and
+// frees a step once every local shuffler has marked it done or the controller
+// has moved past it (Balman et al., 2012, section 4.2).
+#include "host/numa_placement.h"
+#include "host/host_checks.h"
+#include "host/key_file.h"
+#include "host/roles.h"
+#include "control/sync_gate.h"
+#include "stage/staged_step.h"
+#include "host/status_reporter.h"
+#include "stage/step_copier.h"
+#include "mover/dest_tree.h"
+#include "stage/step_pull.h"
+#include "host/stop_signal.h"
+#include "host/udp.h"
+
+#include "slabcast/control_packets.h"
+#include "slabcast/dataset.h"
+#include "slabcast/clock.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+namespace slabcast {
+namespace {
+
+struct StageOptions {
+    std::string key_file;    // authenticates syncs (empty: unauthenticated, with a warning)
+    std::string controller;  // addresses syncs may come from (empty: any)
+    std::string dataset;
+    std::string from;  // HOST[:PORT] of a `slabcast serve --allow-pull`: --dataset is beneath its root
+    int pull_streams = 4;
+    std::string staging;
+    std::string budget;
+    std::string streams;  // stream ids whose shufflers share this staging area
+    std::string sync;
+    bool loop = false;
+    std::string stats_json;
+};
+
+std::uint64_t parse_bytes(const std::string& text) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+        v = std::stod(text, &used);
+    } catch (const std::exception&) {
+        throw std::invalid_argument("size '" + text + "': expected e.g. 8G or 512M");
+    }
+    const std::string unit = text.substr(used);
+    double scale = 1;
+    if (unit == "K" || unit == "k") scale = 1024.0;
+    else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
+    else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
+    else if (unit == "T" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+    else if (!unit.empty()) throw std::invalid_argument("size '" + text + "': unknown unit '" + unit + "'");
+    // Checked as a double, before the cast: a cast of NaN or of 1e30 is undefined.
+    const double bytes = v * scale;
+    if (!(bytes >= 1 && bytes <= 0x1p62))
+        throw std::invalid_argument("size '" + text + "' must be 1 byte to 2^62 bytes");
+    return static_cast<std::uint64_t>(bytes);
+}
+
+struct StageCounters {
+    std::atomic<std::uint64_t> bytes_read{0};
+    std::atomic<std::int64_t> read_ns{0};
+    std::atomic<int> staged{0};
+    std::atomic<long> steps_staged{0}, steps_freed{0}, steps_skipped{0};
+    std::atomic<std::int64_t> cursor_step{-1};
+};
+
+class Stager {
+public:
+    Stager(const StageOptions& o, StatusReporter& status)
+        : o_(o), status_(status), streams_(parse_index_list(o.streams, "--streams")) {
+        if (::mkdir(o.staging.c_str(), 0750) != 0 && errno != EEXIST)
+            throw std::runtime_error(o.staging + ": cannot create staging directory: " + std::strerror(errno));
+        require_own_directory(o.staging);
+        dataset_ = load_dataset();
+        const std::uint64_t free_now = free_bytes(o.staging);
+        budget_ = o.budget.empty() ? free_now / 2 : parse_bytes(o.budget);
+        const std::uint64_t step = dataset_.step_bytes();
+        if (budget_ < step)
+            throw std::runtime_error("staging budget " + std::to_string(budget_ >> 20) + " MiB is smaller than one step (" +
+                                     std::to_string(step >> 20) + " MiB); raise --budget or free " + o.staging);
+        window_ = static_cast<long>(std::min<std::uint64_t>(budget_ / step, dataset_.steps.size()));
+        // The steps the window holds must fit the staging area now: a budget
+        // beyond its free space would fill it, and a full tmpfs fails each copy.
+        require_free_space(o.staging, static_cast<std::uint64_t>(window_) * step,
+                           fmt::format("the staging window ({} step(s) of {}, --budget {})", window_, format_bytes(step),
+                                       o.budget.empty() ? "half the free space" : o.budget));
+        // A dataset that fits comfortably in memory stays in the page cache for
+        // the next lap; a larger one is read once per lap and evicted as it goes.
+        const std::uint64_t available = static_cast<std::uint64_t>(::sysconf(_SC_AVPHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+        drop_source_cache_ = step * dataset_.steps.size() > available / 2;
+        if (!o.sync.empty()) {
+            const Endpoint e = parse_endpoint(o.sync);
+            sync_ = Socket(open_udp_socket(e.addr.ss_family));
+            bind_socket(sync_.fd(), e);
+            gate_.emplace("stage", o.key_file, o.controller);
+            set_receive_timeout(sync_.fd(), 5);
+        }
+        warn_limits("stage", {check_staging_pages(o.staging)});
+        spdlog::info("stage: {} steps of {} MiB from {} into {}, budget {} MiB ({} steps ahead), {} shuffler(s){}",
+                     dataset_.steps.size(), step >> 20, dataset_.directory, o.staging, budget_ >> 20, window_,
+                     streams_.size(), o.sync.empty() ? "" : ", sync on " + o.sync);
+    }
+
+    StageCounters& counters() { return counters_; }
+
+    void run() {
+        while (!stop_requested()) {
+            poll_sync();
+            free_done_steps();
+            if (!copier_) start_next_copy();
+            if (copier_) continue_copy();
+            else if (sync_.fd() < 0) ::usleep(5000);  // nothing to do: poll_sync otherwise waits
+            counters_.staged = static_cast<int>(staged_.size());
+            if (!o_.loop && cursor_ >= static_cast<long>(dataset_.steps.size()) && staged_.empty() && !copier_) {
+                spdlog::info("stage: every step has been sent; waiting for a sync to start again");
+                while (!stop_requested() && cursor_ >= static_cast<long>(dataset_.steps.size())) {
+                    poll_sync();
+                    if (sync_.fd() < 0) ::usleep(50000);
+                }
+            }
+        }
+        // Leave nothing behind in shared memory.
+        copier_.reset();
+        for (auto& [pos, loc] : staged_) remove_step(loc);
+        if (!o_.from.empty()) std::filesystem::remove_all(o_.staging + "/.slabcast-dataset");
+    }
+
+private:
+    // Local: the dataset's directory. --from: its dataset.json is pulled from
+    // the data host first (into a hidden directory of the staging area).
+    Dataset load_dataset() {
+        if (o_.from.empty()) return read_dataset(o_.dataset);
+        const auto colon = o_.from.rfind(':');
+        pull_.host = colon == std::string::npos ? o_.from : o_.from.substr(0, colon);
+        try {
+            std::size_t used = 0;
+            const std::string port = colon == std::string::npos ? "7100" : o_.from.substr(colon + 1);
+            pull_.port = std::stoi(port, &used);
+            if (used != port.size() || pull_.port < 1 || pull_.port > 65535) throw std::out_of_range(port);
+        } catch (const std::exception&) {
+            throw std::invalid_argument("--from '" + o_.from + "': expected HOST[:PORT], PORT 1..65535");
+        }
+        pull_.streams = o_.pull_streams;
+        if (!o_.key_file.empty()) pull_.key = load_sync_key(o_.key_file);  // the data host's serve checks it too
+        std::string descriptor = o_.dataset;
+        while (!descriptor.empty() && descriptor.back() == '/') descriptor.pop_back();
+        if (descriptor.size() < 5 || descriptor.compare(descriptor.size() - 5, 5, ".json") != 0) descriptor += "/dataset.json";
+        const auto [dir, name] = mover::split_path(descriptor);
+        remote_dir_ = dir;
+        const std::string local = o_.staging + "/.slabcast-dataset";
+        ::unlink((local + "/" + name).c_str());  // always the server's current one
+        mover::Pull::now(pull_, {descriptor}, local);
+        Dataset d = read_dataset(local + "/" + name);
+        d.directory = o_.from + ":" + remote_dir_;
+        return d;
+    }
+
+    std::unique_ptr<StepFetch> fetch(const DatasetStep& step) {
+        if (o_.from.empty())
+            return std::make_unique<StepCopier>(dataset_.step_path(step), o_.staging + "/" + step.file,
+                                                dataset_.step_bytes(), drop_source_cache_);
+        return std::make_unique<StepPull>(pull_, remote_dir_.empty() ? step.file : remote_dir_ + "/" + step.file,
+                                          o_.staging, dataset_.step_bytes());
+    }
+
+    const DatasetStep& step_at(long pos) const {
+        return dataset_.steps[static_cast<std::size_t>(pos % static_cast<long>(dataset_.steps.size()))];
+    }
+    bool in_window(long pos) const {
+        return pos >= cursor_ && pos < cursor_ + window_ && (o_.loop || pos < static_cast<long>(dataset_.steps.size()));
+    }
+
+    void poll_sync() {
+        if (sync_.fd() < 0) return;
+        std::uint8_t buf[2048];
+        for (int i = 0; i < 64; ++i) {
+            sockaddr_storage from{};
+            socklen_t from_len = sizeof from;
+            const ssize_t n = ::recvfrom(sync_.fd(), buf, sizeof buf, i == 0 ? 0 : MSG_DONTWAIT,
+                                         reinterpret_cast<sockaddr*>(&from), &from_len);
+            if (n < 0) return;
+            control::Sync sync;
+            if (gate_->admit(buf, static_cast<std::size_t>(n), from, sync) != SyncGate::Verdict::New) continue;
+            last_sync_ = sync;
+            move_cursor_to(sync.step);
+        }
+    }
+
+    // The controller asked for `step`: the window now starts there, and staged
+    // steps before it are no longer needed.
+    void move_cursor_to(int step) {
+        long pos = -1;
+        const long n = static_cast<long>(dataset_.steps.size());
+        if (o_.loop) {  // the next lap position of that step at or after the cursor
+            for (long p = cursor_; p < cursor_ + n && pos < 0; ++p)
+                if (step_at(p).number == step) pos = p;
+        } else {
+            for (long p = 0; p < n && pos < 0; ++p)
+                if (dataset_.steps[static_cast<std::size_t>(p)].number == step) pos = p;
+        }
+        if (pos < 0) return;
+        if (pos < cursor_) consumed_.clear();  // the controller started over
+        cursor_ = pos;
+        counters_.cursor_step = step;
+        consumed_.erase(consumed_.begin(), consumed_.lower_bound(cursor_));
+        for (auto it = staged_.begin(); it != staged_.end();) {
+            if (in_window(it->first)) {
+                ++it;
+                continue;
+            }
+            spdlog::info("stage: controller moved past step {}; freeing it", step_at(it->first).number);
+            remove_step(it->second);
+            ++counters_.steps_freed;
+            it = staged_.erase(it);
+        }
+        if (copier_ && !in_window(copying_pos_)) copier_.reset();
+    }
+
+    void free_done_steps() {
+        for (auto it = staged_.begin(); it != staged_.end();) {
+            bool all = true;
+            for (int s : streams_) all &= ::access(done_marker_path(o_.staging, it->second, s).c_str(), F_OK) == 0;
+            if (!all) {
+                ++it;
+                continue;
+            }
+            remove_step(it->second);
+            ++counters_.steps_freed;
+            consumed_.insert(it->first);
+            it = staged_.erase(it);
+        }
+        // Skip past positions already consumed so the window keeps moving.
+        while (consumed_.count(cursor_)) consumed_.erase(cursor_++);
+    }
+
+    void remove_step(const std::string& location) {
+        ::unlink((o_.staging + "/" + location).c_str());
+        for (int s : streams_) ::unlink(done_marker_path(o_.staging, location, s).c_str());
+    }
+
+    void start_next_copy() {
+        for (long pos = cursor_; in_window(pos); ++pos) {
+            if (staged_.count(pos) || consumed_.count(pos)) continue;
+            const DatasetStep& step = step_at(pos);
+            bool busy = false;  // the same file staged for another lap
+            for (auto& [p, loc] : staged_) busy |= loc == step.file;
+            if (busy) continue;
+            for (int s : streams_) ::unlink(done_marker_path(o_.staging, step.file, s).c_str());
+            try {
+                copier_ = fetch(step);
+                copying_pos_ = pos;
+                copy_started_ns_ = monotonic_ns();
+            } catch (const std::exception& e) {
+                spdlog::error("stage: step {} skipped: {}", step.number, e.what());
+                status_.event({{"kind", "step"}, {"step", step.number}, {"result", "skipped"}, {"problem", e.what()}});
+                ++counters_.steps_skipped;
+                consumed_.insert(pos);
+            }
+            return;
+        }
+    }
+
+    void continue_copy() {
+        const std::int64_t t0 = monotonic_ns();
+        const std::uint64_t before = copier_->copied();
+        bool done = false;
+        try {
+            done = copier_->advance(64u << 20);
+        } catch (const std::exception& e) {
+            spdlog::error("stage: step {} skipped: {}", step_at(copying_pos_).number, e.what());
+            ++counters_.steps_skipped;
+            consumed_.insert(copying_pos_);
+            copier_.reset();
+            return;
+        }
+        counters_.bytes_read += copier_->copied() - before;
+        counters_.read_ns += monotonic_ns() - t0;
+        if (!done) return;
+        const DatasetStep& step = step_at(copying_pos_);
+        const double seconds = static_cast<double>(monotonic_ns() - copy_started_ns_) * 1e-9;
+        const double gbytes_per_s = static_cast<double>(copier_->total()) / seconds * 1e-9;
+        spdlog::info("stage: step {} staged ({} MiB in {:.3f} s, {:.2f} GB/s)", step.number, copier_->total() >> 20,
+                     seconds, gbytes_per_s);
+        status_.event({{"kind", "step"}, {"step", step.number}, {"result", "staged"}, {"seconds", seconds},
+                       {"gbytes_per_s", gbytes_per_s}});
+        staged_[copying_pos_] = step.file;
+        ++counters_.steps_staged;
+        copier_.reset();
+    }
+
+    const StageOptions& o_;
+    StatusReporter& status_;
+    Dataset dataset_;
+    std::vector<int> streams_;
+    std::uint64_t budget_ = 0;
+    long window_ = 1;
+    bool drop_source_cache_ = false;
+    Socket sync_;
+    std::optional<SyncGate> gate_;  // only with --sync
+    std::optional<control::Sync> last_sync_;
+    long cursor_ = 0;                      // schedule position of the next step to be sent
+    std::map<long, std::string> staged_;   // schedule position -> staged file
+    std::set<long> consumed_;              // positions sent (or skipped) but not yet passed
+    std::unique_ptr<StepFetch> copier_;
+    mover::PullSettings pull_;  // --from
+    std::string remote_dir_;    // --from: the dataset's directory beneath the server's root
+    long copying_pos_ = 0;
+    std::int64_t copy_started_ns_ = 0;
+    StageCounters counters_;
+};
+
+int run_stage(const StageOptions& o) {
+    StatusReporter status("stage", o.stats_json);
+    Stager stager(o, status);
+    StageCounters& c = stager.counters();
+    std::uint64_t last_bytes = 0;
+    std::int64_t last_ns = 0;
+    status.start([&] {
+        const std::uint64_t bytes = c.bytes_read.load();
+        const std::int64_t ns = c.read_ns.load();
+        // Read rate while reading, not diluted by idle time waiting for the shufflers.
+        const double rate = ns > last_ns ? static_cast<double>(bytes - last_bytes) / static_cast<double>(ns - last_ns) : 0;
+        last_bytes = bytes;
+        last_ns = ns;
+        return nlohmann::json{
+            {"line", fmt::format("stage: read {:.2f} GB/s, {} staged now, {} staged, {} freed, {} skipped, next step {}",
+                                 rate, c.staged.load(), c.steps_staged.load(), c.steps_freed.load(),
+                                 c.steps_skipped.load(), c.cursor_step.load())},
+            {"read_gbytes_per_s", rate}, {"staged_now", c.staged.load()}, {"steps_staged", c.steps_staged.load()},
+            {"steps_freed", c.steps_freed.load()}, {"steps_skipped", c.steps_skipped.load()}};
+    });
+    stager.run();
+    status.stop();
+    return 0;
+}
+
+}  // namespace
+
+void register_stage(CLI::App& root, RoleMain& run) {
+    auto o = std::make_shared<StageOptions>();
+    CLI::App* c = root.add_subcommand("stage", "copy the next steps into the staging area ahead of the shufflers");
+    c->add_option("--dataset", o->dataset, "dataset directory or its dataset.json")->required();
+    c->add_option("--from", o->from,
+                  "HOST[:PORT] of a `slabcast serve --allow-pull` on the data host: pull the steps from it "
+                  "(--dataset is then a path beneath its --root)");
+    c->add_option("--pull-streams", o->pull_streams, "TCP streams per pulled step (with --from)")
+        ->check(CLI::Range(1, 128))
+        ->capture_default_str();
+    c->add_option("--staging", o->staging, "staging directory, e.g. /dev/shm/slabcast-staging")->required();
+    c->add_option("--streams", o->streams, "streams whose shufflers use this staging area, e.g. 0-31")->required();
+    c->add_option("--budget", o->budget, "memory for staged steps, e.g. 16G (default: half the free space)");
+    c->add_option("--sync", o->sync, "HOST:PORT to hear the controller's sync packets on");
+    c->add_option("--key-file", o->key_file,
+                  "accept only syncs authenticated with this key (slabcast keygen); with --from, the streams to "
+                  "the data host's serve are authenticated with it too");
+    c->add_option("--controller", o->controller, "accept syncs only from these addresses/CIDRs");
+    c->add_flag("--loop", o->loop, "the controller loops over the steps: keep staging from the start");
+    c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
+    c->callback([o, &run] { run = [o] { return run_stage(*o); }; });
+}
+
+}  // namespace slabcast
