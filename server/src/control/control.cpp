@@ -11,10 +11,12 @@
 #include "slabcast/control_packets.h"
 #include "slabcast/dataset.h"
 #include "slabcast/clock.h"
+#include "slabcast/units.h"
 
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <climits>
 #include <ctime>
 #include <optional>
 #include <random>
@@ -44,15 +46,10 @@ std::vector<Endpoint> expand_endpoints(const std::vector<std::string>& texts) {
         const auto colon = t.rfind(':');
         const auto dash = t.find('-', colon == std::string::npos ? 0 : colon);
         if (colon != std::string::npos && dash != std::string::npos) {
-            int first = 0, last = 0;
-            try {
-                first = std::stoi(t.substr(colon + 1, dash - colon - 1));
-                last = std::stoi(t.substr(dash + 1));
-            } catch (const std::exception&) {
-                throw std::invalid_argument("address '" + t + "': expected HOST:FIRST-LAST");
-            }
-            if (last < first || last - first > 4096) throw std::invalid_argument("address '" + t + "': bad port range");
-            for (int p = first; p <= last; ++p) out.push_back(parse_endpoint(t.substr(0, colon + 1) + std::to_string(p)));
+            const IndexRange ports = parse_index_range(t.substr(colon + 1), 65535, "address '" + t + "': ports");
+            if (ports.last - ports.first > 4096) throw std::invalid_argument("address '" + t + "': bad port range");
+            for (int p = ports.first; p <= ports.last; ++p)
+                out.push_back(parse_endpoint(t.substr(0, colon + 1) + std::to_string(p)));
         } else {
             out.push_back(parse_endpoint(t));
         }
@@ -60,33 +57,20 @@ std::vector<Endpoint> expand_endpoints(const std::vector<std::string>& texts) {
     return out;
 }
 
-// "0-9,12" -> those step numbers, each checked against the dataset.
+// "0-9,12" -> those step numbers, each checked against the dataset (range by
+// range: "0-2000000000" stops at the first step the dataset lacks).
 std::vector<const DatasetStep*> select_steps(const Dataset& d, const std::string& text) {
     std::vector<const DatasetStep*> out;
     if (text.empty()) {
         for (const auto& s : d.steps) out.push_back(&s);
         return out;
     }
-    std::size_t pos = 0;
-    while (pos <= text.size()) {
-        std::size_t end = text.find(',', pos);
-        if (end == std::string::npos) end = text.size();
-        const std::string item = text.substr(pos, end - pos);
-        int lo = 0, hi = 0;
-        try {
-            const auto dash = item.find('-', 1);
-            lo = std::stoi(item.substr(0, dash));
-            hi = dash == std::string::npos ? lo : std::stoi(item.substr(dash + 1));
-        } catch (const std::exception&) {
-            throw std::invalid_argument("--steps '" + text + "': bad item '" + item + "'");
-        }
-        for (int s = lo; s <= hi; ++s) {
+    for (const IndexRange& r : parse_index_ranges(text, INT_MAX - 1, "--steps"))
+        for (int s = r.first; s <= r.last; ++s) {
             const DatasetStep* step = d.find_step(s);
             if (!step) throw std::invalid_argument("--steps: step " + std::to_string(s) + " is not in the dataset");
             out.push_back(step);
         }
-        pos = end + 1;
-    }
     return out;
 }
 

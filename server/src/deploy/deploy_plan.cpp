@@ -1,8 +1,7 @@
 #include "deploy/deploy_plan.h"
 
-#include "host/numa_placement.h"
-
 #include "slabcast/json_file.h"
+#include "slabcast/units.h"
 #include "slabcast/volume.h"
 
 #include <fmt/format.h>
@@ -92,7 +91,7 @@ std::vector<Host> hosts(const json& j, const char* key, const std::string& confi
         host.address = get<std::string>(h, "address", config, where);
         host.streams_text = get<std::string>(h, "streams", config, where);
         try {
-            host.streams = parse_index_list(host.streams_text, where + " streams");
+            host.streams = parse_index_list(host.streams_text, kMaxAxis - 1, where + " streams");
         } catch (const std::invalid_argument& e) {
             bad(config, e.what());
         }

@@ -3,6 +3,8 @@
 #include "host/numa_placement.h"
 #include "host/udp.h"
 
+#include "slabcast/units.h"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -22,19 +24,6 @@
 namespace slabcast {
 
 namespace fs = std::filesystem;
-
-std::string format_bytes(std::uint64_t bytes) {
-    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double v = static_cast<double>(bytes);
-    int u = 0;
-    while (v >= 1024 && u < 6) {
-        v /= 1024;
-        ++u;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-    return text;
-}
 
 std::uint64_t free_bytes(const std::string& dir) {
     struct statvfs fs {};

@@ -17,18 +17,22 @@
 #include "slabcast/quad_packet.h"
 #include "slabcast/clock.h"
 #include "slabcast/slab_file.h"
+#include "slabcast/units.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <map>
 #include <set>
 #include <memory>
+#include <optional>
 #include <thread>
 
 namespace slabcast {
@@ -61,19 +65,11 @@ struct StreamSpec {
 
 StreamSpec parse_stream(const std::string& text) {
     const auto colon = text.find(':');
-    StreamSpec s;
-    try {
-        if (colon == std::string::npos) throw std::invalid_argument("");
-        std::size_t used = 0;
-        s.slab = std::stoi(text.substr(0, colon), &used);
-        if (used != colon) throw std::invalid_argument("");
-        s.port = std::stoi(text.substr(colon + 1), &used);
-        if (colon + 1 + used != text.size()) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-        throw std::invalid_argument("--stream '" + text + "': expected SLAB:PORT, e.g. 0:9000");
-    }
-    if (s.port < 1 || s.port > 65535) throw std::invalid_argument("--stream '" + text + "': port must be 1..65535");
-    return s;
+    const auto slab = parse_whole(text.substr(0, colon), INT_MIN, INT_MAX);
+    const auto port = colon == std::string::npos ? std::nullopt : parse_whole(text.substr(colon + 1), INT_MIN, INT_MAX);
+    if (!slab || !port) throw std::invalid_argument("--stream '" + text + "': expected SLAB:PORT, e.g. 0:9000");
+    if (*port < 1 || *port > 65535) throw std::invalid_argument("--stream '" + text + "': port must be 1..65535");
+    return {static_cast<int>(*slab), static_cast<int>(*port)};
 }
 
 // Figures a stream thread shares with the status thread.
@@ -106,7 +102,7 @@ std::string listen_address(const std::string& listen) {
 // address (Balman et al., 2012, section 4.5: receiver and memory on the NIC's node), else
 // every allowed CPU. Says which and why, since placement makes or breaks line rate.
 std::vector<int> choose_cpus(const ReceiveOptions& o, const std::string& nic, const std::string& address) {
-    if (!o.cpus.empty()) return parse_index_list(o.cpus, "--cpus");
+    if (!o.cpus.empty()) return parse_index_list(o.cpus, CPU_SETSIZE - 1, "--cpus");
     const int node = numa_node_of_interface(nic);
     const std::vector<int> local = allowed_cpus_of_node(node);
     if (!local.empty()) {
@@ -126,7 +122,7 @@ void apply_allowlist(const std::vector<std::string>& items, const std::map<int, 
             for (auto& [slab, s] : by_slab) s->allowed.add_list(item);
             continue;
         }
-        const int slab = parse_index_list(item.substr(0, eq), "--allow stream")[0];
+        const int slab = parse_index_list(item.substr(0, eq), kMaxAxis - 1, "--allow stream")[0];
         if (!by_slab.count(slab)) throw std::invalid_argument("--allow '" + item + "': no --stream for slab " +
                                                               std::to_string(slab));
         by_slab.at(slab)->allowed.add_list(item.substr(eq + 1));
