@@ -1,6 +1,7 @@
 #include "host/host_checks.h"
 
 #include "host/numa_placement.h"
+#include "host/sysfs.h"
 #include "host/udp.h"
 
 #include "slabcast/units.h"
@@ -58,28 +59,6 @@ void require_own_directory(const std::string& dir) {
     if (st.st_uid != ::geteuid())
         throw std::runtime_error(dir + ": owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
                                  std::to_string(::geteuid()) + "); refused: its owner could replace what is written there");
-}
-
-std::string read_first_line(const std::string& path) {
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    return line;
-}
-
-long read_long(const std::string& path) {
-    try {
-        return std::stol(read_first_line(path));
-    } catch (const std::exception&) {
-        return -1;
-    }
-}
-
-std::string sysctl_path(const std::string& name) {
-    std::string p = "/proc/sys/" + name;
-    for (auto& c : p)
-        if (c == '.') c = '/';
-    return p;
 }
 
 std::string default_interface() {

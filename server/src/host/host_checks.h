@@ -28,9 +28,6 @@ constexpr SysctlWant kWantedSysctls[] = {
     kBacklogSysctl,
 };
 
-std::string read_first_line(const std::string& path);
-long read_long(const std::string& path);  // -1 when missing or not a number
-std::string sysctl_path(const std::string& name);
 std::string default_interface();  // the default route's, else "lo"
 
 HostFinding check_sysctl(const SysctlWant& s);

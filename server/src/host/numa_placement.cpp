@@ -1,6 +1,6 @@
 #include "host/numa_placement.h"
 
-#include "host/host_checks.h"
+#include "host/sysfs.h"
 
 #include "slabcast/units.h"
 
