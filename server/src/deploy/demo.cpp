@@ -10,6 +10,7 @@
 #include "host/stop_signal.h"
 
 #include "slabcast/dataset.h"
+#include "slabcast/descriptor.h"
 #include "slabcast/units.h"
 #include "slabcast/volume.h"
 
@@ -135,7 +136,7 @@ private:
     // Named by the base port, so that two demos on one host do not collide.
     std::string shm_dir() const { return fmt::format("/dev/shm/slabcast-demo-{}", o_.base_port); }
     std::string staging(const Side& s) const { return shm_dir() + "-staging-" + s.name; }
-    std::string descriptor(const Side& s) const { return shm_dir() + "/" + s.name + ".slabcast"; }
+    std::string descriptor(const Side& s) const { return descriptor_path(shm_dir(), s.name); }
     std::string log(const std::string& name) const { return o_.out + "/logs/" + name + ".log"; }
     std::string stop_file() const { return o_.out + "/stop"; }
     std::string key_file() const { return o_.out + "/sync.key"; }

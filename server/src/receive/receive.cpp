@@ -44,7 +44,7 @@ struct ReceiveOptions {
     int slab_depth = 0;
     std::string listen;
     std::vector<std::string> streams;  // "K:PORT"
-    std::string shm_dir = "/dev/shm/slabcast";
+    std::string shm_dir = kDefaultShmDir;
     std::string field = "density";
     int ghost_planes = 1;
     std::string cpus;
@@ -324,7 +324,7 @@ int run_receive(const ReceiveOptions& o) {
             if (auto next = by_slab.find(slab + 1); next != by_slab.end())
                 s->receiver->mirror_top_plane_to(next->second->slab.values_rw());
 
-    const std::string descriptor_path = o.shm_dir + "/" + o.name + ".slabcast";
+    const std::string descriptor_path = slabcast::descriptor_path(o.shm_dir, o.name);
     merge_existing(o.shm_dir, descriptor_path, descriptor);
     write_descriptor(descriptor_path, descriptor);
     spdlog::info("receive: {} stream(s) of {} ready; descriptor {}", streams.size(), to_string(dims), descriptor_path);
