@@ -11,7 +11,6 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
-#include <type_traits>
 #include <vector>
 
 namespace slabcast {
@@ -23,54 +22,29 @@ using nlohmann::json;
     throw std::runtime_error(config + ": " + problem);
 }
 
-// One field of the file, of type T, checked: a wrong type or a number that is
-// not a whole `int` names the field instead of leaking a JSON library message
-// (or, for a float into an int, an undefined cast: see docs/fuzzing.md).
-template <typename T>
-T field(const json& v, const char* key, const std::string& config, const std::string& where) {
-    auto whole = [&](const json& e) {
-        try {
-            json_file::whole_number<int>(e, key);
-        } catch (const std::runtime_error&) {
-            bad(config, where + ": \"" + key + "\" must hold whole numbers");
-        }
-    };
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) whole(v);
-    if constexpr (std::is_same_v<T, std::vector<std::int64_t>>)
-        if (v.is_array())
-            for (const auto& e : v) whole(e);
-    if constexpr (std::is_same_v<T, double>)
-        if (!v.is_number()) bad(config, where + ": \"" + key + "\" must be a number");
-    if constexpr (std::is_same_v<T, bool>)
-        if (!v.is_boolean()) bad(config, where + ": \"" + key + "\" must be true or false");
-    try {
-        T value = v.get<T>();
-        if constexpr (std::is_same_v<T, std::string>) {
-            // Every string here ends up as a word of a printed shell command:
-            // nothing that could split it or be read by a shell.
-            static const std::string allowed = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._,:/@%+=-[]";
-            const auto at = value.find_first_not_of(allowed);
-            if (value.empty() || at != std::string::npos)
-                bad(config, where + ": \"" + key + "\" must be a non-empty word of letters, digits and ._,:/@%+=-[]" +
-                                (value.empty() ? "" : fmt::format(" (character {} is not)", at + 1)));
-        }
-        return value;
-    } catch (const json::exception&) {
-        bad(config, where + ": \"" + key + "\" has the wrong type");
-    }
+using json_file::field;
+using json_file::field_or;
+
+// What errors name: the file, then where in it ("plan.json: senders s1").
+std::string at(const std::string& config, const std::string& where) {
+    return where == "the deployment" ? config : config + ": " + where;
 }
 
-template <typename T>
-T get(const json& j, const char* key, const std::string& config, const std::string& where) {
-    if (!j.is_object() || !j.contains(key)) bad(config, where + " has no \"" + key + "\"");
-    return field<T>(j.at(key), key, config, where);
+// A field that becomes a word of a printed shell command: nothing that could
+// split it or be read by a shell.
+std::string word(const std::string& value, const char* key, const std::string& path) {
+    static const std::string allowed = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._,:/@%+=-[]";
+    const auto at = value.find_first_not_of(allowed);
+    if (value.empty() || at != std::string::npos)
+        throw std::runtime_error(path + ": \"" + key + "\" must be a non-empty word of letters, digits and ._,:/@%+=-[]" +
+                                 (value.empty() ? "" : fmt::format(" (character {} is not)", at + 1)));
+    return value;
 }
-
-// An optional field: `fallback` when absent.
-template <typename T>
-T get_or(const json& j, const char* key, T fallback, const std::string& config, const std::string& where) {
-    if (!j.is_object() || !j.contains(key)) return fallback;
-    return field<T>(j.at(key), key, config, where);
+std::string word(const json& j, const char* key, const std::string& path) {
+    return word(field<std::string>(j, key, path), key, path);
+}
+std::string word_or(const json& j, const char* key, const std::string& fallback, const std::string& path) {
+    return j.is_object() && j.contains(key) ? word(j, key, path) : fallback;
 }
 
 struct Host {
@@ -81,15 +55,15 @@ struct Host {
 };
 
 std::vector<Host> hosts(const json& j, const char* key, const std::string& config) {
-    const json list = get<json>(j, key, config, "the deployment");
+    const json list = field<json>(j, key, at(config, "the deployment"));
     if (!list.is_array() || list.empty()) bad(config, std::string("\"") + key + "\" must be a list of hosts");
     std::vector<Host> out;
     for (const auto& h : list) {
         Host host;
-        host.name = get<std::string>(h, "host", config, key);
+        host.name = word(h, "host", at(config, key));
         const std::string where = std::string(key) + " " + host.name;
-        host.address = get<std::string>(h, "address", config, where);
-        host.streams_text = get<std::string>(h, "streams", config, where);
+        host.address = word(h, "address", at(config, where));
+        host.streams_text = word(h, "streams", at(config, where));
         try {
             host.streams = parse_index_list(host.streams_text, kMaxAxis - 1, where + " streams");
         } catch (const std::invalid_argument& e) {
@@ -118,7 +92,7 @@ void check_coverage(const std::vector<Host>& hosts, int count, const std::string
 
 // A port base: itself and base + stream must be valid ports.
 int port(const json& j, const char* key, int fallback, int streams, const std::string& config) {
-    const int p = get_or<int>(j, key, fallback, config, "ports");
+    const int p = field_or<int>(j, key, fallback, at(config, "ports"));
     if (p < 1 || p > 65535 - streams) bad(config, fmt::format("port \"{}\" {} leaves no room for {} streams", key, p, streams));
     return p;
 }
@@ -126,33 +100,28 @@ int port(const json& j, const char* key, int fallback, int streams, const std::s
 }  // namespace
 
 std::string plan_commands(const std::string& json_text, const std::string& cfg, const std::string& only_host) {
-    json j;
-    try {
-        j = json::parse(json_text);
-    } catch (const json::exception& e) {
-        bad(cfg, std::string("not valid JSON (") + e.what() + ")");
-    }
-    const std::string name = get<std::string>(j, "name", cfg, "the deployment");
-    const std::string dataset = get<std::string>(j, "dataset", cfg, "the deployment");
-    const auto d = get<std::vector<std::int64_t>>(j, "dims", cfg, "the deployment");
+    const json j = json_file::parse(json_text, cfg);
+    const std::string name = word(j, "name", at(cfg, "the deployment"));
+    const std::string dataset = word(j, "dataset", at(cfg, "the deployment"));
+    const auto d = field<std::vector<std::int64_t>>(j, "dims", at(cfg, "the deployment"));
     if (d.size() != 3) bad(cfg, "\"dims\" must be [NX, NY, NZ]");
     for (auto n : d)
         if (n < 1 || n > (1 << 20)) bad(cfg, "\"dims\": each size must be 1..1048576");
     const Dims dims{d[0], d[1], d[2]};
-    const int depth = get<int>(j, "slab_depth", cfg, "the deployment");
+    const int depth = field<int>(j, "slab_depth", at(cfg, "the deployment"));
     if (depth < 1) bad(cfg, "\"slab_depth\" must be >= 1");
     const int count = slab_count(dims, depth);
     if (count > 1024) bad(cfg, fmt::format("{} streams (dims and slab_depth): at most 1024", count));
-    const std::string rate = get_or<std::string>(j, "rate", "2.81G", cfg, "the deployment");
-    const json ports = get_or<json>(j, "ports", json::object(), cfg, "the deployment");
+    const std::string rate = word_or(j, "rate", "2.81G", at(cfg, "the deployment"));
+    const json ports = field_or<json>(j, "ports", json::object(), at(cfg, "the deployment"));
     const int data_port = port(ports, "data", 9000, count, cfg), sync_port = port(ports, "sync", 9100, count, cfg),
               stager_port = port(ports, "stager", 9200, 0, cfg);
     const auto senders = hosts(j, "senders", cfg);
     const auto receivers = hosts(j, "receivers", cfg);
     check_coverage(senders, count, "sender", cfg);
     check_coverage(receivers, count, "receiver", cfg);
-    const json controller = get<json>(j, "controller", cfg, "the deployment");
-    const std::string controller_host = get<std::string>(controller, "host", cfg, "controller");
+    const json controller = field<json>(j, "controller", at(cfg, "the deployment"));
+    const std::string controller_host = word(controller, "host", at(cfg, "controller"));
     const std::string dims_text = fmt::format("{},{},{}", dims.nx, dims.ny, dims.nz);
 
     std::map<int, std::string> receiver_of, sender_of;
@@ -163,11 +132,11 @@ std::string plan_commands(const std::string& json_text, const std::string& cfg, 
     // Security (README "Security"): receivers take data from their streams'
     // senders only; with "key_file", syncs are authenticated; with the
     // controller's "address", shufflers and stagers take syncs from it only.
-    const std::string key_file = get_or<std::string>(j, "key_file", "", cfg, "the deployment");
+    const std::string key_file = word_or(j, "key_file", "", at(cfg, "the deployment"));
     const std::string auth = key_file.empty() ? "" : " --key-file " + key_file;
-    const std::string controller_address = get_or<std::string>(controller, "address", "", cfg, "controller");
+    const std::string controller_address = word_or(controller, "address", "", at(cfg, "controller"));
     const std::string from_controller = controller_address.empty() ? "" : " --controller " + controller_address;
-    const bool loop = get_or<bool>(controller, "loop", false, cfg, "controller");
+    const bool loop = field_or<bool>(controller, "loop", false, at(cfg, "controller"));
 
     std::ostringstream out;
     bool printed = false;
@@ -188,22 +157,22 @@ std::string plan_commands(const std::string& json_text, const std::string& cfg, 
         if (from.size() == 1) out << " --allow " << *from.begin();
         else
             for (int k : r.streams) out << " --allow " << k << "=" << sender_of[k];
-        if (r.spec.contains("cpus")) out << " --cpus " << get<std::string>(r.spec, "cpus", cfg, where);
-        if (r.spec.contains("shm_dir")) out << " --shm-dir " << get<std::string>(r.spec, "shm_dir", cfg, where);
+        if (r.spec.contains("cpus")) out << " --cpus " << word(r.spec, "cpus", at(cfg, where));
+        if (r.spec.contains("shm_dir")) out << " --shm-dir " << word(r.spec, "shm_dir", at(cfg, where));
         out << "\n";
     }
     for (const auto& s : senders) {
         if (!section(s.name, "sender: stager and shufflers")) continue;
         const std::string where = "senders " + s.name;
-        const std::string staging = get_or<std::string>(s.spec, "staging", "/dev/shm/slabcast-staging", cfg, where);
-        const int stager = get_or<int>(s.spec, "stager_port", stager_port, cfg, where);
+        const std::string staging = word_or(s.spec, "staging", "/dev/shm/slabcast-staging", at(cfg, where));
+        const int stager = field_or<int>(s.spec, "stager_port", stager_port, at(cfg, where));
         if (stager < 1 || stager > 65535) bad(cfg, where + ": \"stager_port\" must be 1..65535");
         out << "slabcast stage --dataset " << dataset << " --staging " << staging << " --streams " << s.streams_text
             << " --sync " << s.address << ":" << stager;
-        if (s.spec.contains("budget")) out << " --budget " << get<std::string>(s.spec, "budget", cfg, where);
+        if (s.spec.contains("budget")) out << " --budget " << word(s.spec, "budget", at(cfg, where));
         if (loop) out << " --loop";
         out << auth << from_controller << "\n";
-        const std::string sender_rate = get_or<std::string>(s.spec, "rate", rate, cfg, where);
+        const std::string sender_rate = word_or(s.spec, "rate", rate, at(cfg, where));
         for (int k : s.streams)
             out << "slabcast shuffle --stream " << k << " --to " << receiver_of[k] << ":" << data_port + k
                 << " --staging " << staging << " --dataset " << dataset << " --slab-depth " << depth << " --sync "
@@ -213,12 +182,12 @@ std::string plan_commands(const std::string& json_text, const std::string& cfg, 
         out << "slabcast control --dataset " << dataset;
         for (const auto& s : senders) {
             for (int k : s.streams) out << " --shuffler " << s.address << ":" << sync_port + k;
-            out << " --stager " << s.address << ":" << get_or<int>(s.spec, "stager_port", stager_port, cfg, "senders");
+            out << " --stager " << s.address << ":" << field_or<int>(s.spec, "stager_port", stager_port, at(cfg, "senders"));
         }
         if (controller.contains("interval"))
-            out << " --interval " << get<double>(controller, "interval", cfg, "controller");
+            out << " --interval " << field<double>(controller, "interval", at(cfg, "controller"));
         if (loop) out << " --loop";
-        if (controller.contains("count")) out << " --count " << get<int>(controller, "count", cfg, "controller");
+        if (controller.contains("count")) out << " --count " << field<int>(controller, "count", at(cfg, "controller"));
         out << auth << "\n";
     }
     if (!printed) bad(cfg, "no host named '" + only_host + "'");
