@@ -1,6 +1,7 @@
 // `slabcast demo`: every role on this machine over loopback, plus ParaView
 // rendering the stream live: the GUI when there is a display, otherwise pvbatch
-// under its own Xvfb saving frames. `--head-to-head` adds the SC11 comparison:
+// under its own Xvfb saving frames. `--head-to-head` adds the SC11 comparison
+// (Balman et al., 2012, section 4, figure 6):
 // 1/8 of the volume at the same resolution over a tenth of the bandwidth,
 // rendered beside the full volume in one frame. The roles and their command
 // lines come from the deployment planner (demo_plan.h, deploy_plan.h), as

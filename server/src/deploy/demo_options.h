@@ -20,7 +20,8 @@ struct DemoOptions {
     std::string cache;
     std::string dataset;
     int ranks = 1;
-    // Like SC11 (1.4 s to move a step, 2.5 s to render it): time to see each step.
+    // Like SC11 (1.4 s to move a step, 2.5 s to render it; Balman et al., 2012,
+    // section 4.6): time to see each step.
     double step_interval = 3;
     bool headless = false;
     bool keep_shm = false;

@@ -1,7 +1,7 @@
 // What `slabcast demo` runs, as a deployment of the planner (deploy_plan.h):
 // every role on 127.0.0.1, the full volume and, with --head-to-head, the SC11
 // comparison beside it: 1/8 of the volume at the same resolution over a tenth
-// of the bandwidth (Balman et al., 2012, section 4.4, figure 6).
+// of the bandwidth (Balman et al., 2012, sections 4 and 4.2, figure 6).
 #pragma once
 
 #include "deploy/demo_options.h"

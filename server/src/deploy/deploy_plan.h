@@ -1,6 +1,6 @@
 // A deployment -> the command each host runs, in start order: receivers,
 // senders (stager, then shufflers), controller (Balman et al., 2012, section
-// 4, figure 3: data hosts, render hosts and a control host). `slabcast plan`
+// 4.1, figure 3: sender hosts, receive/render hosts and a controller). `slabcast plan`
 // reads one from a JSON file (docs/deployment.md) and prints the commands;
 // `slabcast demo` builds one for this machine and runs them. The port layout
 // and every option the roles are started with are written here only.
@@ -57,7 +57,9 @@ struct Deployment {
     std::string dataset;
     std::string key_file;  // not empty: syncs are authenticated
     // All of them read `dataset` and share the controller: a deployment file
-    // has one; the demo's head-to-head two (the full volume and an eighth).
+    // has one; the demo's head-to-head two (the full volume and an eighth),
+    // as one controller synced the shufflers of both at SC11 (Balman et al.,
+    // 2012, section 4.3).
     std::vector<PlanVolume> volumes;
     PlanController controller;
 };

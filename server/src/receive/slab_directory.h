@@ -1,4 +1,5 @@
-// The receiver's side of the shared-memory directory (docs/shared-memory.md):
+// The receiver's side of the shared-memory directory (Balman et al., 2012,
+// section 4.2: slabs in /dev/shm the renderer maps read-only; docs/shared-memory.md):
 // room for its slabs before it writes them, one descriptor shared with the
 // other receivers of the same volume on this host, and its own files gone on a
 // clean stop. The volume is described by a Descriptor: name, field, dims,
