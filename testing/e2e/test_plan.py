@@ -105,18 +105,23 @@ class PlanTest(unittest.TestCase):
         self.assertIn("stream 1 is on senders s1 and s2", self.plan(c).stderr)
         c = json.loads(json.dumps(self.config))
         del c["senders"][0]["address"]
-        self.assertIn("senders s1 has no \"address\"", self.plan(c).stderr)
+        self.assertIn("deploy.json: senders s1: missing field 'address'", self.plan(c).stderr)
         self.assertIn("no host named 'nobody'", self.plan(self.config, "--host", "nobody").stderr)
         c = dict(self.config, slab_depth=1.6e31)  # once an undefined float-to-int cast
-        self.assertIn("\"slab_depth\" must hold whole numbers", self.plan(c).stderr)
+        self.assertIn("deploy.json: field 'slab_depth' must be a whole number", self.plan(c).stderr)
         c = dict(self.config, slab_depth=2**64 - 1)  # once read as -1
-        self.assertIn("\"slab_depth\" must hold whole numbers", self.plan(c).stderr)
+        self.assertIn("deploy.json: field 'slab_depth' is out of range", self.plan(c).stderr)
+        c = dict(self.config, dims=[32, 32.5, 32])
+        self.assertIn("deploy.json: field 'dims' must be a whole number", self.plan(c).stderr)
+        c = json.loads(json.dumps(self.config))
+        c["controller"]["interval"] = True  # a number, not true taken as 1
+        self.assertIn("deploy.json: controller: field 'interval' has the wrong type", self.plan(c).stderr)
         c = json.loads(json.dumps(self.config))
         c["senders"][0]["staging"] = "/dev/shm/x; rm -rf ~"  # would be a second command in the printed line
         self.assertIn("senders s1: \"staging\" must be a non-empty word", self.plan(c).stderr)
         c = json.loads(json.dumps(self.config))
         c["receivers"][0]["cpus"] = 3
-        self.assertIn("receivers r1: \"cpus\" has the wrong type", self.plan(c).stderr)
+        self.assertIn("deploy.json: receivers r1: field 'cpus' has the wrong type", self.plan(c).stderr)
         c = dict(self.config, ports={"data": 65534})
         self.assertIn("port \"data\" 65534 leaves no room for 4 streams", self.plan(c).stderr)
 

@@ -91,7 +91,8 @@ TEST_CASE("descriptor round trip") {
     d.ghost_planes = 1;
     d.spacing[2] = 2.5;
     d.slabs = {{0, "x.slab0"}, {3, "x.slab3"}};
-    write_descriptor(dir.file("cosmo.slabcast"), d);
+    CHECK(descriptor_path(dir.path, "cosmo") == dir.file("cosmo.slabcast"));
+    write_descriptor(descriptor_path(dir.path, "cosmo"), d);
     const Descriptor r = read_descriptor(dir.file("cosmo.slabcast"));
     CHECK(r.name == "cosmo");
     CHECK(r.dims == kDims);

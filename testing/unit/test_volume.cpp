@@ -1,4 +1,3 @@
-#include "slabcast/units.h"
 #include "slabcast/volume.h"
 
 #include <catch2/catch.hpp>
@@ -65,16 +64,4 @@ TEST_CASE("slab offsets at the corners of the volume") {
     CHECK(slab_offset(d, g, 1023, 1023, 191) == 33LL * 1024 * 1024 - 1);    // last stored value
     CHECK(volume_offset(d, 1023, 1023, 1023) == 1024LL * 1024 * 1024 - 1);
     CHECK(volume_offset(d, 1, 2, 3) == (3LL * 1024 + 2) * 1024 + 1);
-}
-
-TEST_CASE("rates") {
-    CHECK(parse_rate_bps("2.81G") == Approx(2.81e9));
-    CHECK(parse_rate_bps("500M") == Approx(5e8));
-    CHECK(parse_rate_bps("10gbit") == Approx(1e10));
-    CHECK(parse_rate_bps("1.5Gbps") == Approx(1.5e9));
-    CHECK(parse_rate_bps("0") == 0);
-    CHECK_THROWS_WITH(parse_rate_bps("fast"), Catch::Contains("rate 'fast'"));
-    CHECK_THROWS_WITH(parse_rate_bps("3X"), Catch::Contains("unknown unit"));
-    CHECK_THROWS(parse_rate_bps("-1G"));
-    CHECK(format_rate(2.81e9) == "2.81 Gbit/s");
 }

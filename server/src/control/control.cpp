@@ -11,10 +11,12 @@
 #include "slabcast/control_packets.h"
 #include "slabcast/dataset.h"
 #include "slabcast/clock.h"
+#include "slabcast/units.h"
 
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <climits>
 #include <ctime>
 #include <optional>
 #include <random>
@@ -44,15 +46,10 @@ std::vector<Endpoint> expand_endpoints(const std::vector<std::string>& texts) {
         const auto colon = t.rfind(':');
         const auto dash = t.find('-', colon == std::string::npos ? 0 : colon);
         if (colon != std::string::npos && dash != std::string::npos) {
-            int first = 0, last = 0;
-            try {
-                first = std::stoi(t.substr(colon + 1, dash - colon - 1));
-                last = std::stoi(t.substr(dash + 1));
-            } catch (const std::exception&) {
-                throw std::invalid_argument("address '" + t + "': expected HOST:FIRST-LAST");
-            }
-            if (last < first || last - first > 4096) throw std::invalid_argument("address '" + t + "': bad port range");
-            for (int p = first; p <= last; ++p) out.push_back(parse_endpoint(t.substr(0, colon + 1) + std::to_string(p)));
+            const IndexRange ports = parse_index_range(t.substr(colon + 1), 65535, "address '" + t + "': ports");
+            if (ports.last - ports.first > 4096) throw std::invalid_argument("address '" + t + "': bad port range");
+            for (int p = ports.first; p <= ports.last; ++p)
+                out.push_back(parse_endpoint(t.substr(0, colon + 1) + std::to_string(p)));
         } else {
             out.push_back(parse_endpoint(t));
         }
@@ -60,33 +57,20 @@ std::vector<Endpoint> expand_endpoints(const std::vector<std::string>& texts) {
     return out;
 }
 
-// "0-9,12" -> those step numbers, each checked against the dataset.
+// "0-9,12" -> those step numbers, each checked against the dataset (range by
+// range: "0-2000000000" stops at the first step the dataset lacks).
 std::vector<const DatasetStep*> select_steps(const Dataset& d, const std::string& text) {
     std::vector<const DatasetStep*> out;
     if (text.empty()) {
         for (const auto& s : d.steps) out.push_back(&s);
         return out;
     }
-    std::size_t pos = 0;
-    while (pos <= text.size()) {
-        std::size_t end = text.find(',', pos);
-        if (end == std::string::npos) end = text.size();
-        const std::string item = text.substr(pos, end - pos);
-        int lo = 0, hi = 0;
-        try {
-            const auto dash = item.find('-', 1);
-            lo = std::stoi(item.substr(0, dash));
-            hi = dash == std::string::npos ? lo : std::stoi(item.substr(dash + 1));
-        } catch (const std::exception&) {
-            throw std::invalid_argument("--steps '" + text + "': bad item '" + item + "'");
-        }
-        for (int s = lo; s <= hi; ++s) {
+    for (const IndexRange& r : parse_index_ranges(text, INT_MAX - 1, "--steps"))
+        for (int s = r.first; s <= r.last; ++s) {
             const DatasetStep* step = d.find_step(s);
             if (!step) throw std::invalid_argument("--steps: step " + std::to_string(s) + " is not in the dataset");
             out.push_back(step);
         }
-        pos = end + 1;
-    }
     return out;
 }
 
@@ -96,137 +80,187 @@ struct ControlCounters {
     std::atomic<int> started{0}, finished{0}, missing{0};
 };
 
-int run_control(const ControlOptions& o) {
-    const Dataset dataset = read_dataset(o.dataset);
-    const auto schedule = select_steps(dataset, o.steps);
-    const auto shufflers = expand_endpoints(o.shufflers);
-    const auto stagers = expand_endpoints(o.stagers);
-    if (shufflers.empty()) throw std::invalid_argument("give at least one --shuffler HOST:PORT");
-
-    const Endpoint bind = parse_endpoint(o.bind);
-    Socket sock(open_udp_socket(bind.addr.ss_family));
-    bind_socket(sock.fd(), bind);
-    set_receive_timeout(sock.fd(), 20);
-
-    std::random_device rd;
-    std::optional<control::SyncKey> key;
-    if (!o.key_file.empty()) key = load_sync_key(o.key_file);
-    else spdlog::warn("control: syncs are not authenticated (no --key-file): shufflers started with one will drop them");
-    const std::uint64_t session = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(monotonic_ns());
-    std::uint32_t seq = 0;
-
-    StatusReporter status("control", o.stats_json);
-    ControlCounters c;
-    const int n_shufflers = static_cast<int>(shufflers.size());
-    status.start([&] {
-        return nlohmann::json{
-            {"line", fmt::format("control: step {}, {} steps synced, {}/{} shufflers started, {}/{} finished{}",
-                                 c.step.load(), c.steps_sent.load(), c.started.load(), n_shufflers, c.finished.load(),
-                                 n_shufflers,
-                                 c.missing ? fmt::format(", {} MISSING at the last step", c.missing.load()) : "")},
-            {"missing", c.missing.load()},
-            {"step", c.step.load()}, {"steps_sent", c.steps_sent.load()}, {"started", c.started.load()},
-            {"finished", c.finished.load()}, {"shufflers", n_shufflers}};
-    });
-    spdlog::info("control: {} step(s) to {} shuffler(s){}, {}", schedule.size(), shufflers.size(),
-                 stagers.empty() ? "" : fmt::format(" and {} stager(s)", stagers.size()),
-                 o.interval_s > 0 ? fmt::format("one every {} s", o.interval_s) : "each as soon as all finish");
-
-    long sent_steps = 0;
-    std::vector<bool> silent(shufflers.size(), false);  // did not answer the last step at all
-    for (std::size_t i = 0; !stop_requested(); ++i) {
-        if (i == schedule.size()) {
-            if (!o.loop) break;
-            i = 0;
-        }
-        if (o.count > 0 && sent_steps >= o.count) break;
-        const DatasetStep& step = *schedule[i];
-        control::Sync sync{session, ++seq, step.number, step.file};
-        sync.time_ns = realtime_ns();
-        const auto packet = control::encode(sync, key ? &*key : nullptr);
-        auto send_to = [&](const Endpoint& e) {
-            ::sendto(sock.fd(), packet.data(), packet.size(), 0, reinterpret_cast<const sockaddr*>(&e.addr), e.length);
-        };
-        std::set<std::size_t> started, done;
-        std::vector<std::string> outcomes(shufflers.size(), "silent");
-        const std::int64_t t0 = monotonic_ns();
-        std::int64_t last_send = 0;
-        c.step = step.number;
-        c.started = 0;
-        c.finished = 0;
-        ++sent_steps;
-        c.steps_sent = sent_steps;
-        int stager_copies = 0;
-        status.event({{"kind", "sync"}, {"step", step.number}, {"seq", seq}});  // its time: when the step was asked for
-        for (;;) {
-            const std::int64_t now = monotonic_ns();
-            if (now - last_send > 200'000'000) {  // (re)send to whoever has not answered
-                for (std::size_t k = 0; k < shufflers.size(); ++k)
-                    if (!started.count(k)) send_to(shufflers[k]);
-                if (stager_copies++ < 3)
-                    for (const auto& e : stagers) send_to(e);
-                last_send = now;
-            }
-            std::uint8_t buf[256];
-            sockaddr_storage from{};
-            socklen_t from_len = sizeof from;
-            const ssize_t n = ::recvfrom(sock.fd(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
-            if (n > 0) {
-                const auto r = control::decode_reply(buf, static_cast<std::size_t>(n));
-                if (r && r->session == session && r->seq == seq) {
-                    for (std::size_t k = 0; k < shufflers.size(); ++k) {
-                        if (to_string(shufflers[k].addr) != to_string(from)) continue;
-                        started.insert(k);
-                        if (r->kind != control::ReplyKind::Started) {
-                            done.insert(k);
-                            outcomes[k] = control::to_string(r->kind);
-                        }
-                    }
-                    c.started = static_cast<int>(started.size());
-                    c.finished = static_cast<int>(done.size());
-                }
-            }
-            const double elapsed = static_cast<double>(monotonic_ns() - t0) * 1e-9;
-            if (stop_requested()) break;
-            const bool last = !o.loop && (i + 1 == schedule.size() || (o.count > 0 && sent_steps >= o.count));
-            // Fixed interval: move on when it is up (after the last step, wait for the finish too).
-            if (o.interval_s > 0 && elapsed >= o.interval_s && !(last && done.size() < shufflers.size() &&
-                                                                 elapsed < o.done_timeout_s))
-                break;
-            if (o.interval_s == 0 && done.size() == shufflers.size()) break;
-            if (o.interval_s == 0 && elapsed >= o.done_timeout_s) {
-                std::string missing;
-                for (std::size_t k = 0; k < shufflers.size(); ++k)
-                    if (!done.count(k)) missing += " " + shufflers[k].text + "(" + outcomes[k] + ")";
-                spdlog::warn("control: step {}: no finish after {} s from:{}", step.number, o.done_timeout_s, missing);
-                break;
-            }
-        }
-        const double seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
-        spdlog::info("control: step {} ({}): {}/{} started, {}/{} done in {:.3f} s", step.number, step.file,
-                     started.size(), shufflers.size(), done.size(), shufflers.size(), seconds);
-        // A shuffler that never answered is down or cut off: said once, when it
-        // goes quiet, and again when it answers again.
-        nlohmann::json missing = nlohmann::json::array();
-        for (std::size_t k = 0; k < shufflers.size() && !stop_requested(); ++k) {
-            const bool quiet = !started.count(k);
-            if (quiet) missing.push_back(shufflers[k].text);
-            if (quiet && !silent[k])
-                spdlog::warn("control: shuffler {} MISSING: no answer to step {} (down, or its path cut)",
-                             shufflers[k].text, step.number);
-            if (!quiet && silent[k]) spdlog::info("control: shuffler {} answers again", shufflers[k].text);
-            silent[k] = quiet;
-        }
-        c.missing = static_cast<int>(missing.size());
-        nlohmann::json per = nlohmann::json::array();
-        for (std::size_t k = 0; k < shufflers.size(); ++k) per.push_back(outcomes[k]);
-        status.event({{"kind", "step"}, {"step", step.number}, {"seq", seq}, {"started", started.size()},
-                      {"done", done.size()}, {"seconds", seconds}, {"outcomes", per},
-                      {"missing", missing}});
+// The control host (Balman et al., 2012, section 4.3): one sync per step to
+// every shuffler, resent until each answers, the next step when the interval
+// is up or (interval 0) when every shuffler has finished.
+class Controller {
+public:
+    explicit Controller(const ControlOptions& o)
+        : o_(o), dataset_(read_dataset(o.dataset)), schedule_(select_steps(dataset_, o.steps)),
+          shufflers_(expand_endpoints(o.shufflers)), stagers_(expand_endpoints(o.stagers)),
+          silent_(shufflers_.size(), false), status_("control", o.stats_json) {
+        if (shufflers_.empty()) throw std::invalid_argument("give at least one --shuffler HOST:PORT");
+        open_socket();
+        load_key();
     }
-    status.stop();
-    return 0;
-}
+
+    int run() {
+        start_status();
+        spdlog::info("control: {} step(s) to {} shuffler(s){}, {}", schedule_.size(), shufflers_.size(),
+                     stagers_.empty() ? "" : fmt::format(" and {} stager(s)", stagers_.size()),
+                     o_.interval_s > 0 ? fmt::format("one every {} s", o_.interval_s) : "each as soon as all finish");
+        for (std::size_t i = 0; !stop_requested(); ++i) {
+            if (i == schedule_.size()) {
+                if (!o_.loop) break;
+                i = 0;
+            }
+            if (o_.count > 0 && sent_steps_ >= o_.count) break;
+            const bool last = !o_.loop && (i + 1 == schedule_.size() || (o_.count > 0 && sent_steps_ + 1 >= o_.count));
+            sync_step(*schedule_[i], last);
+        }
+        status_.stop();
+        return 0;
+    }
+
+private:
+    // What one step's sync has heard so far.
+    struct StepProgress {
+        std::set<std::size_t> started, done;  // shufflers, by index
+        std::vector<std::string> outcomes;    // per shuffler: silent, finished, abandoned...
+        std::int64_t t0 = 0, last_send = 0;
+        int stager_copies = 0;
+        std::vector<std::uint8_t> packet;
+    };
+
+    void open_socket() {
+        const Endpoint bind = parse_endpoint(o_.bind);
+        sock_ = Socket(open_udp_socket(bind.addr.ss_family));
+        bind_socket(sock_.fd(), bind);
+        set_receive_timeout(sock_.fd(), 20);
+    }
+
+    // The syncs are signed with the key, under a session number of this run's
+    // own, so that shufflers tell a restarted controller from a replay.
+    void load_key() {
+        std::random_device rd;
+        if (!o_.key_file.empty()) key_ = load_sync_key(o_.key_file);
+        else spdlog::warn("control: syncs are not authenticated (no --key-file): shufflers started with one will drop them");
+        session_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(monotonic_ns());
+    }
+
+    void start_status() {
+        status_.start([this] {
+            const int n = static_cast<int>(shufflers_.size());
+            return nlohmann::json{
+                {"line", fmt::format("control: step {}, {} steps synced, {}/{} shufflers started, {}/{} finished{}",
+                                     c_.step.load(), c_.steps_sent.load(), c_.started.load(), n, c_.finished.load(), n,
+                                     c_.missing ? fmt::format(", {} MISSING at the last step", c_.missing.load()) : "")},
+                {"missing", c_.missing.load()},
+                {"step", c_.step.load()}, {"steps_sent", c_.steps_sent.load()}, {"started", c_.started.load()},
+                {"finished", c_.finished.load()}, {"shufflers", n}};
+        });
+    }
+
+    // Syncs every shuffler (and the stagers) to `step` until the step is over.
+    void sync_step(const DatasetStep& step, bool last) {
+        control::Sync sync{session_, ++seq_, step.number, step.file};
+        sync.time_ns = realtime_ns();
+        StepProgress p;
+        p.packet = control::encode(sync, key_ ? &*key_ : nullptr);
+        p.outcomes.assign(shufflers_.size(), "silent");
+        p.t0 = monotonic_ns();
+        c_.step = step.number;
+        c_.started = 0;
+        c_.finished = 0;
+        c_.steps_sent = ++sent_steps_;
+        status_.event({{"kind", "sync"}, {"step", step.number}, {"seq", seq_}});  // its time: when the step was asked for
+        for (;;) {
+            resend(p);
+            collect_reply(p);
+            if (stop_requested() || step_over(p, step, last)) break;
+        }
+        report_step(p, step);
+    }
+
+    // (Re)sends the sync to every shuffler that has not answered, every 200 ms;
+    // the stagers get it three times (they only free what the step left behind).
+    void resend(StepProgress& p) {
+        const std::int64_t now = monotonic_ns();
+        if (now - p.last_send <= 200'000'000) return;
+        auto send_to = [&](const Endpoint& e) {
+            ::sendto(sock_.fd(), p.packet.data(), p.packet.size(), 0, reinterpret_cast<const sockaddr*>(&e.addr), e.length);
+        };
+        for (std::size_t k = 0; k < shufflers_.size(); ++k)
+            if (!p.started.count(k)) send_to(shufflers_[k]);
+        if (p.stager_copies++ < 3)
+            for (const auto& e : stagers_) send_to(e);
+        p.last_send = now;
+    }
+
+    // Waits up to the socket's 20 ms for one reply to this step's sync.
+    void collect_reply(StepProgress& p) {
+        std::uint8_t buf[256];
+        sockaddr_storage from{};
+        socklen_t from_len = sizeof from;
+        const ssize_t n = ::recvfrom(sock_.fd(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+        if (n <= 0) return;
+        const auto r = control::decode_reply(buf, static_cast<std::size_t>(n));
+        if (!r || r->session != session_ || r->seq != seq_) return;
+        for (std::size_t k = 0; k < shufflers_.size(); ++k) {
+            if (to_string(shufflers_[k].addr) != to_string(from)) continue;
+            p.started.insert(k);
+            if (r->kind != control::ReplyKind::Started) {
+                p.done.insert(k);
+                p.outcomes[k] = control::to_string(r->kind);
+            }
+        }
+        c_.started = static_cast<int>(p.started.size());
+        c_.finished = static_cast<int>(p.done.size());
+    }
+
+    // A fixed interval moves on when it is up (after the last step, it waits
+    // for the finish too); interval 0 moves on when all have finished, or
+    // gives up on the silent ones after --done-timeout.
+    bool step_over(const StepProgress& p, const DatasetStep& step, bool last) const {
+        const double elapsed = static_cast<double>(monotonic_ns() - p.t0) * 1e-9;
+        const bool all_done = p.done.size() == shufflers_.size();
+        if (o_.interval_s > 0)
+            return elapsed >= o_.interval_s && !(last && !all_done && elapsed < o_.done_timeout_s);
+        if (all_done) return true;
+        if (elapsed < o_.done_timeout_s) return false;
+        std::string missing;
+        for (std::size_t k = 0; k < shufflers_.size(); ++k)
+            if (!p.done.count(k)) missing += " " + shufflers_[k].text + "(" + p.outcomes[k] + ")";
+        spdlog::warn("control: step {}: no finish after {} s from:{}", step.number, o_.done_timeout_s, missing);
+        return true;
+    }
+
+    // Logs the step and its outcome per shuffler. A shuffler that never
+    // answered is down or cut off: said once, when it goes quiet, and again
+    // when it answers again.
+    void report_step(const StepProgress& p, const DatasetStep& step) {
+        const double seconds = static_cast<double>(monotonic_ns() - p.t0) * 1e-9;
+        spdlog::info("control: step {} ({}): {}/{} started, {}/{} done in {:.3f} s", step.number, step.file,
+                     p.started.size(), shufflers_.size(), p.done.size(), shufflers_.size(), seconds);
+        nlohmann::json missing = nlohmann::json::array();
+        for (std::size_t k = 0; k < shufflers_.size() && !stop_requested(); ++k) {
+            const bool quiet = !p.started.count(k);
+            if (quiet) missing.push_back(shufflers_[k].text);
+            if (quiet && !silent_[k])
+                spdlog::warn("control: shuffler {} MISSING: no answer to step {} (down, or its path cut)",
+                             shufflers_[k].text, step.number);
+            if (!quiet && silent_[k]) spdlog::info("control: shuffler {} answers again", shufflers_[k].text);
+            silent_[k] = quiet;
+        }
+        c_.missing = static_cast<int>(missing.size());
+        status_.event({{"kind", "step"}, {"step", step.number}, {"seq", seq_}, {"started", p.started.size()},
+                       {"done", p.done.size()}, {"seconds", seconds}, {"outcomes", p.outcomes},
+                       {"missing", missing}});
+    }
+
+    const ControlOptions& o_;
+    const Dataset dataset_;
+    const std::vector<const DatasetStep*> schedule_;
+    const std::vector<Endpoint> shufflers_, stagers_;
+    std::vector<bool> silent_;  // did not answer the last step at all
+    Socket sock_;
+    std::optional<control::SyncKey> key_;
+    std::uint64_t session_ = 0;
+    std::uint32_t seq_ = 0;
+    long sent_steps_ = 0;
+    ControlCounters c_;
+    StatusReporter status_;
+};
 
 }  // namespace
 
@@ -249,7 +283,7 @@ void register_control(CLI::App& root, RoleMain& run) {
         ->check(seconds_range(0.1, 86400))
         ->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
-    c->callback([o, &run] { run = [o] { return run_control(*o); }; });
+    c->callback([o, &run] { run = [o] { return Controller(*o).run(); }; });
 }
 
 }  // namespace slabcast

@@ -1,6 +1,7 @@
 // What a shuffler or stager lets through of the sync packets it receives:
 // only from the controller's address (--controller), only authenticated with
-// the shared key (--key-file), never a replay. See docs/wire-format.md.
+// the shared key (--key-file), never a replay. The paper's syncs (Balman et
+// al., 2012, section 4.3) were neither; see docs/wire-format.md.
 #pragma once
 
 #include "host/address_filter.h"

@@ -18,14 +18,14 @@ namespace {
 
 struct CleanOptions {
     std::string name;
-    std::string shm_dir = "/dev/shm/slabcast";
+    std::string shm_dir = kDefaultShmDir;
 };
 
 int run_clean(const CleanOptions& o) {
     if (o.name.empty() || o.name.find('/') != std::string::npos)
         throw std::invalid_argument("--name '" + o.name + "' must be a plain name");
     std::set<std::string> doomed;
-    const std::string descriptor = o.shm_dir + "/" + o.name + ".slabcast";
+    const std::string descriptor = descriptor_path(o.shm_dir, o.name);
     try {
         // Plain names in the directory (read_descriptor refuses any other):
         // a descriptor cannot make clean remove a file elsewhere.

@@ -1,15 +1,21 @@
 // `slabcast demo`: every role on this machine over loopback, plus ParaView
 // rendering the stream live: the GUI when there is a display, otherwise pvbatch
-// under its own Xvfb saving frames. `--head-to-head` adds the SC11 comparison:
+// under its own Xvfb saving frames. `--head-to-head` adds the SC11 comparison
+// (Balman et al., 2012, section 4, figure 6):
 // 1/8 of the volume at the same resolution over a tenth of the bandwidth,
-// rendered beside the full volume in one frame.
+// rendered beside the full volume in one frame. The roles and their command
+// lines come from the deployment planner (demo_plan.h, deploy_plan.h), as
+// `slabcast plan` prints them for a real deployment.
+#include "deploy/demo_dataset.h"
+#include "deploy/demo_options.h"
+#include "deploy/demo_plan.h"
 #include "host/child_process.h"
 #include "host/key_file.h"
 #include "host/option_checks.h"
 #include "host/roles.h"
 #include "host/stop_signal.h"
 
-#include "slabcast/dataset.h"
+#include "slabcast/descriptor.h"
 #include "slabcast/units.h"
 #include "slabcast/volume.h"
 
@@ -18,12 +24,10 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -32,44 +36,6 @@ namespace slabcast {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct DemoOptions {
-    std::string dims = "256,256,256";
-    int dataset_steps = 20;
-    long count = 20;
-    bool forever = false;
-    int streams = 4;
-    std::string rate = "1G";
-    bool head_to_head = false;
-    std::string size = "1280x720";
-    std::string wall;
-    std::string out = "demo-output";
-    std::string cache;
-    std::string dataset;
-    int ranks = 1;
-    // Like SC11 (1.4 s to move a step, 2.5 s to render it): time to see each step.
-    double step_interval = 3;
-    bool headless = false;
-    bool keep_shm = false;
-    int base_port = 47000;
-    std::string build_dir;  // where the plugin, render script and datagen are
-};
-
-// One volume's streams: a receiver, a stager and its shufflers.
-struct Side {
-    std::string name;
-    int streams = 0;
-    int first_port = 0;   // data ports first_port + k
-    int sync_port = 0;    // shuffler k's sync port sync_port + k
-    int stager_port = 0;
-    std::string rate;     // per stream
-    std::string dims;     // the receiver's volume
-    std::string label;
-};
-
-std::string executable_dir() {
-    return fs::read_symlink("/proc/self/exe").parent_path().string();
-}
 
 // "WxH", each 16..16384: the frame size goes to Xvfb and the renderer as is.
 void check_frame_size(const std::string& text, const std::string& option) {
@@ -90,7 +56,7 @@ std::string last_line(const std::string& path, const std::string& containing) {
 class Demo {
 public:
     explicit Demo(const DemoOptions& o) : o_(o) {
-        build_ = o.build_dir.empty() ? fs::path(executable_dir()).parent_path().string() : o.build_dir;
+        build_ = o.build_dir.empty() ? fs::read_symlink("/proc/self/exe").parent_path().parent_path().string() : o.build_dir;
         dims_ = parse_dims(o.dims);
         if (o.head_to_head && o.streams < 8)
             throw std::invalid_argument("--head-to-head needs --streams 8 or more (the 1/8 side is streams/8 slabs)");
@@ -104,7 +70,9 @@ public:
 
     int run() {
         check_requirements();
-        prepare_dataset();
+        const DemoDataset dataset = prepare_demo_dataset(o_, dims_, build_);
+        dataset_ = dataset.directory;
+        range_ = dataset.range;
         // A fresh run owns its output folder: old logs and frames would mislead.
         fs::remove_all(o_.out + "/logs");
         fs::remove_all(o_.out + "/frames");
@@ -117,7 +85,7 @@ public:
         plan_sides();
         int rc = 1;
         try {
-            for (const Side& s : sides_) start_side(s);
+            start_roles();
             wait_for_descriptors();
             start_controller();
             wait_for_first_step();
@@ -133,9 +101,8 @@ public:
 
 private:
     // Named by the base port, so that two demos on one host do not collide.
-    std::string shm_dir() const { return fmt::format("/dev/shm/slabcast-demo-{}", o_.base_port); }
-    std::string staging(const Side& s) const { return shm_dir() + "-staging-" + s.name; }
-    std::string descriptor(const Side& s) const { return shm_dir() + "/" + s.name + ".slabcast"; }
+    std::string shm_dir() const { return demo_shm_dir(o_); }
+    std::string descriptor(const DemoSide& s) const { return descriptor_path(shm_dir(), s.name); }
     std::string log(const std::string& name) const { return o_.out + "/logs/" + name + ".log"; }
     std::string stop_file() const { return o_.out + "/stop"; }
     std::string key_file() const { return o_.out + "/sync.key"; }
@@ -180,105 +147,39 @@ private:
         }
     }
 
-    void prepare_dataset() {
-        if (!o_.dataset.empty()) {
-            dataset_ = o_.dataset;
-            use_dataset();
-            return;
-        }
-        std::string cache = o_.cache;
-        if (cache.empty()) {
-            const char* home = std::getenv("HOME");
-            cache = std::getenv("SLABCAST_CACHE") ? std::getenv("SLABCAST_CACHE")
-                                                  : std::string(home ? home : "/tmp") + "/.cache/slabcast";
-        }
-        dataset_ = fmt::format("{}/cosmo-{}-{}", cache, to_string(dims_), o_.dataset_steps);
-        if (fs::exists(dataset_ + "/dataset.json")) {
-            spdlog::info("demo: dataset {} (cached)", dataset_);
-            use_dataset();
-            return;
-        }
-        spdlog::info("demo: generating {} steps of a {} cosmology volume into {} (once; cached for next time)",
-                     o_.dataset_steps, to_string(dims_), dataset_);
-        ChildProcess gen = ChildProcess::start({build_ + "/data/slabcast-datagen", "--out", dataset_, "--dims", o_.dims,
-                                                "--steps", std::to_string(o_.dataset_steps)}, "");
-        while (!gen.wait_for(200))
-            if (stop_requested()) throw std::runtime_error("demo: stopped while generating the dataset");
-        if (!WIFEXITED(gen.exit_status()) || WEXITSTATUS(gen.exit_status()) != 0)
-            throw std::runtime_error("demo: the data generator failed");
-        use_dataset();
-    }
-
-    // Checks the dataset against the demo's volume and fixes the colour range
-    // for the whole run from its last (most evolved) step, so that growth of
-    // structure shows as growth, not as a rescaled picture.
-    void use_dataset() {
-        const Dataset d = read_dataset(dataset_);
-        if (!(d.dims == dims_))
-            throw std::runtime_error("demo: " + dataset_ + " is " + to_string(d.dims) + ", not the --dims " +
-                                     to_string(dims_));
-        std::ifstream in(d.step_path(d.steps.back()), std::ios::binary);
-        std::vector<float> values(static_cast<std::size_t>(dims_.plane()));
-        float lo = std::numeric_limits<float>::max(), hi = 0;
-        for (std::int64_t z = 0; z < dims_.nz && in; ++z) {
-            in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
-            for (float v : values) {
-                if (v > 0) lo = std::min(lo, v);
-                hi = std::max(hi, v);
-            }
-        }
-        if (!in || hi <= 0) throw std::runtime_error("demo: cannot read " + d.step_path(d.steps.back()));
-        range_ = fmt::format("{},{}", std::max(lo, hi * 1e-4f), hi);
-    }
-
     void plan_sides() {
-        const double rate = parse_rate_bps(o_.rate);
-        Side full{"full", o_.streams, o_.base_port, o_.base_port + 100, o_.base_port + 200, o_.rate, o_.dims, ""};
-        full.label = fmt::format("{} streams x {}: full volume", o_.streams, format_rate(rate));
-        sides_.push_back(full);
-        if (o_.head_to_head) {
-            // The paper's split: the full volume gets 90% of the bandwidth, 1/8 of
-            // it (the first eighth of the slabs, same resolution) the other 10%.
-            const int eighth = o_.streams / 8;
-            const double eighth_rate = rate * o_.streams / 9.0 / eighth;
-            Side e{"eighth", eighth, o_.base_port + 300, o_.base_port + 400, o_.base_port + 500,
-                   fmt::format("{:.0f}", eighth_rate),
-                   fmt::format("{},{},{}", dims_.nx, dims_.ny, static_cast<long>(depth_) * eighth), ""};
-            e.label = fmt::format("{} stream(s) x {}: 1/8 volume", eighth, format_rate(eighth_rate));
-            sides_.push_back(e);
-        }
+        DemoPlan plan = plan_demo(o_, dims_, depth_, dataset_, key_file());
+        deployment_ = std::move(plan.deployment);
+        sides_ = std::move(plan.sides);
     }
 
-    void start_side(const Side& s) {
+    // Every role but the controller, as the planner has them, with what the
+    // demo adds: figures in JSON for its own progress line, and shufflers that
+    // wait for their stager's first copy.
+    void start_roles() {
         const std::string self = fs::read_symlink("/proc/self/exe").string();
-        std::vector<std::string> recv = {self, "receive", "--name", s.name, "--dims", s.dims, "--slab-depth",
-                                         std::to_string(depth_), "--listen", "127.0.0.1", "--allow", "127.0.0.1", "--shm-dir", shm_dir(),
-                                         "--stats-json", o_.out + "/logs/" + s.name + "-receive.json"};
-        if (o_.keep_shm) recv.push_back("--keep");
-        for (int k = 0; k < s.streams; ++k) {
-            recv.push_back("--stream");
-            recv.push_back(fmt::format("{}:{}", k, s.first_port + k));
+        for (RoleCommand c : plan_roles(deployment_)) {
+            c.argv[0] = self;
+            std::string label = c.role == "control" ? "control" : c.volume + "-" + c.role;
+            if (c.role == "shuffle") label += std::to_string(c.stream);
+            if (c.role == "receive" || c.role == "control") {
+                c.argv.push_back("--stats-json");
+                c.argv.push_back(o_.out + "/logs/" + label + ".json");
+            }
+            if (c.role == "receive" && o_.keep_shm) c.argv.push_back("--keep");
+            if (c.role == "shuffle") {
+                c.argv.push_back("--wait-staged-ms");
+                c.argv.push_back("10000");
+            }
+            if (c.role == "control") controller_argv_ = c.argv;
+            else children_.emplace_back(label, ChildProcess::start(c.argv, log(label)));
         }
-        children_.emplace_back(s.name + "-receive", ChildProcess::start(recv, log(s.name + "-receive")));
-        children_.emplace_back(s.name + "-stage", ChildProcess::start(
-            {self, "stage", "--dataset", dataset_, "--staging", staging(s), "--streams",
-             fmt::format("0-{}", s.streams - 1), "--sync", fmt::format("127.0.0.1:{}", s.stager_port), "--loop",
-             "--key-file", key_file(), "--controller", "127.0.0.1",
-             "--budget", std::to_string(3 * dims_.count() * 4 / 1048576 + 1) + "M"},
-            log(s.name + "-stage")));
-        for (int k = 0; k < s.streams; ++k)
-            children_.emplace_back(fmt::format("{}-shuffle{}", s.name, k), ChildProcess::start(
-                {self, "shuffle", "--stream", std::to_string(k), "--to", fmt::format("127.0.0.1:{}", s.first_port + k),
-                 "--staging", staging(s), "--dataset", dataset_, "--slab-depth", std::to_string(depth_), "--sync",
-                 fmt::format("127.0.0.1:{}", s.sync_port + k), "--rate", s.rate, "--wait-staged-ms", "10000",
-                 "--key-file", key_file(), "--controller", "127.0.0.1"},
-                log(fmt::format("{}-shuffle{}", s.name, k))));
     }
 
     void wait_for_descriptors() {
         for (int i = 0; i < 250; ++i) {
             bool all = true;
-            for (const Side& s : sides_) all &= fs::exists(descriptor(s));
+            for (const DemoSide& s : sides_) all &= fs::exists(descriptor(s));
             if (all) return;
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
@@ -292,7 +193,7 @@ private:
         // (docs/performance.md, section 7).
         std::vector<std::string> env = {"PV_PLUGIN_PATH=" + plugin_dir(), "MALLOC_MMAP_THRESHOLD_=1048576"};
         std::string labels;
-        for (const Side& s : sides_) labels += (labels.empty() ? "" : "|") + s.label;
+        for (const DemoSide& s : sides_) labels += (labels.empty() ? "" : "|") + s.label;
         if (gui()) {
             env.push_back("SLABCAST_DESCRIPTOR=" + descriptor(sides_[0]));
             if (sides_.size() > 1) env.push_back("SLABCAST_COMPARE=" + descriptor(sides_[1]));
@@ -359,21 +260,7 @@ private:
     }
 
     void start_controller() {
-        const std::string self = fs::read_symlink("/proc/self/exe").string();
-        std::vector<std::string> argv = {self, "control", "--dataset", dataset_, "--loop", "--key-file", key_file(),
-                                         "--stats-json",
-                                         o_.out + "/logs/control.json", "--interval", fmt::format("{}", o_.step_interval)};
-        if (!o_.forever) {
-            argv.push_back("--count");
-            argv.push_back(std::to_string(o_.count));
-        }
-        for (const Side& s : sides_) {
-            argv.push_back("--shuffler");
-            argv.push_back(fmt::format("127.0.0.1:{}-{}", s.sync_port, s.sync_port + s.streams - 1));
-            argv.push_back("--stager");
-            argv.push_back(fmt::format("127.0.0.1:{}", s.stager_port));
-        }
-        controller_ = ChildProcess::start(argv, log("control"));
+        controller_ = ChildProcess::start(controller_argv_, log("control"));
         spdlog::info("demo: streaming {} steps of {} from {}; Ctrl-C stops",
                      o_.forever ? std::string("endless") : std::to_string(o_.count), to_string(dims_), dataset_);
     }
@@ -415,7 +302,7 @@ private:
 
     void print_progress() {
         std::string text;
-        for (const Side& s : sides_) {
+        for (const DemoSide& s : sides_) {
             const std::string line = last_line(o_.out + "/logs/" + s.name + "-receive.json", "\"kind\":\"status\"");
             if (line.empty()) continue;
             const auto j = nlohmann::json::parse(line, nullptr, false);
@@ -433,7 +320,7 @@ private:
         controller_.stop();
         for (auto& [label, child] : children_) child.stop();
         xvfb_.stop();
-        for (const Side& s : sides_) fs::remove_all(staging(s));
+        for (const DemoSide& s : sides_) fs::remove_all(demo_staging(o_, s.name));
         if (!o_.keep_shm) fs::remove_all(shm_dir());
         int frames = 0;
         for (const auto& e : fs::directory_iterator(o_.out + "/frames")) frames += e.path().extension() == ".png";
@@ -445,7 +332,7 @@ private:
                                                   log("ffmpeg"));
             if (!ff.wait_for(120000) || ff.exit_status() != 0) video.clear();
         }
-        for (const Side& s : sides_) {
+        for (const DemoSide& s : sides_) {
             const std::string line = last_line(log(s.name + "-receive"), "Gbit/s");
             if (!line.empty()) spdlog::info("demo: {} last status: {}", s.name, line.substr(line.find("receive:")));
         }
@@ -460,7 +347,9 @@ private:
     std::string size_;
     std::string dataset_;
     std::string range_;  // colour range LO,HI
-    std::vector<Side> sides_;
+    std::vector<DemoSide> sides_;
+    Deployment deployment_;
+    std::vector<std::string> controller_argv_;
     std::vector<std::pair<std::string, ChildProcess>> children_;  // roles, by log name
     ChildProcess controller_, renderer_, xvfb_;
     int display_ = 0;

@@ -1,15 +1,89 @@
-// A deployment described in one JSON file (docs/deployment.md) -> the
-// commands each host runs, in start order: receivers, senders, controller.
-// Pure text in, text out, so that it can be fuzzed (testing/fuzz/).
+// A deployment -> the command each host runs, in start order: receivers,
+// senders (stager, then shufflers), controller (Balman et al., 2012, section
+// 4.1, figure 3: sender hosts, receive/render hosts and a controller). `slabcast plan`
+// reads one from a JSON file (docs/deployment.md) and prints the commands;
+// `slabcast demo` builds one for this machine and runs them. The port layout
+// and every option the roles are started with are written here only.
 #pragma once
 
+#include "slabcast/volume.h"
+
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace slabcast {
 
-// `config_name` names the file in every error; `only_host` (if not empty)
-// keeps that host's commands only. Throws std::runtime_error that names the
-// file and the problem for anything it cannot turn into commands.
+// A host that sends or receives some of a volume's streams.
+struct PlanHost {
+    std::string name;           // how the plan names it ("render1")
+    std::string address;        // senders: where they send from and take syncs on; receivers: where they listen
+    std::string streams_text;   // as written, "0-1,4"
+    std::vector<int> streams;   // spelled out
+    // Receivers only, empty for the role's default:
+    std::string cpus, shm_dir;
+    // Senders only:
+    std::string staging = "/dev/shm/slabcast-staging";
+    std::string budget;         // empty: stage's default
+    std::string rate;           // per stream; empty: the volume's
+    int stager_port = 0;        // 0: the volume's ports.stager
+};
+
+// Stream k is received on data + k and its shuffler takes syncs on sync + k;
+// each sender's stager takes syncs on stager.
+struct PortLayout {
+    int data = 9000, sync = 9100, stager = 9200;
+};
+
+// One volume, cut into slabs of slab_depth planes: one stream per slab.
+struct PlanVolume {
+    std::string name;
+    Dims dims;
+    int slab_depth = 0;
+    std::string rate = "2.81G";  // per stream
+    PortLayout ports;
+    std::vector<PlanHost> senders, receivers;  // every stream exactly once in each
+};
+
+struct PlanController {
+    std::string host;
+    std::string address;  // not empty: shufflers and stagers take syncs from it only
+    bool loop = false;    // stagers and the controller start again after the last step
+    std::optional<double> interval;  // seconds per step
+    std::optional<long> count;       // steps before it stops
+};
+
+struct Deployment {
+    std::string dataset;
+    std::string key_file;  // not empty: syncs are authenticated
+    // All of them read `dataset` and share the controller: a deployment file
+    // has one; the demo's head-to-head two (the full volume and an eighth),
+    // as one controller synced the shufflers of both at SC11 (Balman et al.,
+    // 2012, section 4.3).
+    std::vector<PlanVolume> volumes;
+    PlanController controller;
+};
+
+struct RoleCommand {
+    std::string host;
+    std::string role;    // "receive", "stage", "shuffle" or "control"
+    std::string volume;  // the volume it serves; empty for "control"
+    int stream = -1;     // a shuffler's stream
+    std::vector<std::string> argv;  // argv[0] is "slabcast"
+};
+
+// The deployment file's text -> a deployment whose every stream has one
+// sender and one receiver and whose ports fit. `config_name` names the file in
+// every error: throws std::runtime_error("<config_name>: <problem>").
+Deployment read_deployment(const std::string& json_text, const std::string& config_name);
+
+// Every role's command, in start order.
+std::vector<RoleCommand> plan_roles(const Deployment& d);
+
+// `slabcast plan`: read_deployment, then plan_roles printed, one command a
+// line under a "# HOST: ROLE" line per host, or (`only_host` not empty) that
+// host's commands only. Pure text in, text out, so that it can be fuzzed
+// (testing/fuzz/fuzz_plan.cpp).
 std::string plan_commands(const std::string& json_text, const std::string& config_name, const std::string& only_host);
 
 }  // namespace slabcast

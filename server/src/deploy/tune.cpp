@@ -4,6 +4,7 @@
 // sysctls. Nothing else is changed.
 #include "host/host_checks.h"
 #include "host/roles.h"
+#include "host/sysfs.h"
 
 #include <net/if.h>
 #include <spdlog/spdlog.h>

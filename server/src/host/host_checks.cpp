@@ -1,7 +1,10 @@
 #include "host/host_checks.h"
 
 #include "host/numa_placement.h"
+#include "host/sysfs.h"
 #include "host/udp.h"
+
+#include "slabcast/units.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -22,19 +25,6 @@
 namespace slabcast {
 
 namespace fs = std::filesystem;
-
-std::string format_bytes(std::uint64_t bytes) {
-    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double v = static_cast<double>(bytes);
-    int u = 0;
-    while (v >= 1024 && u < 6) {
-        v /= 1024;
-        ++u;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-    return text;
-}
 
 std::uint64_t free_bytes(const std::string& dir) {
     struct statvfs fs {};
@@ -69,28 +59,6 @@ void require_own_directory(const std::string& dir) {
     if (st.st_uid != ::geteuid())
         throw std::runtime_error(dir + ": owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
                                  std::to_string(::geteuid()) + "); refused: its owner could replace what is written there");
-}
-
-std::string read_first_line(const std::string& path) {
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    return line;
-}
-
-long read_long(const std::string& path) {
-    try {
-        return std::stol(read_first_line(path));
-    } catch (const std::exception&) {
-        return -1;
-    }
-}
-
-std::string sysctl_path(const std::string& name) {
-    std::string p = "/proc/sys/" + name;
-    for (auto& c : p)
-        if (c == '.') c = '/';
-    return p;
 }
 
 std::string default_interface() {

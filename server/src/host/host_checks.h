@@ -28,9 +28,6 @@ constexpr SysctlWant kWantedSysctls[] = {
     kBacklogSysctl,
 };
 
-std::string read_first_line(const std::string& path);
-long read_long(const std::string& path);  // -1 when missing or not a number
-std::string sysctl_path(const std::string& name);
 std::string default_interface();  // the default route's, else "lo"
 
 HostFinding check_sysctl(const SysctlWant& s);
@@ -48,8 +45,6 @@ HostFinding check_staging_pages(const std::string& staging);
 // faulted in on a full tmpfs is a SIGBUS, not an error code: the receiver and
 // the stager check before they write, and reserve with fallocate where they
 // can (it fails cleanly with ENOSPC), so a full /dev/shm is a message.
-// "512 KiB", "1.5 GiB": a size for messages.
-std::string format_bytes(std::uint64_t bytes);
 // What an unprivileged process may still allocate in `dir`'s file system
 // (statvfs: f_bavail * f_frsize); throws std::runtime_error naming `dir`.
 std::uint64_t free_bytes(const std::string& dir);

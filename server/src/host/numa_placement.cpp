@@ -1,6 +1,8 @@
 #include "host/numa_placement.h"
 
-#include "host/host_checks.h"
+#include "host/sysfs.h"
+
+#include "slabcast/units.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -36,36 +38,6 @@ std::vector<int> allowed_cpus() {
         for (int c = 0; c < CPU_SETSIZE; ++c)
             if (CPU_ISSET(c, &set)) cpus.push_back(c);
     if (cpus.empty()) cpus.push_back(0);
-    return cpus;
-}
-
-std::vector<int> parse_index_list(const std::string& text, const std::string& what) {
-    std::vector<int> cpus;
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-        std::size_t end = text.find(',', pos);
-        if (end == std::string::npos) end = text.size();
-        const std::string item = text.substr(pos, end - pos);
-        const auto dash = item.find('-');
-        try {
-            // Whole numbers only: std::stoi alone takes "3x" for 3.
-            auto whole = [](const std::string& t) {
-                std::size_t used = 0;
-                const int v = std::stoi(t, &used);
-                if (used != t.size()) throw std::invalid_argument(t);
-                return v;
-            };
-            const int lo = whole(item.substr(0, dash));
-            const int hi = dash == std::string::npos ? lo : whole(item.substr(dash + 1));
-            if (lo < 0 || hi < lo || hi >= CPU_SETSIZE) throw std::invalid_argument("range");
-            for (int c = lo; c <= hi; ++c) cpus.push_back(c);
-        } catch (const std::exception&) {
-            throw std::invalid_argument(what + " '" + text + "': bad item '" + item + "' (numbers 0 to " +
-                                        std::to_string(CPU_SETSIZE - 1) + ", or ranges LO-HI of them)");
-        }
-        pos = end + 1;
-    }
-    if (cpus.empty()) throw std::invalid_argument(what + " '" + text + "' is empty");
     return cpus;
 }
 
@@ -121,7 +93,7 @@ std::vector<int> allowed_cpus_of_node(int node) {
     if (list.empty()) return {};
     std::vector<int> out;
     const std::vector<int> allowed = allowed_cpus();
-    for (int cpu : parse_index_list(list, "cpulist of node " + std::to_string(node)))
+    for (int cpu : parse_index_list(list, CPU_SETSIZE - 1, "cpulist of node " + std::to_string(node)))
         for (int a : allowed)
             if (a == cpu) out.push_back(cpu);
     return out;

@@ -12,9 +12,6 @@ namespace slabcast {
 
 // CPUs this process may run on, in order.
 std::vector<int> allowed_cpus();
-// "0,2,4-7" -> {0,2,4,5,6,7} (CPUs, streams); throws std::invalid_argument
-// naming `what` and the text.
-std::vector<int> parse_index_list(const std::string& text, const std::string& what);
 
 // The interface of the default route; empty when there is none.
 std::string default_route_interface();

@@ -7,6 +7,8 @@
 #include "host/roles.h"
 #include "host/stop_signal.h"
 
+#include "slabcast/units.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -52,16 +54,6 @@ std::pair<std::string, std::string> parse_target(const std::string& t) {
     return {t.substr(0, colon), t.substr(colon + 1)};
 }
 
-std::string human_bytes(double b) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (b >= 1024 && u < 4) {
-        b /= 1024;
-        ++u;
-    }
-    return fmt::format("{:.{}f} {}", b, u ? 2 : 0, units[u]);
-}
-
 class ProgressView {
 public:
     ProgressView(const std::string& mode, const SendTransfer& t) : t_(t) {
@@ -89,7 +81,7 @@ public:
             const int width = 30, filled = static_cast<int>(fraction * width);
             std::fprintf(stderr, "\r[%s%s] %s/%s  %llu/%llu files  %.2f Gbit/s  %s  ",
                          std::string(filled, '#').c_str(), std::string(width - filled, ' ').c_str(),
-                         human_bytes(static_cast<double>(sent)).c_str(), human_bytes(total).c_str(),
+                         format_bytes(sent).c_str(), format_bytes(t_.bytes_to_send()).c_str(),
                          static_cast<unsigned long long>(files), static_cast<unsigned long long>(t_.files_to_send()),
                          smoothed_ * 8e-9,
                          final ? "done" : fmt::format("ETA {}:{:02d}", static_cast<int>(eta) / 60, static_cast<int>(eta) % 60).c_str());
@@ -203,8 +195,8 @@ int run_move(const MoveOptions& o) {
     const Cipher cipher = t.cipher();
     spdlog::info("move: {} files ({}) to {}:{}: {} written, {} already there, {} failed; {} read in {:.2f} s, {:.2f} "
                  "Gbit/s{}",
-                 files, human_bytes(static_cast<double>(bytes)), host, dest, r.value("files", 0),
-                 r.value("in_place", 0), r["failed"].size(), human_bytes(static_cast<double>(sent)), seconds,
+                 files, format_bytes(bytes), host, dest, r.value("files", 0),
+                 r.value("in_place", 0), r["failed"].size(), format_bytes(sent), seconds,
                  static_cast<double>(sent) * 8e-9 / seconds,
                  cipher == Cipher::None ? "" : fmt::format(", encrypted ({})", to_string(cipher)));
     for (const auto& f : r["failed"]) spdlog::error("move: {}: {}", f.value("path", "?"), f.value("why", "?"));

@@ -1,35 +1,33 @@
-// `slabcast receive`: the receiver daemon. One thread per stream, pinned to a
-// CPU, its slab in shared memory allocated and pre-faulted on that CPU's NUMA
-// node; each thread drains its UDP port with recvmmsg and places every value at
-// its offset. Writes NAME.slabcast for the ParaView reader.
-#include "host/address_filter.h"
-#include "receive/batch_receiver.h"
+// `slabcast receive`: the receiver daemon (Balman et al., 2012, section 4.2).
+// One thread per stream, pinned to a CPU, its slab in shared memory allocated
+// and pre-faulted on that CPU's NUMA node; each thread drains its UDP port
+// with recvmmsg and places every value at its offset. Writes NAME.slabcast for
+// the ParaView reader.
 #include "host/host_checks.h"
 #include "host/numa_placement.h"
 #include "host/roles.h"
-#include "receive/slab_receiver.h"
 #include "host/status_reporter.h"
 #include "host/stop_signal.h"
-#include "receive/stream_watch.h"
 #include "host/udp.h"
+#include "receive/receive_stream.h"
+#include "receive/slab_directory.h"
+#include "receive/stream_watch.h"
 
-#include "slabcast/descriptor.h"
-#include "slabcast/quad_packet.h"
 #include "slabcast/clock.h"
+#include "slabcast/descriptor.h"
 #include "slabcast/slab_file.h"
+#include "slabcast/units.h"
 
 #include <spdlog/spdlog.h>
+#include <sched.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <set>
 #include <memory>
-#include <thread>
+#include <set>
 
 namespace slabcast {
 namespace {
@@ -40,7 +38,7 @@ struct ReceiveOptions {
     int slab_depth = 0;
     std::string listen;
     std::vector<std::string> streams;  // "K:PORT"
-    std::string shm_dir = "/dev/shm/slabcast";
+    std::string shm_dir = kDefaultShmDir;
     std::string field = "density";
     int ghost_planes = 1;
     std::string cpus;
@@ -54,48 +52,6 @@ struct ReceiveOptions {
     std::string stats_json;
 };
 
-struct StreamSpec {
-    int slab = 0;
-    int port = 0;
-};
-
-StreamSpec parse_stream(const std::string& text) {
-    const auto colon = text.find(':');
-    StreamSpec s;
-    try {
-        if (colon == std::string::npos) throw std::invalid_argument("");
-        std::size_t used = 0;
-        s.slab = std::stoi(text.substr(0, colon), &used);
-        if (used != colon) throw std::invalid_argument("");
-        s.port = std::stoi(text.substr(colon + 1), &used);
-        if (colon + 1 + used != text.size()) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-        throw std::invalid_argument("--stream '" + text + "': expected SLAB:PORT, e.g. 0:9000");
-    }
-    if (s.port < 1 || s.port > 65535) throw std::invalid_argument("--stream '" + text + "': port must be 1..65535");
-    return s;
-}
-
-// Figures a stream thread shares with the status thread.
-struct StreamCounters {
-    std::atomic<std::uint64_t> bytes{0};
-    std::atomic<std::uint64_t> finished_expected{0};
-    std::atomic<std::uint64_t> finished_records{0};
-    std::atomic<std::uint64_t> steps_finished{0};
-};
-
-struct Stream {
-    StreamSpec spec;
-    int cpu = 0;
-    int node = -1;
-    SlabMapping slab;
-    Socket socket;
-    std::unique_ptr<SlabReceiver> receiver;
-    StreamCounters counters;
-    AddressFilter allowed;  // senders this stream takes data from; empty: any
-    std::thread thread;
-};
-
 std::string listen_address(const std::string& listen) {
     std::string a = listen;
     if (a.size() > 2 && a.front() == '[' && a.back() == ']') a = a.substr(1, a.size() - 2);
@@ -106,7 +62,7 @@ std::string listen_address(const std::string& listen) {
 // address (Balman et al., 2012, section 4.5: receiver and memory on the NIC's node), else
 // every allowed CPU. Says which and why, since placement makes or breaks line rate.
 std::vector<int> choose_cpus(const ReceiveOptions& o, const std::string& nic, const std::string& address) {
-    if (!o.cpus.empty()) return parse_index_list(o.cpus, "--cpus");
+    if (!o.cpus.empty()) return parse_index_list(o.cpus, CPU_SETSIZE - 1, "--cpus");
     const int node = numa_node_of_interface(nic);
     const std::vector<int> local = allowed_cpus_of_node(node);
     if (!local.empty()) {
@@ -126,7 +82,7 @@ void apply_allowlist(const std::vector<std::string>& items, const std::map<int, 
             for (auto& [slab, s] : by_slab) s->allowed.add_list(item);
             continue;
         }
-        const int slab = parse_index_list(item.substr(0, eq), "--allow stream")[0];
+        const int slab = parse_index_list(item.substr(0, eq), kMaxAxis - 1, "--allow stream")[0];
         if (!by_slab.count(slab)) throw std::invalid_argument("--allow '" + item + "': no --stream for slab " +
                                                               std::to_string(slab));
         by_slab.at(slab)->allowed.add_list(item.substr(eq + 1));
@@ -138,214 +94,144 @@ void apply_allowlist(const std::vector<std::string>& items, const std::map<int, 
             spdlog::info("stream {}: accepting packets from {}", slab, s->allowed.to_string());
 }
 
-// On a clean stop: this receiver's slab files go, and its entries leave the
-// descriptor (which goes too when no other receiver's slabs are left in it).
-// A renderer that has them mapped keeps its mapping until it lets go.
-void remove_own_slabs(const std::string& dir, const std::string& name, const std::string& descriptor_path,
-                      const std::vector<int>& mine) {
-    for (int k : mine) ::unlink(slab_file_path(dir, name, k).c_str());
-    try {
-        Descriptor d = read_descriptor(descriptor_path);
-        std::vector<SlabEntry> others;
-        for (const auto& e : d.slabs)
-            if (std::find(mine.begin(), mine.end(), e.index) == mine.end() &&
-                ::access((dir + "/" + e.file).c_str(), R_OK) == 0)
-                others.push_back(e);
-        d.slabs = others;
-        if (others.empty()) ::unlink(descriptor_path.c_str());
-        else write_descriptor(descriptor_path, d);
-    } catch (const std::exception& e) {
-        spdlog::warn("receive: {}", e.what());
+class Receiver {
+public:
+    explicit Receiver(const ReceiveOptions& o) : o_(o), dims_(parse_dims(o.dims_text)), status_("receive", o.stats_json) {
+        if (o.name.empty() || o.name.find('/') != std::string::npos)
+            throw std::invalid_argument("--name '" + o.name + "' must be a plain name");
+        const bool bare_v6 = o.listen.find(':') != std::string::npos && o.listen.front() != '[';
+        listen_ = parse_endpoint(bare_v6 ? "[" + o.listen + "]:0" : o.listen + ":0");
+        const std::string address = listen_address(o.listen);
+        const std::string nic = o.interface.empty() ? interface_of_address(address) : o.interface;
+        cpus_ = choose_cpus(o, nic, address);
+        warn_host_limits(nic);
+        add_streams();
+        apply_allowlist(o.allow, by_slab_);
+        prepare_directory();
     }
-    ::rmdir(dir.c_str());  // only if nothing else is in it
-    spdlog::info("receive: stopped; removed its slabs from {} (--keep leaves them for readers)", dir);
-}
 
-void receive_loop(Stream& s, int batch, bool gro) {
-    try {
-        pin_current_thread(s.cpu);
-    } catch (const std::exception& e) {
-        spdlog::error("stream {}: {}", s.spec.slab, e.what());
-        request_stop();
-        return;
+    int run() {
+        allocate_slabs();
+        publish_descriptor();
+        for (auto& s : streams_) s->thread = std::thread(receive_loop, std::ref(*s), o_.batch, o_.gro && gro_ok_);
+        start_status();
+        for (auto& s : streams_) s->thread.join();
+        return stop();
     }
-    BatchReceiver receiver(batch, gro);
-    if (!s.allowed.empty()) receiver.set_filter(&s.allowed);
-    SlabLive& live = s.slab.header_rw().live;
-    live.foreign.store(0);  // this receiver's own count, as for the other traffic counters
-    while (!stop_requested()) {
-        std::int64_t now = 0;
-        const long bytes = receiver.receive(s.socket.fd(), [&](const std::uint8_t* data, std::size_t length) {
-            if (now == 0) now = monotonic_ns();  // one clock read per batch
-            s.receiver->handle(data, length, now);
-        });
-        if (bytes < 0) {
-            spdlog::error("stream {}: recvmmsg: {}", s.spec.slab, std::strerror(errno));
-            break;
-        }
-        if (bytes == 0) continue;
-        s.receiver->publish();
-        live.foreign.store(receiver.foreign(), std::memory_order_relaxed);
-        s.counters.bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
-    }
-}
 
-// Keeps slabs that another receiver process on this host listed in the same
-// descriptor (same volume), so several daemons can share one NAME.slabcast.
-void merge_existing(const std::string& dir, const std::string& path, Descriptor& d) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return;
-    try {
-        const Descriptor old = read_descriptor(path);
-        if (!(old.dims == d.dims) || old.slab_depth != d.slab_depth || old.ghost_planes != d.ghost_planes ||
-            old.field != d.field)
-            return;
-        for (const auto& e : old.slabs) {
-            bool mine = false;
-            for (const auto& m : d.slabs) mine |= m.index == e.index;
-            if (!mine && ::access((dir + "/" + e.file).c_str(), R_OK) == 0) d.slabs.push_back(e);
-        }
-    } catch (const std::exception& e) {
-        spdlog::warn("replacing unreadable descriptor: {}", e.what());
-    }
-}
-
-// Room in the shm directory for every slab not yet there, before the first is
-// written: pre-faulting a slab in a full tmpfs ended the receiver in SIGBUS.
-// (Sizes are within kMaxAxis, checked by parse_dims: no sum below can wrap.)
-void require_room_for_slabs(const ReceiveOptions& o, const Dims& dims,
-                            const std::vector<std::unique_ptr<Stream>>& streams) {
-    std::uint64_t need = 0;
-    for (const auto& s : streams) {
-        const SlabGeometry g = slab_geometry(dims, o.slab_depth, s->spec.slab, o.ghost_planes);
-        const std::uint64_t bytes = kSlabHeaderBytes + static_cast<std::uint64_t>(dims.plane()) *
-                                                           static_cast<std::uint64_t>(g.stored_planes()) * sizeof(float);
-        // A slab of this very shape already there (a restart re-attaches to it)
-        // holds the pages it has. One of another shape is replaced by a new
-        // file, and its pages stay taken while a renderer maps it.
-        struct stat st {};
-        const std::string path = slab_file_path(o.shm_dir, o.name, s->spec.slab);
-        const bool held = slab_file_matches(path, dims, o.slab_depth, g, o.field) && ::stat(path.c_str(), &st) == 0;
-        const std::uint64_t allocated = held ? static_cast<std::uint64_t>(st.st_blocks) * 512 : 0;
-        need += bytes - std::min(bytes, allocated);
-    }
-    require_free_space(o.shm_dir, need,
-                       fmt::format("the slabs ({} of {}, depth {})", streams.size(), to_string(dims), o.slab_depth));
-}
-
-int run_receive(const ReceiveOptions& o) {
-    const Dims dims = parse_dims(o.dims_text);
-    if (o.name.empty() || o.name.find('/') != std::string::npos)
-        throw std::invalid_argument("--name '" + o.name + "' must be a plain name");
-    const bool bare_v6 = o.listen.find(':') != std::string::npos && o.listen.front() != '[';
-    const Endpoint listen = parse_endpoint(bare_v6 ? "[" + o.listen + "]:0" : o.listen + ":0");
-    const std::string address = listen_address(o.listen);
-    const std::string nic = o.interface.empty() ? interface_of_address(address) : o.interface;
-    const std::vector<int> cpus = choose_cpus(o, nic, address);
-    {
+private:
+    void warn_host_limits(const std::string& nic) {
         std::vector<HostFinding> limits{check_sysctl(kBacklogSysctl), check_irqbalance(), check_governor()};
         if (!nic.empty() && nic != "lo") limits.push_back(check_mtu(nic));
         warn_limits("receive", limits);
     }
 
-    std::vector<std::unique_ptr<Stream>> streams;
-    std::map<int, Stream*> by_slab;
-    std::map<int, bool> ports;
-    for (const auto& text : o.streams) {
-        auto s = std::make_unique<Stream>();
-        s->spec = parse_stream(text);
-        slab_geometry(dims, o.slab_depth, s->spec.slab, o.ghost_planes);  // validates the index
-        if (by_slab.count(s->spec.slab)) throw std::invalid_argument("--stream: slab " + text + " given twice");
-        if (ports[s->spec.port]) throw std::invalid_argument("--stream: port in " + text + " already used");
-        ports[s->spec.port] = true;
-        by_slab[s->spec.slab] = s.get();
-        streams.push_back(std::move(s));
+    // One Stream per --stream, each slab and port once; the descriptor of
+    // this receiver's own slabs.
+    void add_streams() {
+        std::set<int> ports;
+        for (const auto& text : o_.streams) {
+            auto s = std::make_unique<Stream>();
+            s->spec = parse_stream(text);
+            slab_geometry(dims_, o_.slab_depth, s->spec.slab, o_.ghost_planes);  // validates the index
+            if (by_slab_.count(s->spec.slab)) throw std::invalid_argument("--stream: slab " + text + " given twice");
+            if (!ports.insert(s->spec.port).second) throw std::invalid_argument("--stream: port in " + text + " already used");
+            by_slab_[s->spec.slab] = s.get();
+            streams_.push_back(std::move(s));
+        }
+        if (streams_.empty()) throw std::invalid_argument("give at least one --stream SLAB:PORT");
+        mine_.name = o_.name;
+        mine_.field = o_.field;
+        mine_.dims = dims_;
+        mine_.slab_depth = o_.slab_depth;
+        mine_.ghost_planes = o_.ghost_planes;
+        for (const auto& s : streams_) mine_.slabs.push_back(SlabEntry{s->spec.slab, slab_file_name(o_.name, s->spec.slab)});
     }
-    if (streams.empty()) throw std::invalid_argument("give at least one --stream SLAB:PORT");
-    apply_allowlist(o.allow, by_slab);
 
-    if (::mkdir(o.shm_dir.c_str(), 0750) != 0 && errno != EEXIST)
-        throw std::runtime_error(o.shm_dir + ": cannot create: " + std::strerror(errno));
-    require_own_directory(o.shm_dir);
+    void prepare_directory() {
+        if (::mkdir(o_.shm_dir.c_str(), 0750) != 0 && errno != EEXIST)
+            throw std::runtime_error(o_.shm_dir + ": cannot create: " + std::strerror(errno));
+        require_own_directory(o_.shm_dir);
+    }
 
-    StatusReporter status("receive", o.stats_json);
-    Descriptor descriptor;
-    descriptor.name = o.name;
-    descriptor.field = o.field;
-    descriptor.dims = dims;
-    descriptor.slab_depth = o.slab_depth;
-    descriptor.ghost_planes = o.ghost_planes;
+    // Allocate, place and pre-fault every slab, and open every socket, before
+    // any data can arrive.
+    void allocate_slabs() {
+        require_room_for_slabs(o_.shm_dir, mine_);
+        for (std::size_t i = 0; i < streams_.size(); ++i) open_stream(*streams_[i], cpus_[i % cpus_.size()]);
+        // Seamless slabs: the top plane of slab k is also slab k+1's ghost plane.
+        if (o_.ghost_planes == 1)
+            for (auto& [slab, s] : by_slab_)
+                if (auto next = by_slab_.find(slab + 1); next != by_slab_.end())
+                    s->receiver->mirror_top_plane_to(next->second->slab.values_rw());
+    }
 
-    require_room_for_slabs(o, dims, streams);
-    bool gro_ok = true;
-    // Allocate, place and pre-fault every slab before any data can arrive.
-    for (std::size_t i = 0; i < streams.size(); ++i) {
-        Stream& s = *streams[i];
-        s.cpu = cpus[i % cpus.size()];
+    void open_stream(Stream& s, int cpu) {
+        s.cpu = cpu;
         s.node = numa_node_of(s.cpu);
-        const SlabGeometry g = slab_geometry(dims, o.slab_depth, s.spec.slab, o.ghost_planes);
-        const std::string path = slab_file_path(o.shm_dir, o.name, s.spec.slab);
-        s.slab = SlabMapping::create(path, dims, o.slab_depth, g, o.field);
+        const SlabGeometry g = slab_geometry(dims_, o_.slab_depth, s.spec.slab, o_.ghost_planes);
+        const std::string path = slab_file_path(o_.shm_dir, o_.name, s.spec.slab);
+        s.slab = SlabMapping::create(path, dims_, o_.slab_depth, g, o_.field);
         try {
             bind_and_prefault(s.slab.values_rw(), s.slab.data_bytes(), s.node, s.slab.fd(), kSlabHeaderBytes);
         } catch (const std::exception& e) {
             throw std::runtime_error(path + ": " + format_bytes(s.slab.data_bytes()) + " of values: " + e.what() +
-                                     "; " + o.shm_dir + " has " + format_bytes(free_bytes(o.shm_dir)) + " free");
+                                     "; " + o_.shm_dir + " has " + format_bytes(free_bytes(o_.shm_dir)) + " free");
         }
-        descriptor.slabs.push_back(SlabEntry{s.spec.slab, slab_file_name(o.name, s.spec.slab)});
-
-        s.socket = Socket(open_udp_socket(listen.addr.ss_family));
-        raise_buffer(s.socket.fd(), true, o.rcvbuf_mb << 20, "receive");
+        s.socket = Socket(open_udp_socket(listen_.addr.ss_family));
+        raise_buffer(s.socket.fd(), true, o_.rcvbuf_mb << 20, "receive");
         set_receive_timeout(s.socket.fd(), 100);
-        if (o.gro && !enable_gro(s.socket.fd())) {
+        if (o_.gro && !enable_gro(s.socket.fd())) {
             spdlog::warn("receive: UDP GRO unavailable here; receiving one datagram per call slot");
-            gro_ok = false;
+            gro_ok_ = false;
         }
-        bind_socket(s.socket.fd(), with_port(listen, s.spec.port));
+        bind_socket(s.socket.fd(), with_port(listen_, s.spec.port));
         spdlog::info("stream {}: planes {}..{} (+{} ghost) on {}:{} -> {}, cpu {}, NUMA node {}", s.spec.slab,
-                     g.z_begin, g.z_end - 1, g.ghost_planes(), o.listen, s.spec.port, path, s.cpu, s.node);
-
+                     g.z_begin, g.z_end - 1, g.ghost_planes(), o_.listen, s.spec.port, path, s.cpu, s.node);
         StreamCounters* counters = &s.counters;
         s.receiver = std::make_unique<SlabReceiver>(
-            s.spec.slab, s.slab,
-            [counters, &status](const StepReport& r) {
-                counters->finished_expected += r.expected;
-                counters->finished_records += r.records;
-                ++counters->steps_finished;
-                spdlog::info("stream {} step {}: {} of {} records, loss {:.3f}%, {} duplicates, {} rejected, {} stale{}",
-                             r.stream, r.step, r.records, r.expected, r.loss_percent(), r.duplicates, r.rejected,
-                             r.stale, r.complete ? "" : " (incomplete)");
-                status.event({{"kind", "step"},       {"stream", r.stream},       {"step", r.step},
-                              {"records", r.records}, {"expected", r.expected},   {"ghost_records", r.ghost_records},
-                              {"duplicates", r.duplicates}, {"rejected", r.rejected}, {"stale", r.stale},
-                              {"packets", r.packets}, {"complete", r.complete},  {"loss_percent", r.loss_percent()}});
-            },
-            static_cast<std::int64_t>(o.stale_window_ms) * 1'000'000);
+            s.spec.slab, s.slab, [this, counters](const StepReport& r) { step_finished(*counters, r); },
+            static_cast<std::int64_t>(o_.stale_window_ms) * 1'000'000);
     }
-    // Seamless slabs: the top plane of slab k is also slab k+1's ghost plane.
-    if (o.ghost_planes == 1)
-        for (auto& [slab, s] : by_slab)
-            if (auto next = by_slab.find(slab + 1); next != by_slab.end())
-                s->receiver->mirror_top_plane_to(next->second->slab.values_rw());
 
-    const std::string descriptor_path = o.shm_dir + "/" + o.name + ".slabcast";
-    merge_existing(o.shm_dir, descriptor_path, descriptor);
-    write_descriptor(descriptor_path, descriptor);
-    spdlog::info("receive: {} stream(s) of {} ready; descriptor {}", streams.size(), to_string(dims), descriptor_path);
+    void step_finished(StreamCounters& counters, const StepReport& r) {
+        counters.finished_expected += r.expected;
+        counters.finished_records += r.records;
+        ++counters.steps_finished;
+        spdlog::info("stream {} step {}: {} of {} records, loss {:.3f}%, {} duplicates, {} rejected, {} stale{}",
+                     r.stream, r.step, r.records, r.expected, r.loss_percent(), r.duplicates, r.rejected, r.stale,
+                     r.complete ? "" : " (incomplete)");
+        status_.event({{"kind", "step"},       {"stream", r.stream},       {"step", r.step},
+                       {"records", r.records}, {"expected", r.expected},   {"ghost_records", r.ghost_records},
+                       {"duplicates", r.duplicates}, {"rejected", r.rejected}, {"stale", r.stale},
+                       {"packets", r.packets}, {"complete", r.complete},  {"loss_percent", r.loss_percent()}});
+    }
 
-    for (auto& s : streams) s->thread = std::thread(receive_loop, std::ref(*s), o.batch, o.gro && gro_ok);
+    // NAME.slabcast lists this receiver's slabs and those of the others that
+    // share it; the reader opens it once it is there.
+    void publish_descriptor() {
+        descriptor_path_ = descriptor_path(o_.shm_dir, o_.name);
+        Descriptor all = mine_;
+        merge_existing(o_.shm_dir, descriptor_path_, all);
+        write_descriptor(descriptor_path_, all);
+        spdlog::info("receive: {} stream(s) of {} ready; descriptor {}", streams_.size(), to_string(dims_),
+                     descriptor_path_);
+    }
 
-    RateMeter meter;
-    meter.gbit_per_s(0);
-    // Two seconds without a packet after the other streams moved on: longer
-    // than any pause inside a step, short enough to be told while it matters.
-    StreamWatch watch(2'000'000'000);
-    status.start([&] {
+    void start_status() {
+        meter_.gbit_per_s(0);
+        status_.start([this] { return snapshot(); });
+    }
+
+    // Once a second: the figures of every stream, summed and each, and the
+    // streams that went quiet or came back.
+    nlohmann::json snapshot() {
         std::uint64_t bytes = 0, packets = 0, rejected = 0, stale = 0, dups = 0, fexp = 0, frec = 0, foreign = 0;
         nlohmann::json per_stream = nlohmann::json::array();
         std::int64_t step = -1;
         double progress = 0;
-        for (auto& s : streams) {
+        std::vector<StreamWatch::Sample> samples;
+        for (auto& s : streams_) {
             const SlabLive& live = s->slab.header().live;
             bytes += s->counters.bytes.load();
             packets += live.packets.load();
@@ -357,27 +243,17 @@ int run_receive(const ReceiveOptions& o) {
             frec += s->counters.finished_records.load();
             step = std::max<std::int64_t>(step, live.step.load());
             const double p = static_cast<double>(live.step_records.load()) / static_cast<double>(live.step_expected.load());
-            progress += p / static_cast<double>(streams.size());
+            progress += p / static_cast<double>(streams_.size());
             per_stream.push_back({{"stream", s->spec.slab}, {"step", live.step.load()}, {"progress", p},
                                   {"packets", live.packets.load()}, {"foreign", live.foreign.load()},
                                   {"last_step", live.last_step.load()},
                                   {"last_step_loss_percent", live.last_step_loss_ppm.load() / 1e4}});
         }
-        std::vector<StreamWatch::Sample> samples;
-        for (auto& s : streams)
+        for (auto& s : streams_)
             samples.push_back({s->spec.slab, s->slab.header().live.packets.load(), s->slab.header().live.generation.load()});
-        const StreamWatch::Changes changes = watch.update(samples, monotonic_ns());
-        for (int k : changes.missing) {
-            spdlog::warn("receive: stream {} missing: no packets for 2 s while the other streams began a new step "
-                         "(its shuffler down, or its path cut)", k);
-            status.event({{"kind", "stream_missing"}, {"stream", k}});
-        }
-        for (int k : changes.back) {
-            spdlog::info("receive: stream {} back: packets again", k);
-            status.event({{"kind", "stream_back"}, {"stream", k}});
-        }
-        const std::set<int>& missing = watch.missing();
-        const double gbps = meter.gbit_per_s(bytes);
+        report_watch(watch_.update(samples, monotonic_ns()));
+        const std::set<int>& missing = watch_.missing();
+        const double gbps = meter_.gbit_per_s(bytes);
         const double loss = fexp ? 100.0 * static_cast<double>(fexp - frec) / static_cast<double>(fexp) : 0.0;
         return nlohmann::json{
             {"line", fmt::format("receive: {:.2f} Gbit/s, {} packets, loss {:.3f}%, step {} ({:.0f}% placed), "
@@ -387,23 +263,51 @@ int run_receive(const ReceiveOptions& o) {
                                  missing.empty() ? std::string() : fmt::format(", MISSING streams {}", fmt::join(missing, ",")))},
             {"missing", missing}, {"gbps", gbps}, {"packets", packets}, {"loss_percent", loss}, {"step", step}, {"rejected", rejected},
             {"stale", stale}, {"duplicates", dups}, {"foreign", foreign}, {"streams", per_stream}};
-    });
+    }
 
-    for (auto& s : streams) s->thread.join();
-    for (auto& s : streams) s->receiver->finish_current();
-    for (auto& s : streams) s->slab.header_rw().live.writer_pid.store(0);
-    status.stop();
-    if (o.keep) {
-        spdlog::info("receive: stopped; shared memory kept in {} (slabcast clean --name {} removes it)", o.shm_dir,
-                     o.name);
+    void report_watch(const StreamWatch::Changes& changes) {
+        for (int k : changes.missing) {
+            spdlog::warn("receive: stream {} missing: no packets for 2 s while the other streams began a new step "
+                         "(its shuffler down, or its path cut)", k);
+            status_.event({{"kind", "stream_missing"}, {"stream", k}});
+        }
+        for (int k : changes.back) {
+            spdlog::info("receive: stream {} back: packets again", k);
+            status_.event({{"kind", "stream_back"}, {"stream", k}});
+        }
+    }
+
+    // After the threads: each slab's last step is accounted, and its writer
+    // gone; the slabs stay (--keep) or go.
+    int stop() {
+        for (auto& s : streams_) s->receiver->finish_current();
+        for (auto& s : streams_) s->slab.header_rw().live.writer_pid.store(0);
+        status_.stop();
+        if (o_.keep) {
+            spdlog::info("receive: stopped; shared memory kept in {} (slabcast clean --name {} removes it)", o_.shm_dir,
+                         o_.name);
+            return 0;
+        }
+        streams_.clear();  // unmaps the slabs
+        remove_own_slabs(o_.shm_dir, descriptor_path_, mine_);
         return 0;
     }
-    std::vector<int> mine;
-    for (auto& s : streams) mine.push_back(s->spec.slab);
-    streams.clear();  // unmaps the slabs
-    remove_own_slabs(o.shm_dir, o.name, descriptor_path, mine);
-    return 0;
-}
+
+    const ReceiveOptions& o_;
+    const Dims dims_;
+    Endpoint listen_;
+    std::vector<int> cpus_;
+    std::vector<std::unique_ptr<Stream>> streams_;
+    std::map<int, Stream*> by_slab_;
+    Descriptor mine_;  // this receiver's slabs only
+    std::string descriptor_path_;
+    bool gro_ok_ = true;
+    RateMeter meter_;
+    // Two seconds without a packet after the other streams moved on: longer
+    // than any pause inside a step, short enough to be told while it matters.
+    StreamWatch watch_{2'000'000'000};
+    StatusReporter status_;
+};
 
 }  // namespace
 
@@ -441,7 +345,7 @@ void register_receive(CLI::App& root, RoleMain& run) {
         ->check(CLI::Range(0, 60000))
         ->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
-    c->callback([o, &run] { run = [o] { return run_receive(*o); }; });
+    c->callback([o, &run] { run = [o] { return Receiver(*o).run(); }; });
 }
 
 }  // namespace slabcast

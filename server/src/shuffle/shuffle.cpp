@@ -1,6 +1,7 @@
 // `slabcast shuffle`: one stream. Waits for sync packets; for each new one it
 // maps the staged step, packs its slab into quad packets on the fly and sends
-// them at the set rate. A newer sync abandons the step in progress at once.
+// them at the set rate. A newer sync abandons the step in progress at once
+// (Balman et al., 2012, sections 4.2 and 4.3, figures 4 and 5).
 #include "host/roles.h"
 #include "host/host_checks.h"
 #include "host/numa_placement.h"

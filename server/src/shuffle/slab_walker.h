@@ -1,6 +1,7 @@
 // The order in which a shuffler walks its slab: z-slab scan order (x fastest,
 // so each packet is one contiguous run and the receiver's stores are
-// sequential) or z-order (Morton) over the slab, the paper's alternative.
+// sequential) or z-order (Morton) over the slab, the paper's alternative
+// (Balman et al., 2012, section 4.2).
 #pragma once
 
 #include "slabcast/volume.h"

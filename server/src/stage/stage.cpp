@@ -18,6 +18,8 @@
 #include "slabcast/control_packets.h"
 #include "slabcast/dataset.h"
 #include "slabcast/clock.h"
+#include "slabcast/units.h"
+#include "slabcast/volume.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -49,28 +51,6 @@ struct StageOptions {
     std::string stats_json;
 };
 
-std::uint64_t parse_bytes(const std::string& text) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (const std::exception&) {
-        throw std::invalid_argument("size '" + text + "': expected e.g. 8G or 512M");
-    }
-    const std::string unit = text.substr(used);
-    double scale = 1;
-    if (unit == "K" || unit == "k") scale = 1024.0;
-    else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
-    else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
-    else if (unit == "T" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
-    else if (!unit.empty()) throw std::invalid_argument("size '" + text + "': unknown unit '" + unit + "'");
-    // Checked as a double, before the cast: a cast of NaN or of 1e30 is undefined.
-    const double bytes = v * scale;
-    if (!(bytes >= 1 && bytes <= 0x1p62))
-        throw std::invalid_argument("size '" + text + "' must be 1 byte to 2^62 bytes");
-    return static_cast<std::uint64_t>(bytes);
-}
-
 struct StageCounters {
     std::atomic<std::uint64_t> bytes_read{0};
     std::atomic<std::int64_t> read_ns{0};
@@ -82,7 +62,7 @@ struct StageCounters {
 class Stager {
 public:
     Stager(const StageOptions& o, StatusReporter& status)
-        : o_(o), status_(status), streams_(parse_index_list(o.streams, "--streams")) {
+        : o_(o), status_(status), streams_(parse_index_list(o.streams, kMaxAxis - 1, "--streams")) {
         if (::mkdir(o.staging.c_str(), 0750) != 0 && errno != EEXIST)
             throw std::runtime_error(o.staging + ": cannot create staging directory: " + std::strerror(errno));
         require_own_directory(o.staging);
@@ -147,14 +127,9 @@ private:
         if (o_.from.empty()) return read_dataset(o_.dataset);
         const auto colon = o_.from.rfind(':');
         pull_.host = colon == std::string::npos ? o_.from : o_.from.substr(0, colon);
-        try {
-            std::size_t used = 0;
-            const std::string port = colon == std::string::npos ? "7100" : o_.from.substr(colon + 1);
-            pull_.port = std::stoi(port, &used);
-            if (used != port.size() || pull_.port < 1 || pull_.port > 65535) throw std::out_of_range(port);
-        } catch (const std::exception&) {
-            throw std::invalid_argument("--from '" + o_.from + "': expected HOST[:PORT], PORT 1..65535");
-        }
+        const auto port = parse_whole(colon == std::string::npos ? "7100" : o_.from.substr(colon + 1), 1, 65535);
+        if (!port) throw std::invalid_argument("--from '" + o_.from + "': expected HOST[:PORT], PORT 1..65535");
+        pull_.port = static_cast<int>(*port);
         pull_.streams = o_.pull_streams;
         if (!o_.key_file.empty()) pull_.key = load_sync_key(o_.key_file);  // the data host's serve checks it too
         std::string descriptor = o_.dataset;

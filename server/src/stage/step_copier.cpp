@@ -2,6 +2,8 @@
 
 #include "host/host_checks.h"
 
+#include "slabcast/units.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>

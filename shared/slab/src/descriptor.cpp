@@ -7,6 +7,8 @@
 
 namespace slabcast {
 
+std::string descriptor_path(const std::string& dir, const std::string& name) { return dir + "/" + name + ".slabcast"; }
+
 using nlohmann::json;
 using json_file::field;
 

@@ -14,6 +14,14 @@ namespace slabcast {
 // (version 1 gave any path, and a reader opened whatever it named).
 constexpr int kDescriptorVersion = 2;
 
+// Where a receiver puts its slabs and descriptor unless told otherwise
+// (receive --shm-dir, clean --shm-dir): shared memory, for the renderer to map
+// without a copy (Balman et al., 2012, section 4.2).
+inline constexpr const char* kDefaultShmDir = "/dev/shm/slabcast";
+
+// DIR/NAME.slabcast: the descriptor of volume NAME, next to its slabs.
+std::string descriptor_path(const std::string& dir, const std::string& name);
+
 struct SlabEntry {
     int index = 0;
     std::string file;  // a plain file name in the descriptor's directory (is_plain_name)

@@ -49,21 +49,31 @@ T whole_number(const nlohmann::json& v, const std::string& what) {
 
 namespace detail {
 
+// A vector of whole numbers (each element checked by whole_number).
 template <typename T>
-struct is_vector : std::false_type {};
+struct is_whole_vector : std::false_type {};
 template <typename T>
-struct is_vector<std::vector<T>> : std::true_type {};
+struct is_whole_vector<std::vector<T>> : std::bool_constant<std::is_integral_v<T> && !std::is_same_v<T, bool>> {};
 
 }  // namespace detail
 
+// Field `key` of object `j`, of type T, checked: "<path>: missing field
+// 'KEY'", "<path>: field 'KEY' has the wrong type" (or "must be a whole number",
+// "is out of range"). `path` names the file, and where in it when that helps
+// ("plan.json: senders s1"). A whole number is checked to fit T, a vector of
+// them each element; a floating-point T takes only a number (nlohmann's get
+// would turn true into 1.0).
 template <typename T>
 T field(const nlohmann::json& j, const char* key, const std::string& path) {
     if (!j.is_object() || !j.contains(key)) throw std::runtime_error(path + ": missing field '" + key + "'");
     const nlohmann::json& v = j.at(key);
     const std::string what = path + ": field '" + std::string(key) + "'";
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if constexpr (std::is_floating_point_v<T>) {
+        if (!v.is_number()) throw std::runtime_error(what + " has the wrong type");
+        return v.get<T>();
+    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
         return whole_number<T>(v, what);
-    } else if constexpr (detail::is_vector<T>::value && std::is_integral_v<typename T::value_type>) {
+    } else if constexpr (detail::is_whole_vector<T>::value) {
         if (!v.is_array()) throw std::runtime_error(what + " has the wrong type");
         T out;
         for (const auto& e : v) out.push_back(whole_number<typename T::value_type>(e, what));
@@ -75,6 +85,13 @@ T field(const nlohmann::json& j, const char* key, const std::string& path) {
             throw std::runtime_error(what + " has the wrong type");
         }
     }
+}
+
+// An optional field: `fallback` when `j` has no `key`, else as field().
+template <typename T>
+T field_or(const nlohmann::json& j, const char* key, T fallback, const std::string& path) {
+    if (!j.is_object() || !j.contains(key)) return fallback;
+    return field<T>(j, key, path);
 }
 
 }  // namespace slabcast::json_file

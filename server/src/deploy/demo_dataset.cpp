@@ -1,0 +1,80 @@
+#include "deploy/demo_dataset.h"
+
+#include "host/child_process.h"
+#include "host/stop_signal.h"
+
+#include "slabcast/dataset.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+namespace slabcast {
+namespace {
+
+namespace fs = std::filesystem;
+
+// $SLABCAST_CACHE, else ~/.cache/slabcast, unless --cache says otherwise.
+std::string cache_dir(const DemoOptions& o) {
+    if (!o.cache.empty()) return o.cache;
+    if (const char* cache = std::getenv("SLABCAST_CACHE")) return cache;
+    const char* home = std::getenv("HOME");
+    return std::string(home ? home : "/tmp") + "/.cache/slabcast";
+}
+
+void generate(const DemoOptions& o, const Dims& dims, const std::string& build_dir, const std::string& dir) {
+    spdlog::info("demo: generating {} steps of a {} cosmology volume into {} (once; cached for next time)",
+                 o.dataset_steps, to_string(dims), dir);
+    ChildProcess gen = ChildProcess::start({build_dir + "/data/slabcast-datagen", "--out", dir, "--dims", o.dims,
+                                            "--steps", std::to_string(o.dataset_steps)}, "");
+    while (!gen.wait_for(200))
+        if (stop_requested()) throw std::runtime_error("demo: stopped while generating the dataset");
+    if (!WIFEXITED(gen.exit_status()) || WEXITSTATUS(gen.exit_status()) != 0)
+        throw std::runtime_error("demo: the data generator failed");
+}
+
+// Checks the dataset against the demo's volume and fixes the colour range
+// for the whole run from its last (most evolved) step, so that growth of
+// structure shows as growth, not as a rescaled picture.
+std::string colour_range(const std::string& dir, const Dims& dims) {
+    const Dataset d = read_dataset(dir);
+    if (!(d.dims == dims))
+        throw std::runtime_error("demo: " + dir + " is " + to_string(d.dims) + ", not the --dims " + to_string(dims));
+    std::ifstream in(d.step_path(d.steps.back()), std::ios::binary);
+    std::vector<float> values(static_cast<std::size_t>(dims.plane()));
+    float lo = std::numeric_limits<float>::max(), hi = 0;
+    for (std::int64_t z = 0; z < dims.nz && in; ++z) {
+        in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
+        for (float v : values) {
+            if (v > 0) lo = std::min(lo, v);
+            hi = std::max(hi, v);
+        }
+    }
+    if (!in || hi <= 0) throw std::runtime_error("demo: cannot read " + d.step_path(d.steps.back()));
+    return fmt::format("{},{}", std::max(lo, hi * 1e-4f), hi);
+}
+
+}  // namespace
+
+DemoDataset prepare_demo_dataset(const DemoOptions& o, const Dims& dims, const std::string& build_dir) {
+    DemoDataset out;
+    if (!o.dataset.empty()) {
+        out.directory = o.dataset;
+    } else {
+        out.directory = fmt::format("{}/cosmo-{}-{}", cache_dir(o), to_string(dims), o.dataset_steps);
+        if (fs::exists(out.directory + "/dataset.json")) spdlog::info("demo: dataset {} (cached)", out.directory);
+        else generate(o, dims, build_dir, out.directory);
+    }
+    out.range = colour_range(out.directory, dims);
+    return out;
+}
+
+}  // namespace slabcast

@@ -1,0 +1,24 @@
+// The dataset `slabcast demo` streams: --dataset as given, or a cosmology
+// dataset generated once by slabcast-datagen and cached (data/README.md), and
+// the colour range the whole run is rendered with.
+#pragma once
+
+#include "deploy/demo_options.h"
+
+#include "slabcast/volume.h"
+
+#include <string>
+
+namespace slabcast {
+
+struct DemoDataset {
+    std::string directory;
+    std::string range;  // colour range "LO,HI"
+};
+
+// Generates the dataset when it is not cached yet (`build_dir` holds the
+// generator); throws std::runtime_error when it cannot be had, is not of
+// `dims`, or a stop is requested while it is generated.
+DemoDataset prepare_demo_dataset(const DemoOptions& o, const Dims& dims, const std::string& build_dir);
+
+}  // namespace slabcast

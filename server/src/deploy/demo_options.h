@@ -1,0 +1,32 @@
+// The options of `slabcast demo` (register_demo in demo.cpp lists them with
+// their help), shared by the demo's parts.
+#pragma once
+
+#include <string>
+
+namespace slabcast {
+
+struct DemoOptions {
+    std::string dims = "256,256,256";
+    int dataset_steps = 20;
+    long count = 20;
+    bool forever = false;
+    int streams = 4;
+    std::string rate = "1G";
+    bool head_to_head = false;
+    std::string size = "1280x720";
+    std::string wall;
+    std::string out = "demo-output";
+    std::string cache;
+    std::string dataset;
+    int ranks = 1;
+    // Like SC11 (1.4 s to move a step, 2.5 s to render it; Balman et al., 2012,
+    // section 4.6): time to see each step.
+    double step_interval = 3;
+    bool headless = false;
+    bool keep_shm = false;
+    int base_port = 47000;
+    std::string build_dir;  // where the plugin, render script and datagen are
+};
+
+}  // namespace slabcast

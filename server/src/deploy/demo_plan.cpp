@@ -1,0 +1,70 @@
+#include "deploy/demo_plan.h"
+
+#include "slabcast/units.h"
+
+#include <fmt/format.h>
+
+namespace slabcast {
+namespace {
+
+// `step_bytes`: a step of the dataset, which every side's stager copies whole.
+void add_side(DemoPlan& plan, const DemoOptions& o, const DemoSide& side, const Dims& dims, int depth, int streams,
+              const std::string& rate, std::int64_t step_bytes) {
+    const int base = o.base_port + 300 * static_cast<int>(plan.sides.size());
+    PlanVolume v;
+    v.name = side.name;
+    v.dims = dims;
+    v.slab_depth = depth;
+    v.rate = rate;
+    v.ports = PortLayout{base, base + 100, base + 200};
+    PlanHost host;
+    host.name = "localhost";
+    host.address = "127.0.0.1";
+    host.streams_text = fmt::format("0-{}", streams - 1);
+    for (int k = 0; k < streams; ++k) host.streams.push_back(k);
+    PlanHost receiver = host;
+    receiver.shm_dir = demo_shm_dir(o);
+    v.receivers.push_back(receiver);
+    PlanHost sender = host;
+    sender.staging = demo_staging(o, side.name);
+    // Each stager reads up to three steps of the dataset ahead.
+    sender.budget = std::to_string(3 * step_bytes / 1048576 + 1) + "M";
+    v.senders.push_back(sender);
+    plan.deployment.volumes.push_back(v);
+    plan.sides.push_back(side);
+}
+
+}  // namespace
+
+std::string demo_shm_dir(const DemoOptions& o) { return fmt::format("/dev/shm/slabcast-demo-{}", o.base_port); }
+
+std::string demo_staging(const DemoOptions& o, const std::string& side) { return demo_shm_dir(o) + "-staging-" + side; }
+
+DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std::string& dataset,
+                   const std::string& key_file) {
+    DemoPlan plan;
+    Deployment& d = plan.deployment;
+    d.dataset = dataset;
+    d.key_file = key_file;
+    d.controller.host = "localhost";
+    d.controller.address = "127.0.0.1";
+    d.controller.loop = true;
+    d.controller.interval = o.step_interval;
+    if (!o.forever) d.controller.count = o.count;
+    const double rate = parse_rate_bps(o.rate);
+    const std::int64_t step_bytes = dims.count() * 4;
+    add_side(plan, o, {"full", fmt::format("{} streams x {}: full volume", o.streams, format_rate(rate))}, dims, depth,
+             o.streams, o.rate, step_bytes);
+    if (o.head_to_head) {
+        // The paper's split: the full volume gets 90% of the bandwidth, 1/8 of
+        // it (the first eighth of the slabs, same resolution) the other 10%.
+        const int eighth = o.streams / 8;
+        const double eighth_rate = rate * o.streams / 9.0 / eighth;
+        add_side(plan, o, {"eighth", fmt::format("{} stream(s) x {}: 1/8 volume", eighth, format_rate(eighth_rate))},
+                 Dims{dims.nx, dims.ny, static_cast<std::int64_t>(depth) * eighth}, depth, eighth,
+                 fmt::format("{:.0f}", eighth_rate), step_bytes);
+    }
+    return plan;
+}
+
+}  // namespace slabcast

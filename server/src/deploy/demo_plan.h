@@ -1,0 +1,37 @@
+// What `slabcast demo` runs, as a deployment of the planner (deploy_plan.h):
+// every role on 127.0.0.1, the full volume and, with --head-to-head, the SC11
+// comparison beside it: 1/8 of the volume at the same resolution over a tenth
+// of the bandwidth (Balman et al., 2012, sections 4 and 4.2, figure 6).
+#pragma once
+
+#include "deploy/demo_options.h"
+#include "deploy/deploy_plan.h"
+
+#include <string>
+#include <vector>
+
+namespace slabcast {
+
+// One volume of the demo, as its frame labels it.
+struct DemoSide {
+    std::string name;   // also the volume's name: NAME.slabcast
+    std::string label;  // "4 streams x 1.00 Gbit/s: full volume"
+};
+
+struct DemoPlan {
+    Deployment deployment;
+    std::vector<DemoSide> sides;
+};
+
+// Named by the base port, so that two demos on one host do not collide.
+std::string demo_shm_dir(const DemoOptions& o);
+std::string demo_staging(const DemoOptions& o, const std::string& side);
+
+// `depth` planes per slab (NZ / --streams); `dataset` and `key_file` as the
+// demo has them ready. Each side's ports start at --base-port + 300 i (data,
+// sync + 100, stager + 200); syncs are authenticated and taken from the
+// controller only, as anywhere else.
+DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std::string& dataset,
+                   const std::string& key_file);
+
+}  // namespace slabcast

@@ -1,0 +1,52 @@
+// One stream of the receiver daemon: its UDP port, its slab in shared memory
+// and the thread that moves one into the other (Balman et al., 2012, section
+// 4.2: one receiving thread per stream, pinned near its NIC, section 4.5).
+#pragma once
+
+#include "host/address_filter.h"
+#include "host/udp.h"
+#include "receive/slab_receiver.h"
+
+#include "slabcast/slab_file.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace slabcast {
+
+struct StreamSpec {
+    int slab = 0;
+    int port = 0;
+};
+// "SLAB:PORT" (receive --stream); throws std::invalid_argument naming the text.
+StreamSpec parse_stream(const std::string& text);
+
+// Figures a stream thread shares with the status thread.
+struct StreamCounters {
+    std::atomic<std::uint64_t> bytes{0};
+    std::atomic<std::uint64_t> finished_expected{0};
+    std::atomic<std::uint64_t> finished_records{0};
+    std::atomic<std::uint64_t> steps_finished{0};
+};
+
+struct Stream {
+    StreamSpec spec;
+    int cpu = 0;
+    int node = -1;
+    SlabMapping slab;
+    Socket socket;
+    std::unique_ptr<SlabReceiver> receiver;
+    StreamCounters counters;
+    AddressFilter allowed;  // senders this stream takes data from; empty: any
+    std::thread thread;
+};
+
+// The stream's thread: pinned to s.cpu, it drains the socket `batch`
+// datagrams per recvmmsg call (coalesced by UDP GRO when `gro`) into the slab
+// until a stop is requested.
+void receive_loop(Stream& s, int batch, bool gro);
+
+}  // namespace slabcast
