@@ -51,8 +51,8 @@ private:
 std::array<std::uint8_t, kMacBytes> client_mac(const Key& key, const std::uint8_t* server_nonce,
                                                std::uint64_t challenge_flags, const std::uint8_t* header,
                                                const std::uint8_t* client_nonce, const std::string& json) {
-    std::uint8_t flags[8];
-    for (int i = 0; i < 8; ++i) flags[i] = static_cast<std::uint8_t>(challenge_flags >> (8 * i));
+    std::uint8_t flags[8], *at = flags;
+    put_le<std::uint64_t>(at, challenge_flags);
     return Mac(key, kClientLabel, sizeof kClientLabel)
         .add(server_nonce, kNonceBytes)
         .add(flags, sizeof flags)

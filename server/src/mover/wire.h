@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace slabcast::mover {
 
@@ -47,6 +48,23 @@ struct Frame {
     std::uint64_t checksum = 0;
     std::uint64_t extra = 0;
 };
+
+// Every number the mover puts on the wire (the frame header, a sealed
+// record's length and nonce, the flags in a MAC) is little-endian, written and
+// read by these two, which advance `p` past it.
+template <typename T>
+void put_le(std::uint8_t*& p, T v) {
+    static_assert(std::is_integral_v<T>);
+    for (std::size_t i = 0; i < sizeof(T); ++i) *p++ = static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) >> (8 * i));
+}
+
+template <typename T>
+T take_le(const std::uint8_t*& p) {
+    static_assert(std::is_integral_v<T>);
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<std::uint64_t>(*p++) << (8 * i);
+    return static_cast<T>(v);
+}
 
 void encode_header(const Frame& f, std::uint8_t* out);
 // nullopt for a header that is not one (magic, version, kind, length): the
