@@ -21,8 +21,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, unittest_main, wait_for  # noqa: E402
-from mover_wire import (BYE, DATA, DONE, ERROR, FILE_END, FILE_FAILED, HAVE, MANIFEST, REPORT,  # noqa: E402
-                        ZEROS, checksum_of, frame, header, read_frame, say_hello)
+from mover_wire import (BYE, DATA, DONE, ERROR, FILE_END, FILE_FAILED, HAVE, HELLO, MANIFEST, REPORT,  # noqa: E402
+                        ZEROS, challenge, checksum_of, frame, header, read_frame, say_hello)
 from test_mover import assert_trees_equal, journal_lines, write_file  # noqa: E402
 
 MIB = 1 << 20
@@ -456,6 +456,48 @@ class HostileTest(unittest.TestCase):
         self.assertEqual([p for p, _ in failed], ["ds/sub/secret"], failed)
         self.assert_nothing_outside()
         self.assert_real_move_works()
+
+    def move_against(self, play):
+        """`slabcast move --streams 1` of one small file against a server
+        played by hand: play(conn) answers its connection. Returns (exit
+        code, stderr); the move must end by itself within 60 s."""
+        src = os.path.join(self.ws.dir, "src-words", "one")
+        write_file(os.path.join(src, "a.bin"), b"x" * 5000)
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            listener.settimeout(30)
+            mover = subprocess.Popen([SLABCAST, "move", "--port", str(listener.getsockname()[1]), "--progress",
+                                      "none", "--streams", "1", src, "127.0.0.1:d"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, encoding="utf-8", errors="replace")
+            self.addCleanup(mover.kill)  # should it hang
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(30)
+                play(conn)
+                _, err = mover.communicate(timeout=60)
+        return mover.returncode, err
+
+    def up_to_the_manifest(self, conn):
+        """As a server: the Challenge, then the client's Hello and manifest."""
+        conn.sendall(challenge())
+        self.assertEqual(read_frame(conn)[0], HELLO)
+        self.assertEqual(read_frame(conn)[0], MANIFEST)  # one frame for one small file
+
+    def test_a_have_above_32_mib_is_refused_before_it_is_read(self):
+        """A server answers the manifest with a Have whose header declares one
+        byte more than the 32 MiB a Have may hold, and sends nothing after it:
+        `move` refuses it by its header (a client that read it first would
+        wait for ever), names it, and ends with nothing sent."""
+        def huge_have(conn):
+            self.up_to_the_manifest(conn)
+            conn.sendall(header(HAVE, 0, 32 * MIB + 1))
+            while conn.recv(65536):  # until the client closes: no block may come
+                self.fail("the client sent something after a Have it should refuse")
+
+        code, err = self.move_against(huge_have)
+        self.assertEqual(code, 1, err)
+        self.assertIn("the server's answer to the manifest (Have) is 33554433 bytes, above the 33554432 bytes "
+                      "(32 MiB) an answer may hold: refused, nothing was sent", err)
+
 
 
 if __name__ == "__main__":

@@ -182,16 +182,26 @@ std::size_t Channel::waiting() const {
     return (in_plain_.size() - in_at_) + (raw > kLengthBytes + kTagBytes ? raw - kLengthBytes - kTagBytes : 0);
 }
 
-bool read_frame(Channel& c, Frame& f, std::string& payload, std::size_t max_payload) {
+bool read_header(Channel& c, Frame& f) {
     std::uint8_t header[kHeaderBytes];
     if (!c.read_full(header, sizeof header)) return false;
     std::string problem;
     const auto decoded = decode_header(header, &problem);
     if (!decoded) throw std::runtime_error(problem);
     f = *decoded;
+    return true;
+}
+
+bool read_frame(Channel& c, Frame& f, std::string& payload, std::size_t max_payload) {
+    if (!read_header(c, f)) return false;
     if (f.length > max_payload)
         throw std::runtime_error("a frame of " + std::to_string(f.length) + " bytes, where at most " +
                                  std::to_string(max_payload) + " belong");
+    read_payload(c, f, payload);
+    return true;
+}
+
+void read_payload(Channel& c, const Frame& f, std::string& payload) {
     // The payload grows as its bytes arrive: a header that declares 64 MiB
     // and sends nothing costs nothing.
     payload.clear();
@@ -203,7 +213,6 @@ bool read_frame(Channel& c, Frame& f, std::string& payload, std::size_t max_payl
             throw std::runtime_error("the peer closed the connection in the middle of a frame");
         got += n;
     }
-    return true;
 }
 
 void write_frame(Channel& c, const Frame& f, const void* payload, std::size_t length) {

@@ -28,9 +28,6 @@ constexpr std::size_t kRecordHead = kHeaderBytes + sizeof(std::uint64_t);
 
 std::size_t record_bytes(std::size_t payload) { return kRecordHead + ((payload + 7) & ~std::size_t{7}); }
 
-// The Have answer goes in one frame, well within kMaxPayload.
-constexpr std::uint64_t kMaxHaveBytes = 32u << 20;
-
 // A message from the peer (an Error, a FileFailed) is shown in logs and
 // reports: at most this long, control characters replaced.
 constexpr std::size_t kMaxMessage = 4096;
@@ -195,7 +192,18 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, Channel& control
     });
     json complete = json::array(), have_blocks = json::object();
     std::uint64_t need = 0;  // bytes still to be written (no wrap: manifest_from_json bounds the sum)
-    std::uint64_t have_bytes = 0;  // a bound on the Have's size (an offset is at most 20 digits and a comma)
+    // The Have is one frame of at most limits.have_bytes (kMaxHaveBytes: the
+    // client reads no more). Each entry counts at its longest as JSON: a
+    // file's index 10 digits and a comma, a file's key with its brackets 16
+    // bytes, an offset 20 digits and a comma. What does not fit is not told,
+    // and the sender sends it again (only slower): a journaled block is
+    // written again, a file in place written again and renamed over itself.
+    std::uint64_t have_bytes = 32;  // the braces and both names
+    const auto have_room = [&](std::uint64_t n) {
+        if (have_bytes + n > settings_.limits.have_bytes) return false;
+        have_bytes += n;
+        return true;
+    };
     for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
         const ManifestFile& m = manifest_.files[i];
         FileState& f = files_[i];
@@ -206,7 +214,8 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, Channel& control
         const bool exists = dir && ::fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
         // Already in place, same size and time: as rsync's quick check.
         if (exists && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == m.size &&
-            static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec == m.mtime_ns) {
+            static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec == m.mtime_ns &&
+            have_room(11)) {
             f.status = FileState::Status::Skipped;
             ++resolved_;
             complete.push_back(i);
@@ -229,10 +238,7 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, Channel& control
             f.sums[off / block] = sum;
             ++f.blocks_seen;
             need -= std::min<std::uint64_t>(block, m.size - off);
-            // The Have is one frame: past kMaxHaveBytes the sender is not told
-            // of a block it has, and sends it again (harmless, only slower).
-            have_bytes += 21;
-            if (have_bytes < kMaxHaveBytes) offsets.push_back(off);
+            if (have_room(offsets.empty() ? 16 + 21 : 21)) offsets.push_back(off);
         }
         if (!offsets.empty()) have_blocks[std::to_string(i)] = offsets;
     }

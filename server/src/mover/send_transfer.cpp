@@ -126,8 +126,17 @@ void SendTransfer::begin(ClientHandshake* handshake) {
     if (handshake) handshake->expect_proof(control_fd_, settings_.peer_timeout_s);
     Frame reply;
     std::string payload;
-    if (!read_frame(*control_, reply, payload, 1u << 30))
+    if (!read_header(*control_, reply))
         throw std::runtime_error("the server closed the connection after the manifest");
+    // Judged before a byte of it is read: the server lists at most
+    // kMaxHaveBytes of what the destination holds, and this end reads no more.
+    if (reply.length > kMaxHaveBytes)
+        throw std::runtime_error(
+            (reply.kind == Kind::Have ? "the server's answer to the manifest (Have) is "
+                                      : "the server answered the manifest with a frame of ") +
+            std::to_string(reply.length) + " bytes, above the " + std::to_string(kMaxHaveBytes) +
+            " bytes (32 MiB) an answer may hold: refused, nothing was sent");
+    read_payload(*control_, reply, payload);
     if (reply.kind == Kind::Error) throw std::runtime_error("the server refused the transfer: " + payload);
     if (reply.kind != Kind::Have) throw std::runtime_error("the server answered the manifest with something else");
     try {

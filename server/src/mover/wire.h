@@ -21,6 +21,9 @@ inline constexpr std::uint16_t kVersion = 3;
 inline constexpr std::size_t kHeaderBytes = 48;
 inline constexpr std::uint32_t kMaxPayload = 64u << 20;
 inline constexpr std::uint32_t kDefaultBlock = 4u << 20;
+// A Have's payload, at most: the server lists no more of what the destination
+// holds (the rest is sent again), and the client reads no more.
+inline constexpr std::uint32_t kMaxHaveBytes = 32u << 20;
 
 enum class Kind : std::uint16_t {
     Hello = 1,     // payload: nonce, MAC (auth.h), then JSON {stream, dest, ...}: joins (or opens) transfer `transfer`
