@@ -481,6 +481,17 @@ TEST_CASE("a pull lists and reads beneath the served tree only, and stops at the
     CHECK_THROWS_WITH(scan_beneath(tree, {"ds/sub/b"}, 4096, 100), Catch::Contains("Too many levels of symbolic links"));
 }
 
+TEST_CASE("a manifest path with control characters is refused, and named in printable text only") {
+    TempShmDir dir;
+    Session s(dir.path);
+    s.send(manifest({file_entry("a\x1b[31mb\nFAKE", 1)}));
+    const auto [kind, text] = s.answer();
+    CHECK(kind == Kind::Error);
+    CHECK(text == "path 'a?[31mb?FAKE': a control character");
+    s.wait_end();
+    CHECK(s.t.problem() == text);
+}
+
 TEST_CASE("the Have answer stays within its limit: what it cannot list is sent again, and arrives") {
     TempShmDir dir;
     // A part file of r with its first 8 blocks journaled by an earlier run,

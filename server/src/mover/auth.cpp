@@ -1,5 +1,6 @@
 #include "mover/auth.h"
 
+#include "mover/peer_text.h"
 #include "mover/stream_io.h"
 
 #include <arpa/inet.h>
@@ -184,7 +185,7 @@ void ClientHandshake::send_hello(int fd, std::uint64_t transfer, const std::stri
     Frame challenge;
     std::string nonce;
     read_answer(fd, timeout_s, "challenge", challenge, nonce);
-    if (challenge.kind == Kind::Error) throw AuthError("the server refused the connection: " + nonce);
+    if (challenge.kind == Kind::Error) throw AuthError("the server refused the connection: " + printable(nonce));
     if (challenge.kind != Kind::Challenge || nonce.size() != kNonceBytes)
         throw AuthError("the server did not begin with a challenge (is it a slabcast serve?)");
     const bool key_required = challenge.extra & kRequiresKey;
@@ -220,7 +221,7 @@ void ClientHandshake::expect_proof(int fd, int timeout_s) {
     Frame f;
     std::string payload;
     read_answer(fd, timeout_s, "proof", f, payload);
-    if (f.kind == Kind::Error) throw AuthError(payload);  // the server's refusal, in its words
+    if (f.kind == Kind::Error) throw AuthError(printable(payload));  // the server's refusal, in its words
     if (f.kind != Kind::Proof || payload.size() != kMacBytes)
         throw AuthError("the server did not answer the Hello with its proof");
     const auto expected = server_mac(*key_, server_nonce_.data(), nonce_.data(), mac_.data());

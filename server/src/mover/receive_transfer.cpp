@@ -1,5 +1,7 @@
 #include "mover/receive_transfer.h"
 
+#include "mover/peer_text.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -28,24 +30,14 @@ constexpr std::size_t kRecordHead = kHeaderBytes + sizeof(std::uint64_t);
 
 std::size_t record_bytes(std::size_t payload) { return kRecordHead + ((payload + 7) & ~std::size_t{7}); }
 
-// A message from the peer (an Error, a FileFailed) is shown in logs and
-// reports: at most this long, control characters replaced.
-constexpr std::size_t kMaxMessage = 4096;
-
-std::string printable(const char* text, std::size_t n) {
-    std::string out(text, std::min(n, kMaxMessage));
-    for (char& c : out)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    return out;
-}
-
-// The payload of an Error frame, which only a message may be.
+// The payload of an Error frame, which only a message may be (shown in logs
+// and reports: peer_text.h).
 std::string read_message(Channel& c, const Frame& f) {
-    if (f.length > kMaxMessage) return "(a message of " + std::to_string(f.length) + " bytes, not read)";
+    if (f.length > kMaxPeerText) return "(a message of " + std::to_string(f.length) + " bytes, not read)";
     std::string text(f.length, '\0');
     if (f.length && !c.read_full(text.data(), text.size()))
         throw std::runtime_error("the peer closed the connection in the middle of a frame");
-    return printable(text.data(), text.size());
+    return printable(text);
 }
 
 const char* kind_name(Kind k) {
@@ -559,7 +551,8 @@ void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload, std::u
         return;
     }
     case Kind::FileFailed:
-        fail_file(f.file, "the sender could not read it: " + printable(reinterpret_cast<const char*>(payload), f.length));
+        fail_file(f.file, "the sender could not read it: " +
+                              printable({reinterpret_cast<const char*>(payload), f.length}));
         return;
     default:
         return;  // carry_blocks lets no other kind into the ring
@@ -786,7 +779,10 @@ std::string ReceiveTransfer::problem() const {
     return problem_;
 }
 
-void ReceiveTransfer::abort(const std::string& why) {
+void ReceiveTransfer::abort(const std::string& reason) {
+    // A reason may quote the peer (a path of its manifest, its own words):
+    // logged and kept only as printable text.
+    const std::string why = printable(reason);
     bool ring = false;
     {
         // As in maybe_finish: the Error is out before stream 0 can hand its channel back.
