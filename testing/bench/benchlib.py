@@ -31,11 +31,15 @@ def prestage(ws, dataset_dir, huge_pages=True):
     sender's time. With huge_pages (and root) the staging directory is a tmpfs
     of its own with huge pages, as `slabcast tune --staging` advises; returns
     whether it is."""
-    os.makedirs(ws.staging, exist_ok=True)
+    # The stager refuses a staging directory anyone may write to, and
+    # makedirs' mode is masked by the umask (and left as it is when the
+    # directory exists): under umask 0 it would be 0777. So the mode is set.
+    os.makedirs(ws.staging, mode=0o700, exist_ok=True)
+    os.chmod(ws.staging, 0o700)
     mounted = False
     if huge_pages and os.geteuid() == 0:
         size = sum(os.path.getsize(os.path.join(dataset_dir, n)) for n in os.listdir(dataset_dir)) + (64 << 20)
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "huge=within_size,size=%d" % size, "tmpfs",
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "huge=within_size,size=%d,mode=0700" % size, "tmpfs",
                                   ws.staging]).returncode == 0
         if mounted:
             ws.cleanups.append(lambda: subprocess.run(["umount", ws.staging]))

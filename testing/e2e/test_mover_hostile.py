@@ -21,12 +21,16 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, unittest_main, wait_for  # noqa: E402
-from mover_wire import (BYE, DATA, DONE, ERROR, FILE_END, FILE_FAILED, HAVE, MANIFEST, REPORT,  # noqa: E402
-                        ZEROS, checksum_of, frame, header, read_frame, say_hello)
+from mover_wire import (BYE, DATA, DONE, ERROR, FILE_END, FILE_FAILED, HAVE, HELLO, MANIFEST, REPORT,  # noqa: E402
+                        ZEROS, challenge, checksum_of, frame, header, read_frame, say_hello)
 from test_mover import assert_trees_equal, journal_lines, write_file  # noqa: E402
 
 MIB = 1 << 20
 BLOCK = 4096
+# Words of a hostile peer: an escape that recolours a terminal, a line of its
+# own for a log, a carriage return, a bell and a DEL.
+HOSTILE_LINE = "FAKE LOG LINE"
+HOSTILE = "ok\x1b[31m red\n" + HOSTILE_LINE + "\r\x07\x7f end"
 
 
 def proc_status(pid):
@@ -456,6 +460,125 @@ class HostileTest(unittest.TestCase):
         self.assertEqual([p for p, _ in failed], ["ds/sub/secret"], failed)
         self.assert_nothing_outside()
         self.assert_real_move_works()
+
+    def move_against(self, play):
+        """`slabcast move --streams 1` of one small file against a server
+        played by hand: play(conn) answers its connection. Returns (exit
+        code, stderr); the move must end by itself within 60 s."""
+        src = os.path.join(self.ws.dir, "src-words", "one")
+        write_file(os.path.join(src, "a.bin"), b"x" * 5000)
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            listener.settimeout(30)
+            mover = subprocess.Popen([SLABCAST, "move", "--port", str(listener.getsockname()[1]), "--progress",
+                                      "none", "--streams", "1", src, "127.0.0.1:d"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, encoding="utf-8", errors="replace")
+            self.addCleanup(mover.kill)  # should it hang
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(30)
+                play(conn)
+                _, err = mover.communicate(timeout=60)
+        return mover.returncode, err
+
+    def up_to_the_manifest(self, conn):
+        """As a server: the Challenge, then the client's Hello and manifest."""
+        conn.sendall(challenge())
+        self.assertEqual(read_frame(conn)[0], HELLO)
+        self.assertEqual(read_frame(conn)[0], MANIFEST)  # one frame for one small file
+
+    def test_a_have_above_32_mib_is_refused_before_it_is_read(self):
+        """A server answers the manifest with a Have whose header declares one
+        byte more than the 32 MiB a Have may hold, and sends nothing after it:
+        `move` refuses it by its header (a client that read it first would
+        wait for ever), names it, and ends with nothing sent."""
+        def huge_have(conn):
+            self.up_to_the_manifest(conn)
+            conn.sendall(header(HAVE, 0, 32 * MIB + 1))
+            while conn.recv(65536):  # until the client closes: no block may come
+                self.fail("the client sent something after a Have it should refuse")
+
+        code, err = self.move_against(huge_have)
+        self.assertEqual(code, 1, err)
+        self.assertIn("the server's answer to the manifest (Have) is 33554433 bytes, above the 33554432 bytes "
+                      "(32 MiB) an answer may hold: refused, nothing was sent", err)
+
+    def assert_printable(self, text, what):
+        """No terminal escape, bell, DEL or forged line from a peer in `text`."""
+        for c in ("\x1b", "\x07", "\x7f", "\r"):
+            self.assertNotIn(c, text, "%s shows a control character of the peer's" % what)
+        self.assertNotIn("\n" + HOSTILE_LINE, text, "%s has a line the peer wrote" % what)
+
+    def test_a_client_writes_no_control_characters_into_the_log(self):
+        """A client's Hello, manifest and reasons carry terminal escapes and
+        a line of their own: serve refuses and logs them as printable text."""
+        self.start_serve()
+        s = self.connect()
+        say_hello(s, 0x9001, {"stream": 0, "dest": "d" + HOSTILE})
+        self.assertNotIn("\x1b", self.expect_error(s, "path 'dok?[31m red?" + HOSTILE_LINE))
+        s = self.connect()
+        say_hello(s, 0x9002, b'{"stream": 0, "dest": "\x1b]0;owned\x07')
+        self.expect_error(s, "the Hello is malformed: not JSON (")
+        s = self.connect()
+        say_hello(s, 0x9003, {"stream": 0, "get": [{"a": HOSTILE}]})
+        self.expect_error(s, "a pull asks for a JSON object, not a path")
+        s = self.hello(0x9004)
+        s.sendall(manifest_frames(0x9004, [entry("p" + HOSTILE, 1)]))
+        self.expect_error(s, "a control character")
+        s = self.open_transfer(0x9005, [entry("f", 10)])
+        s.sendall(frame(FILE_FAILED, 0x9005, HOSTILE.encode(), file=0) + header(DONE, 0x9005, 0, extra=1))
+        kind, report = read_frame(s)
+        self.assertEqual(kind, REPORT, report)
+        why = json.loads(report)["failed"][0]["why"]
+        self.assertIn("the sender could not read it: ok?[31m red?", why)
+        self.assert_printable(why, "the report")
+        text = self.server.text()
+        self.assertIn("ok?[31m red?" + HOSTILE_LINE, text)
+        self.assert_printable(text, "serve's log")
+        self.assert_bounded("after the hostile words")
+
+    def test_a_server_is_shown_in_slabcast_words_and_printable_text(self):
+        """A server played by hand refuses with terminal escapes, and sends
+        malformed answers and reports: `move` fails, names each in its own
+        words, and prints none of the server's control characters."""
+        hostile = HOSTILE.encode()
+        up_to_the_manifest = self.up_to_the_manifest
+
+        def up_to_done(conn):
+            up_to_the_manifest(conn)
+            conn.sendall(frame(HAVE, 0, json.dumps({"complete": [], "blocks": {}}).encode()))
+            while read_frame(conn)[0] not in (DONE, None):
+                pass
+
+        def report(payload):
+            return lambda conn: (up_to_done(conn), conn.sendall(frame(REPORT, 0, payload)))
+
+        cases = [
+            (lambda conn: conn.sendall(frame(ERROR, 0, hostile)),
+             "the server refused the connection: ok?[31m red?" + HOSTILE_LINE),
+            (lambda conn: (up_to_the_manifest(conn), conn.sendall(frame(ERROR, 0, hostile))),
+             "the server refused the transfer: ok?[31m red?" + HOSTILE_LINE),
+            (lambda conn: (up_to_the_manifest(conn), conn.sendall(frame(HAVE, 0, b'{"complete": [\x1b[2J'))),
+             "the server's answer is malformed: not JSON (18 bytes, malformed at byte 15)"),
+            (lambda conn: (up_to_the_manifest(conn), conn.sendall(frame(HAVE, 0, b'{"blocks": {}}'))),
+             "the server's answer is malformed: field 'complete' is missing"),
+            (lambda conn: (up_to_done(conn), conn.sendall(frame(ERROR, 0, hostile))),
+             "the server stopped the transfer: ok?[31m red?" + HOSTILE_LINE),
+            (report(b'{"files": 1, \x1b[2J'), "the server's report is malformed: not JSON (17 bytes, malformed at byte 14)"),
+            (report(b'{"files": "1", "in_place": 0, "failed": [], "bytes_written": 5000}'),
+             "the server's report is malformed: field 'files' must be a whole number"),
+            (report(b'{"files": 1, "in_place": 0, "failed": {}, "bytes_written": 5000}'),
+             "the server's report is malformed: field 'failed' must be a list"),
+            (report(json.dumps({"files": 0, "in_place": 0, "bytes_written": 0,
+                                "failed": [{"path": "a" + HOSTILE, "why": HOSTILE}]}).encode()),
+             "move: a" + "ok?[31m red?" + HOSTILE_LINE),
+        ]
+        for play, why in cases:
+            code, err = self.move_against(play)
+            print("a hostile server: %s" % err.strip().splitlines()[-1], flush=True)
+            self.assertEqual(code, 1, err)
+            self.assertIn(why, err)
+            self.assertNotIn("json.exception", err)
+            self.assert_printable(err, "move's messages")
 
 
 if __name__ == "__main__":

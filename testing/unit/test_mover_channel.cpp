@@ -312,3 +312,36 @@ TEST_CASE("a server that requires encryption refuses a Hello without it, and a c
         CHECK_THAT(refusal(server, p.b), Catch::Contains("this server requires encryption: give the client --encrypt"));
     }
 }
+
+TEST_CASE("a sealed record's length and nonce are little-endian numbers, as every number on the wire") {
+    // Opened here with libsodium alone: the length as its 4 bytes say it,
+    // least significant first, and the nonce of the second record the number 1,
+    // least significant byte first, then zeros (docs/mover.md, "Records").
+    const auto [client, server] = keys_for(Cipher::XChaCha20Poly1305);
+    const std::vector<std::string> frames{pattern(100), pattern(300)};
+    const auto records = records_of(sealed_bytes(client, frames));
+    REQUIRE(records.size() == 2);
+    const std::string& second = records[1];
+    const std::size_t n = kHeaderBytes + 300 + 16;
+    CHECK(second.substr(0, 4) == std::string{static_cast<char>(n & 0xff), static_cast<char>(n >> 8), 0, 0});
+    std::uint8_t nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES] = {1};
+    std::string plain(n - 16, '\0');
+    unsigned long long plain_bytes = 0;
+    REQUIRE(crypto_aead_xchacha20poly1305_ietf_decrypt(
+                reinterpret_cast<unsigned char*>(plain.data()), &plain_bytes, nullptr,
+                reinterpret_cast<const unsigned char*>(second.data() + 4), n,
+                reinterpret_cast<const unsigned char*>(second.data()), 4, nonce, client.send.data()) == 0);
+    const auto* header = reinterpret_cast<const std::uint8_t*>(plain.data());
+    const auto f = decode_header(header);
+    REQUIRE(f);
+    CHECK(f->length == 300);
+    CHECK(plain.substr(kHeaderBytes) == frames[1]);
+    // And the helpers every such number goes through.
+    std::uint8_t bytes[8], *out = bytes;
+    put_le<std::uint32_t>(out, 0x01020304u);
+    CHECK((bytes[0] == 4 && bytes[1] == 3 && bytes[2] == 2 && bytes[3] == 1));
+    CHECK(out == bytes + 4);
+    const std::uint8_t* in = bytes;
+    CHECK(take_le<std::uint32_t>(in) == 0x01020304u);
+    CHECK(in == bytes + 4);
+}

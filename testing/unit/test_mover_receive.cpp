@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -478,4 +479,90 @@ TEST_CASE("a pull lists and reads beneath the served tree only, and stops at the
     CHECK_THROWS_WITH(m.open_source(b), Catch::Contains("Too many levels of symbolic links"));
     CHECK_THROWS_WITH(scan_beneath(tree, {"ds/sub"}, 4096, 100), Catch::Contains("ds/sub: a symbolic link, not followed"));
     CHECK_THROWS_WITH(scan_beneath(tree, {"ds/sub/b"}, 4096, 100), Catch::Contains("Too many levels of symbolic links"));
+}
+
+TEST_CASE("a manifest path with control characters is refused, and named in printable text only") {
+    TempShmDir dir;
+    Session s(dir.path);
+    s.send(manifest({file_entry("a\x1b[31mb\nFAKE", 1)}));
+    const auto [kind, text] = s.answer();
+    CHECK(kind == Kind::Error);
+    CHECK(text == "path 'a?[31mb?FAKE': a control character");
+    s.wait_end();
+    CHECK(s.t.problem() == text);
+}
+
+TEST_CASE("the Have answer stays within its limit: what it cannot list is sent again, and arrives") {
+    TempShmDir dir;
+    // A part file of r with its first 8 blocks journaled by an earlier run,
+    // and ten files in place (size and time as the manifest says).
+    std::string data(9 * 4096, '\0');
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 13 + 1);
+    {
+        Session s(dir.path);
+        send_blocks(s, "r", data, 0, 8);
+        for (int i = 0; i < 500; ++i) {
+            std::ifstream j(dir.file(Journal::kName));
+            const std::string text(std::istreambuf_iterator<char>(j), {});
+            if (std::count(text.begin(), text.end(), '\n') >= 8) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+    std::vector<json> files{file_entry("r", data.size())};
+    for (int i = 0; i < 10; ++i) {
+        const std::string name = "in" + std::to_string(i);
+        std::ofstream(dir.file(name)) << "old" << i;
+        const timespec times[2] = {{1, 0}, {1, 0}};
+        REQUIRE(::utimensat(AT_FDCWD, dir.file(name).c_str(), times, 0) == 0);
+        files.push_back(file_entry(name, 4));
+    }
+    // Each entry counts at its longest: the braces 32 bytes, r's key 16, its
+    // offsets 21 each, a file in place 11. In 122 bytes: three offsets (111),
+    // then one file in place (122).
+    ReceiveLimits small;
+    small.have_bytes = 122;
+    Session s(dir.path, small);
+    s.send(manifest(files));
+    const auto [kind, text] = s.answer();
+    REQUIRE(kind == Kind::Have);
+    CHECK(text.size() <= 122);
+    const json have = json::parse(text);
+    CHECK(have["blocks"] == json({{"0", {0, 4096, 8192}}}));
+    CHECK(have["complete"] == json({1}));
+    // The sender sends all it was not told of: r from its fourth block on
+    // (the journaled ones again), and nine files in place.
+    std::string bytes;
+    std::vector<std::uint64_t> sums;
+    for (std::uint64_t b = 0; b < 9; ++b) {
+        const std::string block = data.substr(b * 4096, 4096);
+        sums.push_back(checksum(block.data(), block.size()));
+        if (b >= 3) bytes += frame(Kind::Data, 0, b * 4096, 0, block);
+    }
+    auto file_end = [](std::uint32_t file, std::uint64_t sum, std::uint64_t size) {
+        Frame end{Kind::FileEnd, kId, file, 0, 0, sum, size};
+        std::string end_bytes(kHeaderBytes, '\0');
+        encode_header(end, reinterpret_cast<std::uint8_t*>(end_bytes.data()));
+        return end_bytes;
+    };
+    bytes += file_end(0, file_checksum(sums.data(), sums.size()), data.size());
+    for (std::uint32_t i = 2; i <= 10; ++i) {
+        const std::string body = "new" + std::to_string(i - 1);
+        const std::uint64_t sum = checksum(body.data(), body.size());
+        bytes += frame(Kind::Data, i, 0, 0, body) + file_end(i, file_checksum(&sum, 1), 4);
+    }
+    s.send(bytes + frame(Kind::Done, 0, 0, 11));
+    const auto [last, report] = s.answer();
+    REQUIRE(last == Kind::Report);
+    const json r = json::parse(report);
+    CHECK(r["failed"].empty());
+    CHECK(r["in_place"] == 1);
+    CHECK(r["files"] == 10);
+    auto contents = [&](const std::string& name) {
+        std::ifstream in(dir.file(name), std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    CHECK(contents("in0") == "old0");
+    CHECK(contents("in1") == "new1");
+    CHECK(contents("in9") == "new9");
+    CHECK(contents("r") == data);
 }

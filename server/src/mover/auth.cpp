@@ -1,5 +1,6 @@
 #include "mover/auth.h"
 
+#include "mover/peer_text.h"
 #include "mover/stream_io.h"
 
 #include <arpa/inet.h>
@@ -51,8 +52,8 @@ private:
 std::array<std::uint8_t, kMacBytes> client_mac(const Key& key, const std::uint8_t* server_nonce,
                                                std::uint64_t challenge_flags, const std::uint8_t* header,
                                                const std::uint8_t* client_nonce, const std::string& json) {
-    std::uint8_t flags[8];
-    for (int i = 0; i < 8; ++i) flags[i] = static_cast<std::uint8_t>(challenge_flags >> (8 * i));
+    std::uint8_t flags[8], *at = flags;
+    put_le<std::uint64_t>(at, challenge_flags);
     return Mac(key, kClientLabel, sizeof kClientLabel)
         .add(server_nonce, kNonceBytes)
         .add(flags, sizeof flags)
@@ -184,7 +185,7 @@ void ClientHandshake::send_hello(int fd, std::uint64_t transfer, const std::stri
     Frame challenge;
     std::string nonce;
     read_answer(fd, timeout_s, "challenge", challenge, nonce);
-    if (challenge.kind == Kind::Error) throw AuthError("the server refused the connection: " + nonce);
+    if (challenge.kind == Kind::Error) throw AuthError("the server refused the connection: " + printable(nonce));
     if (challenge.kind != Kind::Challenge || nonce.size() != kNonceBytes)
         throw AuthError("the server did not begin with a challenge (is it a slabcast serve?)");
     const bool key_required = challenge.extra & kRequiresKey;
@@ -220,7 +221,7 @@ void ClientHandshake::expect_proof(int fd, int timeout_s) {
     Frame f;
     std::string payload;
     read_answer(fd, timeout_s, "proof", f, payload);
-    if (f.kind == Kind::Error) throw AuthError(payload);  // the server's refusal, in its words
+    if (f.kind == Kind::Error) throw AuthError(printable(payload));  // the server's refusal, in its words
     if (f.kind != Kind::Proof || payload.size() != kMacBytes)
         throw AuthError("the server did not answer the Hello with its proof");
     const auto expected = server_mac(*key_, server_nonce_.data(), nonce_.data(), mac_.data());

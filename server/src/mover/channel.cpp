@@ -19,16 +19,6 @@ namespace {
 
 constexpr std::size_t kLengthBytes = 4, kTagBytes = 16;
 
-void put_u32(std::uint8_t* p, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-
-std::uint32_t get_u32(const std::uint8_t* p) {
-    std::uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
-    return v;
-}
-
 }  // namespace
 
 const char* to_string(Cipher c) {
@@ -91,7 +81,8 @@ private:
         if (records_ == std::numeric_limits<std::uint64_t>::max())
             throw std::runtime_error("2^64 records on one stream: no nonce left");
         std::memset(nonce, 0, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
-        for (int i = 0; i < 8; ++i) nonce[i] = static_cast<std::uint8_t>(records_ >> (8 * i));
+        std::uint8_t* at = nonce;
+        put_le<std::uint64_t>(at, records_);
         ++records_;
     }
 
@@ -124,7 +115,8 @@ void Channel::write_full(const void* buf, std::size_t n) {
     do {  // an empty write is an empty record: nothing is sent unsealed
         const std::size_t piece = std::min(n, kSealedRecord);
         out_record_.resize(kLengthBytes + piece + kTagBytes);
-        put_u32(out_record_.data(), static_cast<std::uint32_t>(piece + kTagBytes));
+        std::uint8_t* length = out_record_.data();
+        put_le<std::uint32_t>(length, static_cast<std::uint32_t>(piece + kTagBytes));
         out_->seal(p, piece, out_record_.data(), out_record_.data() + kLengthBytes);
         mover::write_full(fd_, out_record_.data(), out_record_.size());
         p += piece;
@@ -139,7 +131,8 @@ void Channel::write_full(const void* buf, std::size_t n) {
 std::optional<std::size_t> Channel::read_record(std::uint8_t* room, std::size_t room_bytes) {
     std::uint8_t head[kLengthBytes];
     if (!mover::read_full(fd_, head, sizeof head)) return std::nullopt;
-    const std::uint32_t n = get_u32(head);
+    const std::uint8_t* at = head;
+    const auto n = take_le<std::uint32_t>(at);
     if (n < kTagBytes || n > kSealedRecord + kTagBytes)
         throw std::runtime_error("a sealed record of " + std::to_string(n) + " bytes, where " +
                                  std::to_string(kTagBytes) + ".." + std::to_string(kSealedRecord + kTagBytes) +
@@ -189,16 +182,26 @@ std::size_t Channel::waiting() const {
     return (in_plain_.size() - in_at_) + (raw > kLengthBytes + kTagBytes ? raw - kLengthBytes - kTagBytes : 0);
 }
 
-bool read_frame(Channel& c, Frame& f, std::string& payload, std::size_t max_payload) {
+bool read_header(Channel& c, Frame& f) {
     std::uint8_t header[kHeaderBytes];
     if (!c.read_full(header, sizeof header)) return false;
     std::string problem;
     const auto decoded = decode_header(header, &problem);
     if (!decoded) throw std::runtime_error(problem);
     f = *decoded;
+    return true;
+}
+
+bool read_frame(Channel& c, Frame& f, std::string& payload, std::size_t max_payload) {
+    if (!read_header(c, f)) return false;
     if (f.length > max_payload)
         throw std::runtime_error("a frame of " + std::to_string(f.length) + " bytes, where at most " +
                                  std::to_string(max_payload) + " belong");
+    read_payload(c, f, payload);
+    return true;
+}
+
+void read_payload(Channel& c, const Frame& f, std::string& payload) {
     // The payload grows as its bytes arrive: a header that declares 64 MiB
     // and sends nothing costs nothing.
     payload.clear();
@@ -210,7 +213,6 @@ bool read_frame(Channel& c, Frame& f, std::string& payload, std::size_t max_payl
             throw std::runtime_error("the peer closed the connection in the middle of a frame");
         got += n;
     }
-    return true;
 }
 
 void write_frame(Channel& c, const Frame& f, const void* payload, std::size_t length) {

@@ -69,6 +69,11 @@ private:
 // Whole frames through a channel: as read_frame/write_frame in stream_io.h,
 // which are these on a plaintext channel.
 bool read_frame(Channel& c, Frame& f, std::string& payload, std::size_t max_payload = kMaxPayload);
+// read_frame in two steps, for a caller that judges the header (its kind and
+// length) before a byte of the payload is read: the header (false on an
+// orderly end before it), then the payload it declares, grown as it arrives.
+bool read_header(Channel& c, Frame& f);
+void read_payload(Channel& c, const Frame& f, std::string& payload);
 void write_frame(Channel& c, const Frame& f, const void* payload = nullptr, std::size_t length = 0);
 
 }  // namespace slabcast::mover

@@ -1,5 +1,6 @@
 #include "mover/manifest.h"
 
+#include "mover/peer_text.h"
 #include "slabcast/json_file.h"
 
 #include <dirent.h>
@@ -178,7 +179,8 @@ std::string to_json(const Manifest& m) {
 }
 
 void check_relative_path(const std::string& path) {
-    auto bad = [&](const std::string& why) { throw std::runtime_error("path '" + path + "': " + why); };
+    // The path may be a peer's, control characters and all: named only as printable text.
+    auto bad = [&](const std::string& why) { throw std::runtime_error("path '" + printable(path) + "': " + why); };
     if (path.empty()) bad("empty");
     if (path.size() > 4096) bad("longer than 4096 bytes");
     if (path.front() == '/') bad("absolute");

@@ -190,17 +190,22 @@ int run_move(const MoveOptions& o) {
         spdlog::error("move: {} (run the same command again to send what is missing)", error);
         return 1;
     }
-    const auto r = nlohmann::json::parse(report);
+    TransferReport r;
+    try {
+        r = parse_report(report);
+    } catch (const std::exception& e) {
+        spdlog::error("move: {} (whether the files arrived is not known: run the same command again)", e.what());
+        return 1;
+    }
     const std::uint64_t sent = t.progress().bytes_read.load();
     const Cipher cipher = t.cipher();
     spdlog::info("move: {} files ({}) to {}:{}: {} written, {} already there, {} failed; {} read in {:.2f} s, {:.2f} "
                  "Gbit/s{}",
-                 files, format_bytes(bytes), host, dest, r.value("files", 0),
-                 r.value("in_place", 0), r["failed"].size(), format_bytes(sent), seconds,
-                 static_cast<double>(sent) * 8e-9 / seconds,
+                 files, format_bytes(bytes), host, dest, r.files, r.in_place, r.failed.size(),
+                 format_bytes(sent), seconds, static_cast<double>(sent) * 8e-9 / seconds,
                  cipher == Cipher::None ? "" : fmt::format(", encrypted ({})", to_string(cipher)));
-    for (const auto& f : r["failed"]) spdlog::error("move: {}: {}", f.value("path", "?"), f.value("why", "?"));
-    return r["failed"].empty() && t.progress().files_failed == 0 ? 0 : 1;
+    for (const auto& f : r.failed) spdlog::error("move: {}: {}", f.path, f.why);
+    return r.failed.empty() && t.progress().files_failed == 0 ? 0 : 1;
 }
 
 }  // namespace

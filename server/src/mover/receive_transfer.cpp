@@ -1,5 +1,7 @@
 #include "mover/receive_transfer.h"
 
+#include "mover/peer_text.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -28,27 +30,14 @@ constexpr std::size_t kRecordHead = kHeaderBytes + sizeof(std::uint64_t);
 
 std::size_t record_bytes(std::size_t payload) { return kRecordHead + ((payload + 7) & ~std::size_t{7}); }
 
-// The Have answer goes in one frame, well within kMaxPayload.
-constexpr std::uint64_t kMaxHaveBytes = 32u << 20;
-
-// A message from the peer (an Error, a FileFailed) is shown in logs and
-// reports: at most this long, control characters replaced.
-constexpr std::size_t kMaxMessage = 4096;
-
-std::string printable(const char* text, std::size_t n) {
-    std::string out(text, std::min(n, kMaxMessage));
-    for (char& c : out)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    return out;
-}
-
-// The payload of an Error frame, which only a message may be.
+// The payload of an Error frame, which only a message may be (shown in logs
+// and reports: peer_text.h).
 std::string read_message(Channel& c, const Frame& f) {
-    if (f.length > kMaxMessage) return "(a message of " + std::to_string(f.length) + " bytes, not read)";
+    if (f.length > kMaxPeerText) return "(a message of " + std::to_string(f.length) + " bytes, not read)";
     std::string text(f.length, '\0');
     if (f.length && !c.read_full(text.data(), text.size()))
         throw std::runtime_error("the peer closed the connection in the middle of a frame");
-    return printable(text.data(), text.size());
+    return printable(text);
 }
 
 const char* kind_name(Kind k) {
@@ -195,7 +184,18 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, Channel& control
     });
     json complete = json::array(), have_blocks = json::object();
     std::uint64_t need = 0;  // bytes still to be written (no wrap: manifest_from_json bounds the sum)
-    std::uint64_t have_bytes = 0;  // a bound on the Have's size (an offset is at most 20 digits and a comma)
+    // The Have is one frame of at most limits.have_bytes (kMaxHaveBytes: the
+    // client reads no more). Each entry counts at its longest as JSON: a
+    // file's index 10 digits and a comma, a file's key with its brackets 16
+    // bytes, an offset 20 digits and a comma. What does not fit is not told,
+    // and the sender sends it again (only slower): a journaled block is
+    // written again, a file in place written again and renamed over itself.
+    std::uint64_t have_bytes = 32;  // the braces and both names
+    const auto have_room = [&](std::uint64_t n) {
+        if (have_bytes + n > settings_.limits.have_bytes) return false;
+        have_bytes += n;
+        return true;
+    };
     for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
         const ManifestFile& m = manifest_.files[i];
         FileState& f = files_[i];
@@ -206,7 +206,8 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, Channel& control
         const bool exists = dir && ::fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
         // Already in place, same size and time: as rsync's quick check.
         if (exists && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == m.size &&
-            static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec == m.mtime_ns) {
+            static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec == m.mtime_ns &&
+            have_room(11)) {
             f.status = FileState::Status::Skipped;
             ++resolved_;
             complete.push_back(i);
@@ -229,10 +230,7 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, Channel& control
             f.sums[off / block] = sum;
             ++f.blocks_seen;
             need -= std::min<std::uint64_t>(block, m.size - off);
-            // The Have is one frame: past kMaxHaveBytes the sender is not told
-            // of a block it has, and sends it again (harmless, only slower).
-            have_bytes += 21;
-            if (have_bytes < kMaxHaveBytes) offsets.push_back(off);
+            if (have_room(offsets.empty() ? 16 + 21 : 21)) offsets.push_back(off);
         }
         if (!offsets.empty()) have_blocks[std::to_string(i)] = offsets;
     }
@@ -553,7 +551,8 @@ void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload, std::u
         return;
     }
     case Kind::FileFailed:
-        fail_file(f.file, "the sender could not read it: " + printable(reinterpret_cast<const char*>(payload), f.length));
+        fail_file(f.file, "the sender could not read it: " +
+                              printable({reinterpret_cast<const char*>(payload), f.length}));
         return;
     default:
         return;  // carry_blocks lets no other kind into the ring
@@ -780,7 +779,10 @@ std::string ReceiveTransfer::problem() const {
     return problem_;
 }
 
-void ReceiveTransfer::abort(const std::string& why) {
+void ReceiveTransfer::abort(const std::string& reason) {
+    // A reason may quote the peer (a path of its manifest, its own words):
+    // logged and kept only as printable text.
+    const std::string why = printable(reason);
     bool ring = false;
     {
         // As in maybe_finish: the Error is out before stream 0 can hand its channel back.

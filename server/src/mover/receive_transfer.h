@@ -44,6 +44,9 @@ struct ReceiveLimits {
     // --max-blocks: blocks declared in all; each costs 8 bytes of bookkeeping
     // once its file's first block arrives (none before).
     std::uint64_t blocks = std::uint64_t{1} << 24;
+    // The Have answer, at most (what does not fit is sent again). Not a flag:
+    // the client reads no more than kMaxHaveBytes; tests make it small.
+    std::uint64_t have_bytes = kMaxHaveBytes;
 };
 
 // The hidden name a file named `name` is written under, next to it, until it

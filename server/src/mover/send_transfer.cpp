@@ -1,5 +1,6 @@
 #include "mover/send_transfer.h"
 
+#include "mover/peer_text.h"
 #include "mover/stream_io.h"
 #include "mover/wire.h"
 #include "slabcast/json_file.h"
@@ -52,6 +53,29 @@ std::uint32_t file_index(const std::string& key) {
 void put_header(std::uint8_t* at, const Frame& f) { encode_header(f, at); }
 
 }  // namespace
+
+TransferReport parse_report(const std::string& text) {
+    const std::string what = "the server's report is malformed";
+    json r;
+    try {
+        r = parse_peer_json(text);
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(what + ": " + e.what());
+    }
+    if (!r.is_object()) throw std::runtime_error(what + ": not a JSON object");
+    // Each field by name and type (json_file::field names the field, never casts).
+    using json_file::field;
+    TransferReport report;
+    report.files = field<std::uint64_t>(r, "files", what);
+    report.in_place = field<std::uint64_t>(r, "in_place", what);
+    report.bytes_written = field<std::uint64_t>(r, "bytes_written", what);
+    if (!r.contains("failed") || !r.at("failed").is_array())
+        throw std::runtime_error(what + ": field 'failed' must be a list");
+    for (const auto& f : r.at("failed"))
+        report.failed.push_back({printable(field<std::string>(f, "path", what + " (a failed file)")),
+                                 printable(field<std::string>(f, "why", what + " (a failed file)"))});
+    return report;
+}
 
 SendTransfer::SendTransfer(Manifest manifest, SendSettings settings)
     : manifest_(std::move(manifest)), settings_(std::move(settings)) {
@@ -126,13 +150,28 @@ void SendTransfer::begin(ClientHandshake* handshake) {
     if (handshake) handshake->expect_proof(control_fd_, settings_.peer_timeout_s);
     Frame reply;
     std::string payload;
-    if (!read_frame(*control_, reply, payload, 1u << 30))
+    if (!read_header(*control_, reply))
         throw std::runtime_error("the server closed the connection after the manifest");
-    if (reply.kind == Kind::Error) throw std::runtime_error("the server refused the transfer: " + payload);
+    // Judged before a byte of it is read: the server lists at most
+    // kMaxHaveBytes of what the destination holds, and this end reads no more.
+    if (reply.length > kMaxHaveBytes)
+        throw std::runtime_error(
+            (reply.kind == Kind::Have ? "the server's answer to the manifest (Have) is "
+                                      : "the server answered the manifest with a frame of ") +
+            std::to_string(reply.length) + " bytes, above the " + std::to_string(kMaxHaveBytes) +
+            " bytes (32 MiB) an answer may hold: refused, nothing was sent");
+    read_payload(*control_, reply, payload);
+    if (reply.kind == Kind::Error) throw std::runtime_error("the server refused the transfer: " + printable(payload));
     if (reply.kind != Kind::Have) throw std::runtime_error("the server answered the manifest with something else");
     try {
-        const json have = json::parse(payload);
+        const json have = parse_peer_json(payload);
         using json_file::whole_number;
+        auto list = [&](const char* key, json::value_t type, const char* what) -> const json& {
+            if (!have.is_object() || !have.contains(key))
+                throw std::runtime_error(std::string("field '") + key + "' is missing");
+            if (have.at(key).type() != type) throw std::runtime_error(std::string("field '") + key + "' must be " + what);
+            return have.at(key);
+        };
         // Every file a file of the manifest, every offset a block of it: what
         // is kept of the answer is bounded by what this end declared.
         auto file_of = [&](std::uint32_t file) -> const ManifestFile& {
@@ -141,14 +180,16 @@ void SendTransfer::begin(ClientHandshake* handshake) {
                                          std::to_string(manifest_.files.size()) + ")");
             return manifest_.files[file];
         };
-        for (const auto& i : have.at("complete")) {
+        for (const auto& i : list("complete", json::value_t::array, "a list of files")) {
             const auto file = whole_number<std::uint32_t>(i, "a file");
             file_of(file);
             in_place_.insert(file);
         }
-        for (const auto& [key, offsets] : have.at("blocks").items()) {
+        for (const auto& [key, offsets] : list("blocks", json::value_t::object, "an object of lists").items()) {
             const std::uint32_t file = file_index(key);
             const ManifestFile& m = file_of(file);
+            if (!offsets.is_array())
+                throw std::runtime_error("field 'blocks' must be an object of lists (file " + key + " has none)");
             for (const auto& o : offsets) {
                 const auto offset = whole_number<std::uint64_t>(o, "an offset");
                 if (offset % manifest_.block != 0 || offset >= m.size)
@@ -156,8 +197,8 @@ void SendTransfer::begin(ClientHandshake* handshake) {
                 have_[file].insert(offset);
             }
         }
-    } catch (const std::exception& e) {
-        throw std::runtime_error(std::string("the server's answer is malformed: ") + e.what());
+    } catch (const std::exception& e) {  // it may quote the answer (a file's key): printable text only
+        throw std::runtime_error("the server's answer is malformed: " + printable(e.what()));
     }
     plan_pieces();
     const std::size_t slot = manifest_.block + 4096;
@@ -468,9 +509,10 @@ std::string SendTransfer::finish() {
     std::string payload;
     std::string server_says;
     try {
-        while (read_frame(*control_, f, payload, 1u << 30)) {
+        while (read_frame(*control_, f, payload)) {
             if (f.kind == Kind::Report || f.kind == Kind::Error) {
-                server_says = payload;
+                // A report is parsed (parse_report), an error shown: as printable text only.
+                server_says = f.kind == Kind::Error ? printable(payload) : payload;
                 break;
             }
         }

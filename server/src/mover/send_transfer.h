@@ -41,6 +41,19 @@ struct SendSettings {
     int answer_timeout_s = 0;
 };
 
+// The receiving end's report after Done (a Report frame: its JSON), as the
+// sending end shows it.
+struct TransferReport {
+    std::uint64_t files = 0, in_place = 0, bytes_written = 0;
+    struct Failed {
+        std::string path, why;  // the server's words: printable text only (peer_text.h)
+    };
+    std::vector<Failed> failed;
+};
+// Throws std::runtime_error("the server's report is malformed: ...") naming
+// the field, never the JSON library's message.
+TransferReport parse_report(const std::string& text);
+
 struct SendProgress {
     std::atomic<std::uint64_t> bytes_read{0}, bytes_sent{0}, files_read{0}, files_failed{0};
 };

@@ -10,15 +10,16 @@
 // ReceiveLimits (docs/mover.md, "Limits").
 #include "host/address_filter.h"
 #include "host/key_file.h"
+#include "host/roles.h"
+#include "host/stop_signal.h"
 #include "mover/auth.h"
+#include "mover/hello.h"
 #include "mover/manifest.h"
+#include "mover/peer_text.h"
 #include "mover/receive_transfer.h"
 #include "mover/send_transfer.h"
 #include "mover/stream_io.h"
 #include "mover/waiting_connections.h"
-#include "host/roles.h"
-#include "slabcast/json_file.h"
-#include "host/stop_signal.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -70,19 +71,6 @@ struct ServeOptions {
     int max_waiting = 64;
     int hello_timeout_s = 10;
     int idle_timeout_s = 300;
-};
-
-// A Hello's payload (after the handshake's nonce and MAC) is small JSON; a
-// pull's list of paths is the largest part of it.
-constexpr std::uint32_t kMaxHelloBytes = 64u << 10;
-constexpr std::size_t kMaxPullPaths = 1024;
-
-// What a stream asks for, checked field by field (read_hello).
-struct Hello {
-    std::uint64_t transfer = 0;
-    int stream = 0;
-    std::string dest;              // a transfer in: where beneath --root ("" for the root itself)
-    std::vector<std::string> get;  // a pull: the paths asked for (none for a transfer in)
 };
 
 class Server {
@@ -202,34 +190,7 @@ private:
     // handshake checks the MAC and sends the proof) and checked field by field.
     Hello read_hello(Arrival& a) const {
         auto& handshake = *std::static_pointer_cast<ServerHandshake>(a.context);
-        const std::string text = handshake.accept_hello(a.fd.get(), a.hello, a.payload);
-        nlohmann::json j;
-        try {
-            j = nlohmann::json::parse(text);
-        } catch (const nlohmann::json::exception& e) {
-            throw std::runtime_error(std::string("the Hello is not JSON: ") + e.what());
-        }
-        Hello h;
-        h.transfer = a.hello.transfer;
-        h.stream = json_file::field<int>(j, "stream", "the Hello");
-        if (h.stream < 0 || h.stream > 127)
-            throw std::runtime_error("the Hello names stream " + std::to_string(h.stream) + " (0..127)");
-        if (j.contains("get")) {
-            const auto& wanted = j.at("get");
-            if (!wanted.is_array() || wanted.empty() || wanted.size() > kMaxPullPaths)
-                throw std::runtime_error("a pull must name 1.." + std::to_string(kMaxPullPaths) + " paths");
-            for (const auto& w : wanted) {
-                if (!w.is_string()) throw std::runtime_error("a pull asks for " + w.dump() + ", not a path");
-                h.get.push_back(w.get<std::string>());
-                check_relative_path(h.get.back());
-            }
-        } else if (j.contains("dest")) {
-            h.dest = json_file::field<std::string>(j, "dest", "the Hello");
-            while (!h.dest.empty() && h.dest.back() == '/') h.dest.pop_back();
-            if (h.dest == ".") h.dest.clear();
-            if (!h.dest.empty()) check_relative_path(h.dest);
-        }
-        return h;
+        return parse_hello(a.hello.transfer, handshake.accept_hello(a.fd.get(), a.hello, a.payload));
     }
 
     // A valid Hello gets a thread, within --max-connections; the stream then
@@ -242,9 +203,10 @@ private:
         } catch (const AuthError& e) {
             spdlog::warn("serve: refused a client from {}: {}", a.from, e.what());
             return waiting.refuse(std::move(a.fd), a.from, e.what());
-        } catch (const std::exception& e) {
-            spdlog::warn("serve: a connection from {} refused: {}", a.from, e.what());
-            return waiting.refuse(std::move(a.fd), a.from, e.what());
+        } catch (const std::exception& e) {  // may quote the Hello: printable text only
+            const std::string why = printable(e.what());
+            spdlog::warn("serve: a connection from {} refused: {}", a.from, why);
+            return waiting.refuse(std::move(a.fd), a.from, why);
         }
         std::lock_guard lock(mutex_);
         if (threads_.size() >= static_cast<std::size_t>(o_.max_connections)) {
@@ -352,8 +314,9 @@ private:
                 until_closed(c.fd());  // a stream that came after the end: its Bye is read, not reset
             }
         } catch (const std::exception& e) {
-            spdlog::warn("serve: a connection from {} dropped: {}", from, e.what());
-            refuse(c, e.what());
+            const std::string why = printable(e.what());  // it may quote the client (a pull's report)
+            spdlog::warn("serve: a connection from {} dropped: {}", from, why);
+            refuse(c, why);
         }
     }
 
@@ -412,9 +375,10 @@ private:
         try {
             t->start_on(c);
             const std::string report = t->finish();
+            // The report is the puller's own text: logged as printable text only.
             spdlog::info("serve: pull {:016x} of {} done{}: {}", h.transfer, nlohmann::json(h.get).dump(),
                          c.cipher() == Cipher::None ? "" : fmt::format(", encrypted ({})", to_string(c.cipher())),
-                         report);
+                         printable(report));
         } catch (...) {
             std::lock_guard lock(mutex_);
             pulls_.erase(h.transfer);

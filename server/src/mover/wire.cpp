@@ -9,34 +9,18 @@
 #include <vector>
 
 namespace slabcast::mover {
-namespace {
-
-template <typename T>
-void put(std::uint8_t*& p, T v) {
-    static_assert(std::is_integral_v<T>);
-    for (std::size_t i = 0; i < sizeof(T); ++i) *p++ = static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) >> (8 * i));
-}
-
-template <typename T>
-T take(const std::uint8_t*& p) {
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<std::uint64_t>(*p++) << (8 * i);
-    return static_cast<T>(v);
-}
-
-}  // namespace
 
 void encode_header(const Frame& f, std::uint8_t* out) {
     std::uint8_t* p = out;
-    put<std::uint32_t>(p, kMagic);
-    put<std::uint16_t>(p, kVersion);
-    put<std::uint16_t>(p, static_cast<std::uint16_t>(f.kind));
-    put<std::uint64_t>(p, f.transfer);
-    put<std::uint32_t>(p, f.file);
-    put<std::uint32_t>(p, f.length);
-    put<std::uint64_t>(p, f.offset);
-    put<std::uint64_t>(p, f.checksum);
-    put<std::uint64_t>(p, f.extra);
+    put_le<std::uint32_t>(p, kMagic);
+    put_le<std::uint16_t>(p, kVersion);
+    put_le<std::uint16_t>(p, static_cast<std::uint16_t>(f.kind));
+    put_le<std::uint64_t>(p, f.transfer);
+    put_le<std::uint32_t>(p, f.file);
+    put_le<std::uint32_t>(p, f.length);
+    put_le<std::uint64_t>(p, f.offset);
+    put_le<std::uint64_t>(p, f.checksum);
+    put_le<std::uint64_t>(p, f.extra);
 }
 
 std::optional<Frame> decode_header(const std::uint8_t* in, std::string* problem) {
@@ -45,21 +29,21 @@ std::optional<Frame> decode_header(const std::uint8_t* in, std::string* problem)
         return std::nullopt;
     };
     const std::uint8_t* p = in;
-    if (take<std::uint32_t>(p) != kMagic) return fail("not a slabcast mover frame (bad magic)");
-    if (const auto version = take<std::uint16_t>(p); version != kVersion)
+    if (take_le<std::uint32_t>(p) != kMagic) return fail("not a slabcast mover frame (bad magic)");
+    if (const auto version = take_le<std::uint16_t>(p); version != kVersion)
         return fail("unsupported mover protocol version " + std::to_string(version) + " (this end speaks " +
                     std::to_string(kVersion) + ": both ends need the same slabcast release)");
     Frame f;
-    const auto kind = take<std::uint16_t>(p);
+    const auto kind = take_le<std::uint16_t>(p);
     if (kind < static_cast<std::uint16_t>(Kind::Hello) || kind > static_cast<std::uint16_t>(kLastKind))
         return fail("unknown frame kind");
     f.kind = static_cast<Kind>(kind);
-    f.transfer = take<std::uint64_t>(p);
-    f.file = take<std::uint32_t>(p);
-    f.length = take<std::uint32_t>(p);
-    f.offset = take<std::uint64_t>(p);
-    f.checksum = take<std::uint64_t>(p);
-    f.extra = take<std::uint64_t>(p);
+    f.transfer = take_le<std::uint64_t>(p);
+    f.file = take_le<std::uint32_t>(p);
+    f.length = take_le<std::uint32_t>(p);
+    f.offset = take_le<std::uint64_t>(p);
+    f.checksum = take_le<std::uint64_t>(p);
+    f.extra = take_le<std::uint64_t>(p);
     if (f.length > kMaxPayload) return fail("frame payload too large");
     if ((f.kind == Kind::Zeros || f.kind == Kind::FileEnd || f.kind == Kind::Done || f.kind == Kind::Bye) &&
         f.length != 0)
@@ -102,7 +86,7 @@ std::uint64_t zeros_checksum(std::uint64_t length) {
 std::uint64_t file_checksum(const std::uint64_t* block_checksums, std::size_t blocks) {
     std::vector<std::uint8_t> words(blocks * 8);
     std::uint8_t* p = words.data();
-    for (std::size_t i = 0; i < blocks; ++i) put<std::uint64_t>(p, block_checksums[i]);
+    for (std::size_t i = 0; i < blocks; ++i) put_le<std::uint64_t>(p, block_checksums[i]);
     return XXH3_64bits(words.data(), words.size());
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace slabcast::mover {
 
@@ -20,6 +21,9 @@ inline constexpr std::uint16_t kVersion = 3;
 inline constexpr std::size_t kHeaderBytes = 48;
 inline constexpr std::uint32_t kMaxPayload = 64u << 20;
 inline constexpr std::uint32_t kDefaultBlock = 4u << 20;
+// A Have's payload, at most: the server lists no more of what the destination
+// holds (the rest is sent again), and the client reads no more.
+inline constexpr std::uint32_t kMaxHaveBytes = 32u << 20;
 
 enum class Kind : std::uint16_t {
     Hello = 1,     // payload: nonce, MAC (auth.h), then JSON {stream, dest, ...}: joins (or opens) transfer `transfer`
@@ -47,6 +51,23 @@ struct Frame {
     std::uint64_t checksum = 0;
     std::uint64_t extra = 0;
 };
+
+// Every number the mover puts on the wire (the frame header, a sealed
+// record's length and nonce, the flags in a MAC) is little-endian, written and
+// read by these two, which advance `p` past it.
+template <typename T>
+void put_le(std::uint8_t*& p, T v) {
+    static_assert(std::is_integral_v<T>);
+    for (std::size_t i = 0; i < sizeof(T); ++i) *p++ = static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) >> (8 * i));
+}
+
+template <typename T>
+T take_le(const std::uint8_t*& p) {
+    static_assert(std::is_integral_v<T>);
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<std::uint64_t>(*p++) << (8 * i);
+    return static_cast<T>(v);
+}
 
 void encode_header(const Frame& f, std::uint8_t* out);
 // nullopt for a header that is not one (magic, version, kind, length): the
