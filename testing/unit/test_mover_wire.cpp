@@ -14,6 +14,7 @@
 #include <vector>
 
 using namespace slabcast::mover;
+using slabcast::UniqueFd;
 
 TEST_CASE("a frame header decodes to what was encoded, and a damaged one is refused") {
     const Frame f{Kind::Data, 0x0123456789abcdefULL, 42, 4096, 8u << 20, 0xfeedfacecafebeefULL, 77};
@@ -97,7 +98,7 @@ TEST_CASE("a checksum taken a piece at a time is the checksum of the whole") {
 TEST_CASE("a peer that goes away is named as a lost connection, on sending and in the middle of a frame") {
     int ends[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
-    Fd mine(ends[0]);
+    UniqueFd mine(ends[0]);
     const std::uint8_t half_a_header[kHeaderBytes / 2] = {};
     write_full(ends[1], half_a_header, sizeof half_a_header);
     ::close(ends[1]);

@@ -1,5 +1,7 @@
 #include "host/child_process.h"
 
+#include "slabcast/unique_fd.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -52,22 +54,22 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const std
     envp.push_back(nullptr);
     const std::string program = argv[0].find('/') == std::string::npos ? find_in_path(argv[0]) : argv[0];
     if (program.empty()) throw std::runtime_error(argv[0] + ": not found in PATH");
-    int log_fd = -1;
+    UniqueFd log_fd;
     if (!log_path.empty()) {
-        log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (log_fd < 0) throw std::runtime_error(log_path + ": cannot open log: " + std::strerror(errno));
+        log_fd.reset(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+        if (!log_fd.valid()) throw std::runtime_error(log_path + ": cannot open log: " + std::strerror(errno));
     }
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
-        if (log_fd >= 0) {
-            ::dup2(log_fd, STDOUT_FILENO);
-            ::dup2(log_fd, STDERR_FILENO);
+        if (log_fd.valid()) {
+            ::dup2(log_fd.get(), STDOUT_FILENO);
+            ::dup2(log_fd.get(), STDERR_FILENO);
         }
         ::execve(program.c_str(), args.data(), envp.data());
         _exit(127);
     }
-    if (log_fd >= 0) ::close(log_fd);
+    log_fd.reset();  // the child has its own copy
     ChildProcess c;
     c.pid_ = pid;
     c.name_ = argv[0];

@@ -1,5 +1,7 @@
 #include "host/key_file.h"
 
+#include "slabcast/unique_fd.h"
+
 #include <fcntl.h>
 #include <sodium.h>
 #include <sys/stat.h>
@@ -43,11 +45,11 @@ void write_new_key(const std::string& path) {
     randombytes_buf(key.bytes.data(), key.bytes.size());
     char hex[2 * sizeof key.bytes + 1];
     sodium_bin2hex(hex, sizeof hex, key.bytes.data(), key.bytes.size());
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) throw std::runtime_error(path + ": " + std::strerror(errno) + (errno == EEXIST ? " (not overwritten)" : ""));
+    const UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd.valid()) throw std::runtime_error(path + ": " + std::strerror(errno) + (errno == EEXIST ? " (not overwritten)" : ""));
     const std::string text = std::string(hex) + "\n";
-    const bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
+    const bool ok =
+        ::fchmod(fd.get(), 0600) == 0 && ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
     sodium_memzero(hex, sizeof hex);
     if (!ok) throw std::runtime_error(path + ": cannot write the key");
 }

@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/udp.h>
-#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -122,19 +121,6 @@ bool enable_gro(int fd) {
 void set_receive_timeout(int fd, int ms) {
     timeval tv{ms / 1000, (ms % 1000) * 1000};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-}
-
-Socket& Socket::operator=(Socket&& o) noexcept {
-    if (this != &o) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = o.fd_;
-        o.fd_ = -1;
-    }
-    return *this;
-}
-
-Socket::~Socket() {
-    if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace slabcast

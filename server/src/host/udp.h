@@ -1,6 +1,8 @@
 // UDP socket helpers shared by every role.
 #pragma once
 
+#include "slabcast/unique_fd.h"
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -39,17 +41,14 @@ bool enable_gro(int fd);
 // Wakes blocking receives every `ms` so loops can notice a stop request.
 void set_receive_timeout(int fd, int ms);
 
+// A role's UDP socket, owned (and closed) through its UniqueFd; move-only.
 class Socket {
 public:
     explicit Socket(int fd = -1) : fd_(fd) {}
-    Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-    Socket& operator=(Socket&& o) noexcept;
-    Socket(const Socket&) = delete;
-    ~Socket();
-    int fd() const { return fd_; }
+    int fd() const { return fd_.get(); }
 
 private:
-    int fd_;
+    UniqueFd fd_;
 };
 
 }  // namespace slabcast

@@ -14,24 +14,21 @@ BlockRing::BlockRing(std::size_t slots, std::size_t slot_bytes) : slot_bytes_(sl
     if (slots < 2) throw std::invalid_argument("the block ring needs at least 2 slots");
     const std::size_t page = 4096;
     slot_bytes_ = (slot_bytes + page - 1) / page * page;
-    arena_bytes_ = slots * slot_bytes_;
+    const std::size_t arena_bytes = slots * slot_bytes_;
     // One anonymous mapping of page-aligned slots, left to be faulted in as
     // slots are first used: populating it here would hold up the start of
     // every transfer (256 MiB: 70-130 ms measured on this project's machine),
     // on both ends, while the network waits. With free slots taken last in,
     // first out, a ring that is never full never touches most of its pages.
-    void* p = ::mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        throw std::runtime_error("cannot allocate a block ring of " + std::to_string(arena_bytes_ >> 20) +
+    arena_ = MappedRegion::map(arena_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+    if (!arena_.valid())
+        throw std::runtime_error("cannot allocate a block ring of " + std::to_string(arena_bytes >> 20) +
                                  " MiB: " + std::strerror(errno));
-    arena_ = static_cast<std::uint8_t*>(p);
     for (std::size_t i = 0; i < slots; ++i) {
-        slots_.push_back(Slot{arena_ + i * slot_bytes_, slot_bytes_, 0});
+        slots_.push_back(Slot{arena_.base() + i * slot_bytes_, slot_bytes_, 0});
         free_.push_back(&slots_.back());
     }
 }
-
-BlockRing::~BlockRing() { ::munmap(arena_, arena_bytes_); }
 
 BlockRing::Take BlockRing::take_free(Slot*& out, int timeout_ms) {
     std::unique_lock lock(mutex_);

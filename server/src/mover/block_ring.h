@@ -4,6 +4,8 @@
 // the other runs; only the slots move, never their bytes.
 #pragma once
 
+#include "slabcast/mapped_region.h"
+
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -23,7 +25,6 @@ struct Slot {
 class BlockRing {
 public:
     BlockRing(std::size_t slots, std::size_t slot_bytes);
-    ~BlockRing();
     BlockRing(const BlockRing&) = delete;
     BlockRing& operator=(const BlockRing&) = delete;
 
@@ -47,8 +48,7 @@ public:
 
 private:
     std::size_t slot_bytes_;
-    std::uint8_t* arena_ = nullptr;
-    std::size_t arena_bytes_ = 0;
+    MappedRegion arena_;
     std::deque<Slot> slots_;
     std::deque<Slot*> free_, full_;
     bool full_closed_ = false, aborted_ = false;

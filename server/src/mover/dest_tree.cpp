@@ -23,7 +23,7 @@ DestTree::DestTree(const std::string& root) : root_(root) {
         throw std::runtime_error(root + ": cannot create: " + std::strerror(errno));
     const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) throw std::runtime_error(root + ": " + std::strerror(errno));
-    root_fd_ = std::make_shared<const Fd>(fd);
+    root_fd_ = std::make_shared<const UniqueFd>(fd);
 }
 
 int DestTree::open_beneath(const std::string& rel, int flags, mode_t mode) {
@@ -56,17 +56,17 @@ DestTree::Dir DestTree::dir(const std::string& rel, bool must_exist) {
     // Full: start again rather than keep a descriptor per directory; a
     // handle still in use stays open until its user lets go of it.
     if (dirs_.size() >= kCachedDirs) dirs_.clear();
-    return dirs_[rel] = std::make_shared<const Fd>(fd);
+    return dirs_[rel] = std::make_shared<const UniqueFd>(fd);
 }
 
 DestTree::Dir DestTree::dir(const std::string& rel) { return dir(rel, true); }
 DestTree::Dir DestTree::dir_if_exists(const std::string& rel) { return dir(rel, false); }
 DestTree::Dir DestTree::parent(const std::string& rel) { return dir(split_path(rel).first, true); }
 
-Fd DestTree::open_file(const std::string& rel, int flags, mode_t mode) {
+UniqueFd DestTree::open_file(const std::string& rel, int flags, mode_t mode) {
     // O_NONBLOCK: opening a FIFO planted under the name must not wait for a
     // writer; it is refused below (for a regular file the flag means nothing).
-    Fd fd(open_beneath(rel, flags | O_NONBLOCK, mode));
+    UniqueFd fd(open_beneath(rel, flags | O_NONBLOCK, mode));
     if (fd.get() < 0) throw std::runtime_error(root_ + "/" + rel + ": cannot open: " + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
@@ -74,6 +74,8 @@ Fd DestTree::open_file(const std::string& rel, int flags, mode_t mode) {
     return fd;
 }
 
-int DestTree::open_dir(const std::string& rel) { return open_beneath(rel, O_RDONLY | O_DIRECTORY, 0); }
+UniqueFd DestTree::open_dir(const std::string& rel) {
+    return UniqueFd(open_beneath(rel, O_RDONLY | O_DIRECTORY, 0));
+}
 
 }  // namespace slabcast::mover

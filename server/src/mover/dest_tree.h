@@ -21,7 +21,7 @@ class DestTree {
 public:
     // A directory beneath the root, held open while someone uses it (the
     // cache may drop it meanwhile: it closes when its last user lets go).
-    using Dir = std::shared_ptr<const Fd>;
+    using Dir = std::shared_ptr<const UniqueFd>;
     // Directories kept open by the cache at most: a manifest of 100,000
     // directories must not hold 100,000 descriptors.
     static constexpr std::size_t kCachedDirs = 64;
@@ -42,10 +42,10 @@ public:
     Dir parent(const std::string& rel);
     // Opens a regular file beneath the root (never a FIFO, a device or a
     // directory); throws naming it and why.
-    Fd open_file(const std::string& rel, int flags, mode_t mode = 0600);
+    UniqueFd open_file(const std::string& rel, int flags, mode_t mode = 0600);
     // Opens a directory beneath the root, not cached (to change its mode);
-    // -1 with errno set when it cannot.
-    int open_dir(const std::string& rel);
+    // holds nothing, with errno set, when it cannot.
+    UniqueFd open_dir(const std::string& rel);
 
 private:
     int open_beneath(const std::string& rel, int flags, mode_t mode);

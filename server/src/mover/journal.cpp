@@ -42,7 +42,7 @@ std::map<std::string, Journal::Partial> Journal::read(DestTree& tree, const std:
                                                       const Wanted& wanted) {
     std::map<std::string, Partial> out;
     if (!tree.dir_if_exists(prefix)) return out;
-    Fd fd;
+    UniqueFd fd;
     try {
         fd = tree.open_file(journal_path(prefix), O_RDONLY);
     } catch (const std::runtime_error&) {

@@ -57,7 +57,7 @@ public:
 private:
     DestTree& tree_;
     std::string name_;
-    Fd fd_;
+    UniqueFd fd_;
     std::mutex mutex_;
 };
 

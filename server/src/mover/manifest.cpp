@@ -98,25 +98,22 @@ void add_tree_beneath(Manifest& m, DestTree& tree, const std::string& top, const
     while (!todo.empty()) {
         const auto [rel, as] = todo.back();
         todo.pop_back();
-        const int fd = tree.open_dir(rel);
-        if (fd < 0) throw std::runtime_error(rel + ": " + std::strerror(errno));
-        DIR* dir = ::fdopendir(fd);
-        if (!dir) {
-            ::close(fd);
-            throw std::runtime_error(rel + ": " + std::strerror(errno));
-        }
+        UniqueFd fd = tree.open_dir(rel);
+        if (!fd.valid()) throw std::runtime_error(rel + ": " + std::strerror(errno));
+        // The stream owns the descriptor once fdopendir has it, and closes both.
+        const std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd.get()), &::closedir);
+        if (!dir) throw std::runtime_error(rel + ": " + std::strerror(errno));
+        (void)fd.release();
         std::vector<std::pair<std::string, std::string>> subdirs;
         errno = 0;
-        while (const dirent* e = ::readdir(dir)) {
+        while (const dirent* e = ::readdir(dir.get())) {
             const std::string entry = e->d_name;
             if (entry == "." || entry == "..") continue;
-            if (m.files.size() + m.dirs.size() >= max_entries) {
-                ::closedir(dir);
+            if (m.files.size() + m.dirs.size() >= max_entries)
                 throw std::runtime_error(top + ": more than " + std::to_string(max_entries) +
                                          " files and directories to give out (serve --max-files)");
-            }
             struct stat st {};
-            if (::fstatat(::dirfd(dir), entry.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
+            if (::fstatat(::dirfd(dir.get()), entry.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
             const std::string path = rel + "/" + entry, listed = as + "/" + entry;
             if (S_ISDIR(st.st_mode)) {
                 m.dirs.push_back(ManifestDir{listed, static_cast<std::uint32_t>(st.st_mode & 07777)});
@@ -128,7 +125,6 @@ void add_tree_beneath(Manifest& m, DestTree& tree, const std::string& top, const
                 m.skipped.push_back(path + (S_ISLNK(st.st_mode) ? ": a symbolic link" : ": not a regular file"));
             }
         }
-        ::closedir(dir);
         todo.insert(todo.end(), subdirs.rbegin(), subdirs.rend());
     }
 }
@@ -163,9 +159,9 @@ Manifest scan_beneath(std::shared_ptr<DestTree> tree, const std::vector<std::str
     return m;
 }
 
-Fd Manifest::open_source(const ManifestFile& f) const {
+UniqueFd Manifest::open_source(const ManifestFile& f) const {
     if (beneath) return beneath->open_file(f.source, O_RDONLY);
-    Fd fd(::open(f.source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd fd(::open(f.source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (fd.get() < 0) throw std::runtime_error(std::string("cannot open: ") + std::strerror(errno));
     return fd;
 }

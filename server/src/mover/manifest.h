@@ -35,7 +35,7 @@ struct Manifest {
     // scan_beneath), or none: each source is a path of its own.
     std::shared_ptr<DestTree> beneath;
     // Opens a file's source to read it; throws naming why it cannot.
-    Fd open_source(const ManifestFile& f) const;
+    UniqueFd open_source(const ManifestFile& f) const;
     // The sum of the sizes; manifest_from_json refuses a manifest whose sum
     // does not fit 64 bits, so it cannot wrap.
     std::uint64_t total_bytes() const;

@@ -36,7 +36,7 @@ void Pull::check() const {
 std::uint64_t Pull::bytes_written() const { return transfer_->bytes_written(); }
 
 void Pull::run() {
-    std::vector<Fd> fds;
+    std::vector<UniqueFd> fds;
     std::vector<std::unique_ptr<Channel>> channels;  // each stream's, through its fd
     std::vector<std::thread> streams;
     std::string problem;

@@ -513,7 +513,7 @@ void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload, std::u
             return;
         }
         if (f.kind == Kind::Data) {
-            std::shared_ptr<Fd> fd;
+            std::shared_ptr<UniqueFd> fd;
             {
                 std::lock_guard lock(mutex_);
                 if (file.status != FileState::Status::Waiting) return;  // failed already, in place, or whole
@@ -584,15 +584,15 @@ void ReceiveTransfer::block_arrived(std::uint32_t index, std::uint64_t offset, s
 // Opens the file's part file (creating and sizing it the first time), and
 // closes the oldest open one beyond kOpenPartFiles: a transfer with blocks
 // of a million files in flight must not hold a million descriptors.
-std::shared_ptr<Fd> ReceiveTransfer::open_part(std::uint32_t index) {
+std::shared_ptr<UniqueFd> ReceiveTransfer::open_part(std::uint32_t index) {
     FileState& f = files_[index];
     if (f.fd) return f.fd;
     const std::string part = part_of(index);
-    Fd fd = f.part_ready ? tree_.open_file(part, O_RDWR) : tree_.open_file(part, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    UniqueFd fd = f.part_ready ? tree_.open_file(part, O_RDWR) : tree_.open_file(part, O_RDWR | O_CREAT | O_TRUNC, 0600);
     if (!f.part_ready && ::ftruncate(fd.get(), static_cast<off_t>(manifest_.files[index].size)) != 0)
         throw std::runtime_error(tree_.root() + "/" + part + ": cannot size it: " + std::strerror(errno));
     f.part_ready = true;
-    f.fd = std::make_shared<Fd>(std::move(fd));
+    f.fd = std::make_shared<UniqueFd>(std::move(fd));
     open_order_.push_back(index);
     ++open_parts_;
     while (!open_order_.empty() && (open_parts_ > kOpenPartFiles || !files_[open_order_.front()].fd)) {
@@ -613,7 +613,7 @@ std::shared_ptr<Fd> ReceiveTransfer::open_part(std::uint32_t index) {
 void ReceiveTransfer::finish_file(std::uint32_t index) {
     FileState& f = files_[index];
     const ManifestFile& m = manifest_.files[index];
-    std::shared_ptr<Fd> fd;
+    std::shared_ptr<UniqueFd> fd;
     {
         std::lock_guard lock(mutex_);
         fd = open_part(index);
@@ -753,7 +753,7 @@ void ReceiveTransfer::maybe_finish() {
         // the directory's place, and change a directory outside the tree.
         for (auto d = manifest_.dirs.rbegin(); d != manifest_.dirs.rend(); ++d) {
             const std::string path = prefix_.empty() ? d->path : prefix_ + "/" + d->path;
-            const Fd dir(tree_.open_dir(path));
+            const UniqueFd dir(tree_.open_dir(path));
             if (dir.get() < 0 || ::fchmod(dir.get(), d->mode) != 0)
                 spdlog::warn("{}: transfer {:016x}: {}/{}: its mode is not set: {}", settings_.log_name, id_,
                              tree_.root(), path, std::strerror(errno));

@@ -113,7 +113,7 @@ public:
 
 private:
     struct FileState {
-        std::shared_ptr<Fd> fd;  // its part file while open (kOpenPartFiles at most per transfer)
+        std::shared_ptr<UniqueFd> fd;  // its part file while open (kOpenPartFiles at most per transfer)
         bool part_ready = false;  // created and sized, or left by an earlier run: reopened as it is
         std::uint64_t blocks = 0, blocks_seen = 0;
         // Per block, allocated at the file's first block (not for every declared
@@ -137,7 +137,7 @@ private:
     // `payload_sum`: checksum() of the payload, taken as it arrived.
     void handle(const Frame& f, const std::uint8_t* payload, std::uint64_t payload_sum);
     void block_arrived(std::uint32_t file, std::uint64_t offset, std::uint64_t sum);
-    std::shared_ptr<Fd> open_part(std::uint32_t file);  // under mutex_
+    std::shared_ptr<UniqueFd> open_part(std::uint32_t file);  // under mutex_
     void finish_file(std::uint32_t file);
     bool read_back_matches(std::uint32_t file, int fd);
     void fail_file(std::uint32_t file, const std::string& why);

@@ -89,25 +89,20 @@ SendTransfer::~SendTransfer() {
     if (ring_) ring_->abort();
     set_readers(0);
     set_streams(0);
-    if (control_fd_ >= 0) ::close(control_fd_);
+    control_fd_.reset();
 }
 
-int SendTransfer::open_stream(int index, ClientHandshake& handshake) {
-    const int fd = connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s);
+UniqueFd SendTransfer::open_stream(int index, ClientHandshake& handshake) {
+    UniqueFd fd = connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s);
     const std::string hello = json{{"stream", index}, {"dest", settings_.dest}}.dump();
-    try {
-        handshake.send_hello(fd, id_, hello, settings_.peer_timeout_s);
-    } catch (...) {
-        ::close(fd);
-        throw;
-    }
+    handshake.send_hello(fd.get(), id_, hello, settings_.peer_timeout_s);
     return fd;
 }
 
 void SendTransfer::start() {
     ClientHandshake handshake(settings_.key, settings_.encrypt);
     control_fd_ = open_stream(0, handshake);
-    own_control_ = std::make_unique<Channel>(handshake.channel(control_fd_));
+    own_control_ = std::make_unique<Channel>(handshake.channel(control_fd_.get()));
     control_ = own_control_.get();
     begin(&handshake);
 }
@@ -142,12 +137,12 @@ void SendTransfer::begin(ClientHandshake* handshake) {
         }
     } catch (const std::exception&) {
         // A server that refused the Hello closed on the manifest: its reason comes first.
-        if (handshake) handshake->expect_proof(control_fd_, settings_.peer_timeout_s);
+        if (handshake) handshake->expect_proof(control_fd_.get(), settings_.peer_timeout_s);
         throw;
     }
     // The manifest went out behind the Hello, not a round trip later; nothing
     // the server says is believed before its proof.
-    if (handshake) handshake->expect_proof(control_fd_, settings_.peer_timeout_s);
+    if (handshake) handshake->expect_proof(control_fd_.get(), settings_.peer_timeout_s);
     Frame reply;
     std::string payload;
     if (!read_header(*control_, reply))
@@ -239,7 +234,7 @@ void SendTransfer::set_streams(int n) {
         streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
         streams_.threads.emplace_back([this, index, hello_sent, quit = streams_.quit.back().get()] {
             ClientHandshake handshake(settings_.key, settings_.encrypt);
-            int fd = -1;
+            UniqueFd fd;  // opened here, closed here, however the stream ends
             try {
                 fd = open_stream(index, handshake);
             } catch (const std::exception& e) {
@@ -248,14 +243,12 @@ void SendTransfer::set_streams(int n) {
             }
             hello_sent->set_value();
             try {  // before this stream carries a block (the others carry them meanwhile)
-                handshake.expect_proof(fd, settings_.peer_timeout_s);
+                handshake.expect_proof(fd.get(), settings_.peer_timeout_s);
             } catch (const std::exception& e) {
-                ::close(fd);
                 return fail("stream " + std::to_string(index) + ": " + e.what());
             }
-            Channel channel = handshake.channel(fd);
+            Channel channel = handshake.channel(fd.get());
             stream_loop(channel, quit, false);
-            ::close(fd);  // opened here, closed here, however the stream ended
         });
     }
     for (auto& c : connected) c.wait();
@@ -369,7 +362,7 @@ void SendTransfer::read_piece(const Piece& piece, Slot*& slot) {
     const ManifestFile& m = manifest_.files[index];
     FileReading& r = reading_[index];
     if (r.failed) return piece_done(index, slot);
-    Fd closer;
+    UniqueFd closer;
     try {
         closer = manifest_.open_source(m);  // a pull's: beneath the served tree, no link on the way
     } catch (const std::runtime_error& e) {

@@ -109,7 +109,7 @@ private:
     static constexpr std::uint64_t kPieceBlocks = 4;
 
     // Connects stream `index` and sends its Hello; `handshake` then checks the server's proof.
-    int open_stream(int index, ClientHandshake& handshake);
+    UniqueFd open_stream(int index, ClientHandshake& handshake);
     // On control_; `handshake`: of stream 0, when this end opened it (nullptr for a pull's).
     void begin(ClientHandshake* handshake);
     void plan_pieces();
@@ -137,7 +137,7 @@ private:
     std::atomic<bool> reading_done_{false}, first_stream_done_{false}, failed_{false}, ring_ready_{false};
     std::mutex ended_mutex_;  // first_stream_done_ and failed_ change under it, for ended_
     std::condition_variable ended_;
-    int control_fd_ = -1;       // stream 0's descriptor, when this end opened it (closed with it)
+    UniqueFd control_fd_;       // stream 0's descriptor, when this end opened it (closed with it)
     Channel* control_ = nullptr;  // stream 0
     std::unique_ptr<Channel> own_control_;  // stream 0, when this end made its channel
     mutable std::mutex pools_mutex_;

@@ -95,7 +95,7 @@ public:
     }
 
     int run() {
-        Fd listener(listen_tcp(o_.listen, o_.port));
+        const UniqueFd listener = listen_tcp(o_.listen, o_.port);
         // accept() without waiting: every queued connection is taken at each turn.
         ::fcntl(listener.get(), F_SETFL, ::fcntl(listener.get(), F_GETFL) | O_NONBLOCK);
         WaitingConnections waiting(static_cast<std::size_t>(o_.max_waiting), std::chrono::seconds(o_.hello_timeout_s),
@@ -161,7 +161,7 @@ private:
         for (int n = 0; n < 256; ++n) {
             sockaddr_storage peer{};
             socklen_t len = sizeof peer;
-            Fd fd(::accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC));
+            UniqueFd fd(::accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC));
             if (fd.get() < 0) {
                 if (errno == EMFILE || errno == ENFILE) {  // the backlog waits; do not spin on it
                     spdlog::warn("serve: out of descriptors, connections wait: {}", std::strerror(errno));
@@ -224,7 +224,7 @@ private:
         threads_.push_back({std::thread([this, fd = std::move(a.fd), channel = std::move(channel), hello,
                                          from = a.from, done]() mutable {
                                 serve_stream(channel, hello, from);
-                                fd = Fd();
+                                fd.reset();
                                 *done = true;
                             }),
                             done});

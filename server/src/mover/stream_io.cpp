@@ -14,24 +14,6 @@
 
 namespace slabcast::mover {
 
-Fd& Fd::operator=(Fd&& o) noexcept {
-    if (this != &o) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = o.release();
-    }
-    return *this;
-}
-
-Fd::~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-}
-
-int Fd::release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-}
-
 namespace {
 
 addrinfo* resolve(const std::string& host, int port, bool passive) {
@@ -64,33 +46,32 @@ void tune_tcp(int fd, int peer_timeout_s) {
     ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 }
 
-int connect_tcp(const std::string& host, int port, int peer_timeout_s) {
+UniqueFd connect_tcp(const std::string& host, int port, int peer_timeout_s) {
     addrinfo* found = resolve(host, port, false);
     int err = 0;
     for (addrinfo* a = found; a; a = a->ai_next) {
-        const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) continue;
-        if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+        if (!fd.valid()) continue;
+        if (::connect(fd.get(), a->ai_addr, a->ai_addrlen) == 0) {
             ::freeaddrinfo(found);
-            tune_tcp(fd, peer_timeout_s);
+            tune_tcp(fd.get(), peer_timeout_s);
             return fd;
         }
         err = errno;
-        ::close(fd);
     }
     ::freeaddrinfo(found);
     throw std::runtime_error("cannot connect to " + host + ":" + std::to_string(port) + ": " + std::strerror(err));
 }
 
-int listen_tcp(const std::string& address, int port) {
+UniqueFd listen_tcp(const std::string& address, int port) {
     addrinfo* found = resolve(address, port, true);
-    const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
+    UniqueFd fd(::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol));
     const int one = 1;
-    if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || ::bind(fd, found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    if (fd.valid()) ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (!fd.valid() || ::bind(fd.get(), found->ai_addr, found->ai_addrlen) != 0 ||
+        ::listen(fd.get(), SOMAXCONN) != 0) {
         const int err = errno;
         ::freeaddrinfo(found);
-        if (fd >= 0) ::close(fd);
         throw std::runtime_error("cannot listen on " + address + ":" + std::to_string(port) + ": " + std::strerror(err));
     }
     ::freeaddrinfo(found);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "mover/wire.h"
+#include "slabcast/unique_fd.h"
 
 #include <sys/socket.h>
 
@@ -13,8 +14,8 @@
 
 namespace slabcast::mover {
 
-int connect_tcp(const std::string& host, int port, int peer_timeout_s);  // throws naming the peer
-int listen_tcp(const std::string& address, int port);
+UniqueFd connect_tcp(const std::string& host, int port, int peer_timeout_s);  // throws naming the peer
+UniqueFd listen_tcp(const std::string& address, int port);
 // No Nagle delay for small frames; buffers left to autotuning; a peer that
 // vanishes (host down, path cut) is given up after about `peer_timeout_s`.
 void tune_tcp(int fd, int peer_timeout_s);
@@ -31,20 +32,5 @@ void write_full(int fd, const void* buf, std::size_t n);
 // std::runtime_error on anything else.
 bool read_frame(int fd, Frame& f, std::string& payload, std::size_t max_payload = kMaxPayload);
 void write_frame(int fd, const Frame& f, const void* payload = nullptr, std::size_t length = 0);
-
-// A descriptor (a socket, a file, a directory) that closes itself.
-class Fd {
-public:
-    Fd() = default;
-    explicit Fd(int fd) : fd_(fd) {}
-    Fd(Fd&& o) noexcept : fd_(o.release()) {}
-    Fd& operator=(Fd&& o) noexcept;
-    ~Fd();
-    int get() const { return fd_; }
-    int release();
-
-private:
-    int fd_ = -1;
-};
 
 }  // namespace slabcast::mover

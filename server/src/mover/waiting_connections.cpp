@@ -49,7 +49,7 @@ void WaitingConnections::make_room() {
     }
 }
 
-void WaitingConnections::add(Fd fd, std::string from, std::shared_ptr<void> context) {
+void WaitingConnections::add(UniqueFd fd, std::string from, std::shared_ptr<void> context) {
     make_room();
     Entry& e = entries_.emplace_back();
     e.fd = std::move(fd);
@@ -58,7 +58,7 @@ void WaitingConnections::add(Fd fd, std::string from, std::shared_ptr<void> cont
     e.deadline = Clock::now() + timeout_;
 }
 
-void WaitingConnections::refuse(Fd fd, const std::string& from, const std::string& why) {
+void WaitingConnections::refuse(UniqueFd fd, const std::string& from, const std::string& why) {
     send_now(fd.get(), Frame{Kind::Error}, why);
     ::shutdown(fd.get(), SHUT_WR);
     make_room();
@@ -154,7 +154,7 @@ std::vector<Arrival> WaitingConnections::service(const std::vector<pollfd>& poll
                 }
             } catch (const std::invalid_argument& x) {  // not a Hello: the peer is told why
                 spdlog::warn("serve: a connection from {} refused: {}", e.from, x.what());
-                Fd fd = std::move(e.fd);
+                UniqueFd fd = std::move(e.fd);
                 const std::string from = e.from;
                 it = entries_.erase(it);
                 refuse(std::move(fd), from, x.what());

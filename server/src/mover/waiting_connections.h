@@ -25,7 +25,7 @@ namespace slabcast::mover {
 
 // A connection whose first frame, a Hello, has arrived whole.
 struct Arrival {
-    Fd fd;
+    UniqueFd fd;
     std::string from;      // the peer's address, as text
     Frame hello;           // its header (a Hello: the kind is checked)
     std::string payload;   // its payload, at most the limit given
@@ -40,12 +40,12 @@ public:
 
     // A connection just accepted. When the room is full, one is closed first
     // (the oldest of the address holding the most).
-    void add(Fd fd, std::string from, std::shared_ptr<void> context = {});
+    void add(UniqueFd fd, std::string from, std::shared_ptr<void> context = {});
     // Refuses a connection: sends `why` as an Error frame (without waiting),
     // then holds it until the peer closes or a second passes, reading and
     // dropping what it still sends, so that the close does not reset the
     // connection before the peer has read why.
-    void refuse(Fd fd, const std::string& from, const std::string& why);
+    void refuse(UniqueFd fd, const std::string& from, const std::string& why);
 
     // Appends a pollfd per connection to `polled` (remembering where).
     void poll_set(std::vector<pollfd>& polled);
@@ -60,7 +60,7 @@ public:
 
 private:
     struct Entry {
-        Fd fd;
+        UniqueFd fd;
         std::string from;
         std::shared_ptr<void> context;
         Clock::time_point deadline;

@@ -4,6 +4,9 @@
 // a shuffler never sees half a step.
 #pragma once
 
+#include "slabcast/mapped_region.h"
+#include "slabcast/unique_fd.h"
+
 #include <cstdint>
 #include <string>
 
@@ -40,8 +43,8 @@ public:
 
 private:
     std::string source_, destination_, partial_;
-    int in_ = -1, out_ = -1;
-    std::uint8_t* map_ = nullptr;
+    UniqueFd in_, out_;
+    MappedRegion map_;  // the staged copy, written through
     std::uint64_t total_ = 0, copied_ = 0;
     bool finished_ = false;
     bool drop_source_cache_;

@@ -1,5 +1,7 @@
 #include "slabcast/json_file.h"
 
+#include "slabcast/unique_fd.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,11 +15,11 @@ namespace slabcast::json_file {
 std::string read_text(const std::string& path) {
     // O_NONBLOCK: a FIFO planted under the name must not hang the reader (a
     // ParaView session opening a descriptor, a role its dataset).
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    if (!fd.valid()) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
     struct stat st {};
     std::string problem;
-    if (::fstat(fd, &st) != 0) problem = std::string("cannot stat: ") + std::strerror(errno);
+    if (::fstat(fd.get(), &st) != 0) problem = std::string("cannot stat: ") + std::strerror(errno);
     else if (!S_ISREG(st.st_mode)) problem = "not a regular file";
     else if (static_cast<std::uint64_t>(st.st_size) > kMaxTextBytes)
         problem = std::to_string(st.st_size) + " bytes, more than the " + std::to_string(kMaxTextBytes >> 20) +
@@ -26,7 +28,7 @@ std::string read_text(const std::string& path) {
     if (problem.empty()) {
         char buf[65536];
         for (;;) {
-            const ssize_t n = ::read(fd, buf, sizeof buf);
+            const ssize_t n = ::read(fd.get(), buf, sizeof buf);
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) problem = std::string("read error: ") + std::strerror(errno);
             if (n <= 0) break;
@@ -37,7 +39,6 @@ std::string read_text(const std::string& path) {
             }
         }
     }
-    ::close(fd);
     if (!problem.empty()) throw std::runtime_error(path + ": " + problem);
     return text;
 }
@@ -58,19 +59,19 @@ void write_atomically(const std::string& path, const std::string& text) {
     // the write to whatever file it named.
     const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
     ::unlink(tmp.c_str());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) throw std::runtime_error(tmp + ": cannot write: " + std::strerror(errno));
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd.valid()) throw std::runtime_error(tmp + ": cannot write: " + std::strerror(errno));
     std::string problem;
     for (std::size_t done = 0; done < text.size() && problem.empty();) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) problem = std::string("write error: ") + std::strerror(errno);
         else done += static_cast<std::size_t>(n);
     }
     // Readable by all (the renderer may run as another user), writable by the
     // owner only, whatever the umask.
-    if (problem.empty() && ::fchmod(fd, 0644) != 0) problem = std::string("cannot chmod: ") + std::strerror(errno);
-    ::close(fd);
+    if (problem.empty() && ::fchmod(fd.get(), 0644) != 0) problem = std::string("cannot chmod: ") + std::strerror(errno);
+    fd.reset();  // written and closed before it takes the name
     if (problem.empty() && std::rename(tmp.c_str(), path.c_str()) != 0)
         problem = std::string("cannot rename into place: ") + std::strerror(errno);
     if (!problem.empty()) {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace slabcast {
 namespace {
@@ -19,18 +20,6 @@ namespace {
 }
 
 std::string errno_text() { return std::strerror(errno); }
-
-struct Fd {
-    int fd;
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-    int release() {
-        const int f = fd;
-        fd = -1;
-        return f;
-    }
-};
 
 // Bytes of values of a slab: NX * NY * planes * 4, or false when it does not
 // fit 64 bits (a crafted header: 2^30 * 2^30 * 2^4 * 4 wraps to 0).
@@ -91,46 +80,13 @@ std::string slab_header_problem(const SlabHeader& h, std::uint64_t file_bytes) {
     return {};
 }
 
-SlabMapping::SlabMapping(SlabMapping&& o) noexcept { *this = std::move(o); }
-
-SlabMapping& SlabMapping::operator=(SlabMapping&& o) noexcept {
-    if (this != &o) {
-        release();
-        base_ = o.base_;
-        size_ = o.size_;
-        fd_ = o.fd_;
-        device_ = o.device_;
-        inode_ = o.inode_;
-        path_ = std::move(o.path_);
-        dims_ = o.dims_;
-        geometry_ = o.geometry_;
-        slab_depth_ = o.slab_depth_;
-        field_ = std::move(o.field_);
-        data_bytes_ = o.data_bytes_;
-        o.base_ = nullptr;
-        o.size_ = 0;
-        o.fd_ = -1;
-    }
-    return *this;
-}
-
-SlabMapping::~SlabMapping() { release(); }
-
-void SlabMapping::release() {
-    if (base_) ::munmap(base_, size_);
-    if (fd_ >= 0) ::close(fd_);
-    base_ = nullptr;
-    size_ = 0;
-    fd_ = -1;
-}
-
 bool SlabMapping::read_header(SlabHeader& out) const {
-    return fd_ >= 0 && ::pread(fd_, &out, sizeof out, 0) == static_cast<ssize_t>(sizeof out);
+    return fd_.valid() && ::pread(fd_.get(), &out, sizeof out, 0) == static_cast<ssize_t>(sizeof out);
 }
 
 bool SlabMapping::still_whole() const {
     struct stat st {};
-    return fd_ >= 0 && ::fstat(fd_, &st) == 0 && static_cast<std::uint64_t>(st.st_size) >= size_;
+    return fd_.valid() && ::fstat(fd_.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) >= region_.length();
 }
 
 SlabMapping SlabMapping::create(const std::string& path, const Dims& dims, int slab_depth,
@@ -149,50 +105,47 @@ SlabMapping SlabMapping::create(const std::string& path, const Dims& dims, int s
     m.slab_depth_ = slab_depth;
     m.field_ = field;
     m.data_bytes_ = data_bytes;
-    m.size_ = static_cast<std::size_t>(total);
 
     // Re-attach to a slab that already has exactly this shape; never to a
     // symbolic link (O_NOFOLLOW) or anything but a regular file.
-    Fd f{::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
-    const bool reuse = file_matches(f.fd, total, dims, slab_depth, geometry, field);
+    UniqueFd f(::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    const bool reuse = file_matches(f.get(), total, dims, slab_depth, geometry, field);
     struct stat st {};
     std::string temporary;  // the new file until it is renamed into place
     if (reuse) {
-        if (::fstat(f.fd, &st) != 0) fail(path, "cannot stat slab: " + errno_text());
+        if (::fstat(f.get(), &st) != 0) fail(path, "cannot stat slab: " + errno_text());
         // Owner read/write, group read (the renderer); never world-accessible.
-        if ((st.st_mode & 07777) != 0640 && ::fchmod(f.fd, 0640) != 0) fail(path, "cannot chmod 0640: " + errno_text());
+        if ((st.st_mode & 07777) != 0640 && ::fchmod(f.get(), 0640) != 0) fail(path, "cannot chmod 0640: " + errno_text());
     } else {
-        ::close(f.release());
+        f.reset();  // a file of another shape, or none: never written through
         temporary = directory_of(path) + "/." + name_of(path) + ".new-" + std::to_string(::getpid());
         ::unlink(temporary.c_str());  // left by a receiver of the same pid that was killed here
-        f.fd = ::open(temporary.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-        if (f.fd < 0) fail(path, "cannot create slab: " + errno_text());
+        f.reset(::open(temporary.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
+        if (!f.valid()) fail(path, "cannot create slab: " + errno_text());
         std::string problem;
-        if (::fchmod(f.fd, 0640) != 0) problem = "cannot chmod 0640: " + errno_text();
-        else if (::ftruncate(f.fd, static_cast<off_t>(total)) != 0)
+        if (::fchmod(f.get(), 0640) != 0) problem = "cannot chmod 0640: " + errno_text();
+        else if (::ftruncate(f.get(), static_cast<off_t>(total)) != 0)
             problem = "cannot size slab to " + std::to_string(total) + " bytes: " + errno_text();
         // The header page now, so that writing it cannot fault on a full tmpfs
         // (the values' pages are the receiver's to place and pre-fault).
-        else if (const int rc = ::posix_fallocate(f.fd, 0, kSlabHeaderBytes); rc != 0)
+        else if (const int rc = ::posix_fallocate(f.get(), 0, kSlabHeaderBytes); rc != 0)
             problem = "cannot allocate the slab header in " + directory_of(path) + ": " + std::strerror(rc);
         if (!problem.empty()) {
             ::unlink(temporary.c_str());
             fail(path, problem);
         }
     }
-    void* p = ::mmap(nullptr, m.size_, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
-    if (p == MAP_FAILED) {
+    m.region_ = MappedRegion::map(static_cast<std::size_t>(total), PROT_READ | PROT_WRITE, MAP_SHARED, f.get());
+    if (!m.region_.valid()) {
         const std::string why = errno_text();
         if (!temporary.empty()) ::unlink(temporary.c_str());
-        m.size_ = 0;
         fail(path, "cannot map slab: " + why);
     }
-    m.base_ = static_cast<std::uint8_t*>(p);
-    if (::fstat(f.fd, &st) == 0) {
+    if (::fstat(f.get(), &st) == 0) {
         m.device_ = st.st_dev;
         m.inode_ = st.st_ino;
     }
-    m.fd_ = f.release();
+    m.fd_ = std::move(f);
     if (reuse) return m;
 
     auto& h = m.header_rw();
@@ -226,14 +179,14 @@ SlabMapping SlabMapping::create(const std::string& path, const Dims& dims, int s
 
 SlabMapping SlabMapping::open_read_only(int dir_fd, const std::string& name, const std::string& path) {
     // O_NONBLOCK: a FIFO planted under the name must not hang the reader.
-    Fd f{open_beneath(dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY)};
-    if (f.fd < 0) {
+    UniqueFd f(open_beneath(dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY));
+    if (!f.valid()) {
         if (errno == ELOOP) fail(path, "is a symbolic link; refused (a slab must be a plain file in its directory)");
         if (errno == EXDEV || errno == EINVAL) fail(path, "leads outside its directory; refused");
         fail(path, "cannot open slab: " + errno_text());
     }
     struct stat st {};
-    if (::fstat(f.fd, &st) != 0) fail(path, "cannot stat slab: " + errno_text());
+    if (::fstat(f.get(), &st) != 0) fail(path, "cannot stat slab: " + errno_text());
     if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file");
     const auto size = static_cast<std::uint64_t>(st.st_size);
     if (size < kSlabHeaderBytes)
@@ -241,7 +194,7 @@ SlabMapping SlabMapping::open_read_only(int dir_fd, const std::string& name, con
     // Validate a copy, and keep the shape from that same copy: the header in
     // the file may change while we look at it.
     SlabHeader h{};
-    if (::pread(f.fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) fail(path, "cannot read the slab header");
+    if (::pread(f.get(), &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) fail(path, "cannot read the slab header");
     if (const std::string problem = slab_header_problem(h, size); !problem.empty()) fail(path, problem);
 
     SlabMapping m;
@@ -257,21 +210,17 @@ SlabMapping SlabMapping::open_read_only(int dir_fd, const std::string& name, con
     m.device_ = st.st_dev;
     m.inode_ = st.st_ino;
     // Only what the header describes, which the check above found in the file.
-    m.size_ = static_cast<std::size_t>(kSlabHeaderBytes + h.data_bytes);
-    void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_SHARED, f.fd, 0);
-    if (p == MAP_FAILED) {
-        m.size_ = 0;
-        fail(path, "cannot map slab: " + errno_text());
-    }
-    m.base_ = static_cast<std::uint8_t*>(p);
-    m.fd_ = f.release();
+    m.region_ = MappedRegion::map(static_cast<std::size_t>(kSlabHeaderBytes + h.data_bytes), PROT_READ, MAP_SHARED,
+                                  f.get());
+    if (!m.region_.valid()) fail(path, "cannot map slab: " + errno_text());
+    m.fd_ = std::move(f);
     return m;
 }
 
 SlabMapping SlabMapping::open_read_only(const std::string& path) {
-    Fd dir{::open(directory_of(path).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
-    if (dir.fd < 0) fail(path, "cannot open slab: its directory: " + errno_text());
-    return open_read_only(dir.fd, name_of(path), path);
+    const UniqueFd dir(::open(directory_of(path).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir.valid()) fail(path, "cannot open slab: its directory: " + errno_text());
+    return open_read_only(dir.get(), name_of(path), path);
 }
 
 bool slab_file_matches(const std::string& path, const Dims& dims, int slab_depth, const SlabGeometry& geometry,
@@ -280,8 +229,8 @@ bool slab_file_matches(const std::string& path, const Dims& dims, int slab_depth
     if (!volume_problem(dims, slab_depth).empty() ||
         !data_bytes_of(dims.nx, dims.ny, geometry.stored_planes(), data_bytes))
         return false;
-    Fd f{::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
-    return file_matches(f.fd, kSlabHeaderBytes + data_bytes, dims, slab_depth, geometry, field);
+    const UniqueFd f(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    return file_matches(f.get(), kSlabHeaderBytes + data_bytes, dims, slab_depth, geometry, field);
 }
 
 std::string slab_file_name(const std::string& name, int slab_index) {

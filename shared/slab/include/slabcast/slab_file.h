@@ -4,6 +4,8 @@
 // map it read-only. Layout is documented in docs/shared-memory.md.
 #pragma once
 
+#include "slabcast/mapped_region.h"
+#include "slabcast/unique_fd.h"
 #include "slabcast/volume.h"
 
 #include <atomic>
@@ -78,11 +80,10 @@ static_assert(offsetof(SlabLive, step) == 16 && offsetof(SlabLive, last_step_los
 class SlabMapping {
 public:
     SlabMapping() = default;
-    SlabMapping(SlabMapping&& o) noexcept;
-    SlabMapping& operator=(SlabMapping&& o) noexcept;
+    SlabMapping(SlabMapping&& o) noexcept = default;  // leaves `o` empty (not valid())
+    SlabMapping& operator=(SlabMapping&& o) noexcept = default;
     SlabMapping(const SlabMapping&) = delete;
     SlabMapping& operator=(const SlabMapping&) = delete;
-    ~SlabMapping();
 
     // Creates the slab file for writing, or re-attaches to an existing one of
     // exactly this shape (a restarted receiver keeps what it had placed). A
@@ -101,17 +102,17 @@ public:
     static SlabMapping open_read_only(const std::string& path);
 
     // The live header, for the writer (and tests): see the class comment.
-    const SlabHeader& header() const { return *reinterpret_cast<const SlabHeader*>(base_); }
-    SlabHeader& header_rw() { return *reinterpret_cast<SlabHeader*>(base_); }
-    const float* values() const { return reinterpret_cast<const float*>(base_ + kSlabHeaderBytes); }
-    float* values_rw() { return reinterpret_cast<float*>(base_ + kSlabHeaderBytes); }
+    const SlabHeader& header() const { return *reinterpret_cast<const SlabHeader*>(region_.base()); }
+    SlabHeader& header_rw() { return *reinterpret_cast<SlabHeader*>(region_.base()); }
+    const float* values() const { return reinterpret_cast<const float*>(region_.base() + kSlabHeaderBytes); }
+    float* values_rw() { return reinterpret_cast<float*>(region_.base() + kSlabHeaderBytes); }
     std::size_t value_count() const { return static_cast<std::size_t>(data_bytes_ / sizeof(float)); }
     std::uint64_t data_bytes() const { return data_bytes_; }
-    std::size_t mapped_bytes() const { return size_; }
-    const std::uint8_t* base() const { return base_; }
+    std::size_t mapped_bytes() const { return region_.length(); }
+    const std::uint8_t* base() const { return region_.base(); }
     const std::string& path() const { return path_; }
-    bool valid() const { return base_ != nullptr; }
-    int fd() const { return fd_; }
+    bool valid() const { return region_.valid(); }
+    int fd() const { return fd_.get(); }
     // The file's identity when it was opened.
     unsigned long long device() const { return device_; }
     unsigned long long inode() const { return inode_; }
@@ -129,11 +130,8 @@ public:
     bool still_whole() const;
 
 private:
-    void release();
-
-    std::uint8_t* base_ = nullptr;
-    std::size_t size_ = 0;
-    int fd_ = -1;
+    UniqueFd fd_;           // declared first: the mapping goes before the file closes
+    MappedRegion region_;
     unsigned long long device_ = 0, inode_ = 0;
     std::string path_;
     Dims dims_;
