@@ -6,7 +6,7 @@
 // (fchmod, futimens, renameat beneath its directory) goes through descriptors.
 #pragma once
 
-#include "mover/stream_io.h"
+#include "slabcast/unique_fd.h"
 
 #include <sys/types.h>
 

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <string>
 
-#include "mover/stream_io.h"
+#include "slabcast/unique_fd.h"
 
 namespace slabcast::mover {
 

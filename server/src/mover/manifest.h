@@ -4,7 +4,7 @@
 #pragma once
 
 #include "mover/dest_tree.h"
-#include "mover/stream_io.h"
+#include "slabcast/unique_fd.h"
 
 #include <cstdint>
 #include <memory>

@@ -9,8 +9,8 @@
 // serve, valid).
 #pragma once
 
-#include "mover/stream_io.h"
 #include "mover/wire.h"
+#include "slabcast/unique_fd.h"
 
 #include <poll.h>
 
