@@ -61,6 +61,7 @@
 #include <vector>
 
 using namespace slabcast::mover;
+using slabcast::UniqueFd;
 
 namespace {
 
@@ -235,7 +236,7 @@ void serve_connection(std::uint8_t mode, Pair& p, ServerHandshake& server, const
                       const std::optional<std::string>& expected) {
     const bool has_key = mode & kServerKey, require = has_key && (mode & kRequire);
     WaitingConnections waiting(1, std::chrono::seconds(5), kMaxHelloBytes);
-    waiting.add(Fd(p.near), "fuzz");
+    waiting.add(UniqueFd(p.near), "fuzz");
     p.near = -1;  // the waiting room's now
     std::optional<Arrival> arrival;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(6);

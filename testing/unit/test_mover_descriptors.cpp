@@ -32,6 +32,7 @@
 #include <vector>
 
 using namespace slabcast::mover;
+using slabcast::UniqueFd;
 using nlohmann::json;
 
 namespace {
@@ -102,7 +103,7 @@ public:
         std::lock_guard lock(mutex_);
         for (auto& s : streams_) s.join();
         streams_.clear();
-        listener_ = Fd();
+        listener_ = UniqueFd();
     }
     ~Receiver() {
         t.abort("the test is over");
@@ -147,7 +148,7 @@ private:
         ::close(fd);
     }
 
-    Fd listener_;
+    UniqueFd listener_;
     std::thread acceptor_;
     std::atomic<bool> stop_{false};
     std::mutex mutex_;
