@@ -1,0 +1,168 @@
+// The front end of the receiving side: a pool of writer threads (resized
+// while the transfer runs) takes filled slots from the ring, checks each
+// block's checksum, writes it at its offset in the file's part file, notes it
+// in the journal, and counts it toward its file (Balman et al., 2012,
+// section 5.3: the client's front end takes blocks out of the shared memory
+// blocks and, disk to disk, writes them; blocks may arrive in any order).
+#include "mover/receive_records.h"
+#include "mover/receive_transfer.h"
+
+#include "mover/peer_text.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace slabcast::mover {
+
+void ReceiveTransfer::set_writers(int n) {
+    std::lock_guard lock(pool_mutex_);
+    settings_.writers = n;
+    if (!pool_open_) return;  // no ring yet: the pool starts at this size when the transfer is prepared
+    while (static_cast<int>(writers_.size()) < n) {
+        writer_quit_.push_back(std::make_unique<std::atomic<bool>>(false));
+        writers_.emplace_back(&ReceiveTransfer::writer_loop, this, writer_quit_.back().get());
+    }
+    while (static_cast<int>(writers_.size()) > n) {
+        *writer_quit_.back() = true;
+        writers_.back().join();
+        writers_.pop_back();
+        writer_quit_.pop_back();
+    }
+}
+
+void ReceiveTransfer::writer_loop(const std::atomic<bool>* quit) {
+    while (!*quit) {
+        Slot* slot = nullptr;
+        const auto r = ring_->take_full(slot, 200);
+        if (r == BlockRing::Take::Closed) return;
+        if (r == BlockRing::Take::Timeout) continue;
+        // Its records, as carry_blocks laid them out (and checked).
+        for (std::size_t at = slot->begin; at < slot->used && !finished_;) {
+            const std::uint8_t* record = slot->data + at;
+            const auto f = decode_header(record);
+            if (!f) break;
+            std::uint64_t sum;
+            std::memcpy(&sum, record + kHeaderBytes, sizeof sum);
+            try {
+                handle(*f, record + kRecordHead, sum);
+            } catch (const std::exception& e) {
+                abort(e.what());
+            }
+            at += record_bytes(f->length);
+        }
+        ring_->put_free(slot);
+        slot_done();
+    }
+}
+
+void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload, std::uint64_t payload_sum) {
+    FileState& file = files_[f.file];  // every field was checked as the frame arrived (frame_problem)
+    const ManifestFile& m = manifest_.files[f.file];
+    switch (f.kind) {
+    case Kind::Data:
+    case Kind::Zeros: {
+        const std::uint64_t length = f.kind == Kind::Data ? f.length : f.extra;
+        const std::uint64_t sum = f.kind == Kind::Data ? payload_sum : zeros_checksum(length);
+        if (sum != f.checksum) {
+            fail_file(f.file, "block at offset " + std::to_string(f.offset) + " damaged in transit");
+            return;
+        }
+        if (f.kind == Kind::Data) {
+            std::shared_ptr<UniqueFd> fd;
+            {
+                std::lock_guard lock(mutex_);
+                if (file.status != FileState::Status::Waiting) return;  // failed already, in place, or whole
+                fd = open_part(f.file);
+            }
+            for (std::uint64_t done = 0; done < length;) {
+                const ssize_t w = ::pwrite(fd->get(), payload + done, length - done, static_cast<off_t>(f.offset + done));
+                if (w < 0 && errno == EINTR) continue;
+                if (w <= 0)
+                    throw std::runtime_error(tree_.root() + "/" + path_of(f.file) + ": cannot write: " +
+                                             std::strerror(w < 0 ? errno : ENOSPC));
+                done += static_cast<std::uint64_t>(w);
+            }
+            bytes_written_ += length;
+        }  // Zeros: the part file is sized with ftruncate, the hole reads as zeros already
+        journal_->block_written(path_of(f.file), version_of(f.file), f.offset, sum);
+        block_arrived(f.file, f.offset, sum);
+        return;
+    }
+    case Kind::FileEnd: {
+        if (f.extra != m.size) {
+            fail_file(f.file, "its size changed while it was sent");
+            return;
+        }
+        bool whole = false;
+        {
+            std::lock_guard lock(mutex_);
+            if (file.status != FileState::Status::Waiting) return;
+            file.end_seen = true;
+            file.checksum = f.checksum;
+            whole = file.blocks_seen == file.blocks;
+            if (whole) file.status = FileState::Status::Finishing;
+        }
+        if (whole) finish_file(f.file);
+        return;
+    }
+    case Kind::FileFailed:
+        fail_file(f.file, "the sender could not read it: " +
+                              printable({reinterpret_cast<const char*>(payload), f.length}));
+        return;
+    default:
+        return;  // carry_blocks lets no other kind into the ring
+    }
+}
+
+void ReceiveTransfer::block_arrived(std::uint32_t index, std::uint64_t offset, std::uint64_t sum) {
+    bool whole = false;
+    {
+        std::lock_guard lock(mutex_);
+        FileState& f = files_[index];
+        if (f.status != FileState::Status::Waiting) return;
+        if (f.sums.empty()) {  // its first block: only now its per-block state
+            f.seen.assign(f.blocks, false);
+            f.sums.assign(f.blocks, 0);
+        }
+        const std::uint64_t b = offset / manifest_.block;  // < f.blocks: frame_problem checked the offset
+        f.sums[b] = sum;
+        if (!f.seen[b]) {  // not a resent block
+            f.seen[b] = true;
+            ++f.blocks_seen;
+        }
+        whole = f.end_seen && f.blocks_seen == f.blocks;
+        if (whole) f.status = FileState::Status::Finishing;
+    }
+    if (whole) finish_file(index);
+}
+
+// Opens the file's part file (creating and sizing it the first time), and
+// closes the oldest open one beyond kOpenPartFiles: a transfer with blocks
+// of a million files in flight must not hold a million descriptors.
+std::shared_ptr<UniqueFd> ReceiveTransfer::open_part(std::uint32_t index) {
+    FileState& f = files_[index];
+    if (f.fd) return f.fd;
+    const std::string part = part_of(index);
+    UniqueFd fd = f.part_ready ? tree_.open_file(part, O_RDWR) : tree_.open_file(part, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (!f.part_ready && ::ftruncate(fd.get(), static_cast<off_t>(manifest_.files[index].size)) != 0)
+        throw std::runtime_error(tree_.root() + "/" + part + ": cannot size it: " + std::strerror(errno));
+    f.part_ready = true;
+    f.fd = std::make_shared<UniqueFd>(std::move(fd));
+    open_order_.push_back(index);
+    ++open_parts_;
+    while (!open_order_.empty() && (open_parts_ > kOpenPartFiles || !files_[open_order_.front()].fd)) {
+        FileState& old = files_[open_order_.front()];
+        open_order_.pop_front();
+        if (old.fd) {  // a writer using it keeps it open until it is done with it
+            old.fd.reset();
+            --open_parts_;
+        }
+    }
+    return f.fd;
+}
+
+}  // namespace slabcast::mover
