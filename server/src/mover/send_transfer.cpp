@@ -1,3 +1,8 @@
+// The sending side of one transfer: connecting its streams, the manifest and
+// the receiving end's Have answer, the back end (one thread per stream, each
+// sending whole ring slots), and the end (Done, the report). The front end,
+// reading files into the ring, is send_readers.cpp (Balman et al., 2012,
+// section 5.3: front end and back end tied by a set of shared memory blocks).
 #include "mover/send_transfer.h"
 
 #include "mover/peer_text.h"
@@ -5,17 +10,11 @@
 #include "mover/wire.h"
 #include "slabcast/json_file.h"
 
-#include <fcntl.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <future>
 #include <random>
 #include <stdexcept>
@@ -25,18 +24,6 @@ namespace slabcast::mover {
 using nlohmann::json;
 
 namespace {
-
-bool all_zero(const std::uint8_t* p, std::size_t n) {
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        std::uint64_t w;
-        std::memcpy(&w, p + i, 8);
-        if (w) return false;
-    }
-    for (; i < n; ++i)
-        if (p[i]) return false;
-    return true;
-}
 
 // A file's index as a key of the Have's "blocks" (JSON keys are text): digits
 // only, within uint32, as whole_number holds the values to. std::stoul would
@@ -48,9 +35,6 @@ std::uint32_t file_index(const std::string& key) {
     if (ec != std::errc() || stop != end) throw std::runtime_error("'" + key + "' is not a file's index");
     return index;
 }
-
-// Writes a frame's header in place (its payload, if any, is already there).
-void put_header(std::uint8_t* at, const Frame& f) { encode_header(f, at); }
 
 }  // namespace
 
@@ -214,11 +198,6 @@ int SendTransfer::streams() const {
     return static_cast<int>(streams_.threads.size());
 }
 
-int SendTransfer::readers() const {
-    std::lock_guard lock(pools_mutex_);
-    return static_cast<int>(readers_.threads.size());
-}
-
 void SendTransfer::set_streams(int n) {
     std::lock_guard lock(pools_mutex_);
     if (!ring_ || (settings_.host.empty() && n > 0)) return;  // a pull: the receiving end opens streams
@@ -259,162 +238,6 @@ void SendTransfer::set_streams(int n) {
         streams_.threads.pop_back();
         streams_.quit.pop_back();
     }
-}
-
-void SendTransfer::set_readers(int n) {
-    std::lock_guard lock(pools_mutex_);
-    if (!ring_) return;
-    while (static_cast<int>(readers_.threads.size()) < n && !reading_done_) {
-        readers_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
-        ++readers_running_;
-        readers_.threads.emplace_back(&SendTransfer::reader_loop, this, readers_.quit.back().get());
-    }
-    while (static_cast<int>(readers_.threads.size()) > n && (n == 0 || readers_.threads.size() > 1)) {
-        *readers_.quit.back() = true;
-        readers_.threads.back().join();
-        readers_.threads.pop_back();
-        readers_.quit.pop_back();
-    }
-}
-
-std::uint8_t* SendTransfer::reserve(Slot*& slot, std::size_t payload, bool aligned) {
-    const std::size_t need = kHeaderBytes + payload;
-    if (slot && (slot->used + need > slot->capacity || (aligned && slot->used > slot->begin))) {
-        ring_->put_full(slot);
-        slot = nullptr;
-    }
-    if (!slot) {
-        for (;;) {
-            const auto r = ring_->take_free(slot, 200);
-            if (r == BlockRing::Take::Got) break;
-            if (r == BlockRing::Take::Closed) return nullptr;
-        }
-        slot->begin = slot->used = aligned ? 4096 - kHeaderBytes : 0;
-    }
-    std::uint8_t* at = slot->data + slot->used;
-    slot->used += need;
-    return at;
-}
-
-void SendTransfer::plan_pieces() {
-    reading_ = std::make_unique<FileReading[]>(manifest_.files.size());
-    for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
-        if (in_place_.count(i)) continue;
-        const std::uint64_t blocks = blocks_of(manifest_.files[i].size, manifest_.block);
-        ++files_to_send_;
-        bytes_to_send_ += manifest_.files[i].size;  // all of it is read (the blocks it has too, for the checksum)
-        reading_[i].sums.assign(blocks, 0);
-        std::uint32_t pieces = 0;
-        for (std::uint64_t b = 0; b < blocks || (b == 0 && pieces == 0); b += kPieceBlocks, ++pieces)
-            pieces_.push_back(Piece{i, b, std::min(blocks, b + kPieceBlocks)});
-        reading_[i].pieces_left = pieces;
-    }
-}
-
-void SendTransfer::reader_loop(const std::atomic<bool>* quit) {
-    Slot* slot = nullptr;
-    try {
-        while (!*quit) {
-            const std::size_t i = next_piece_++;
-            if (i >= pieces_.size()) break;
-            read_piece(pieces_[i], slot);
-        }
-    } catch (const std::exception& e) {
-        fail(e.what());
-    }
-    if (slot) {
-        if (slot->used > slot->begin) ring_->put_full(slot);
-        else ring_->put_free(slot);
-    }
-    // The last reader out, with every piece taken, ends the stream of blocks.
-    if (--readers_running_ == 0 && next_piece_ >= pieces_.size()) {
-        reading_done_ = true;
-        ring_->close_full();
-    }
-}
-
-// The first failure of a file is sent (once, whichever piece meets it); its
-// other pieces are skipped, and no FileEnd follows.
-void SendTransfer::file_failed(std::uint32_t index, const std::string& why, Slot*& slot) {
-    if (!reading_[index].failed.exchange(true)) {
-        spdlog::warn("move: {}: {}", manifest_.files[index].source, why);
-        ++progress_.files_failed;
-        if (std::uint8_t* at = reserve(slot, why.size(), false)) {
-            std::memcpy(at + kHeaderBytes, why.data(), why.size());
-            put_header(at, Frame{Kind::FileFailed, id_, index, static_cast<std::uint32_t>(why.size())});
-        }
-    }
-    piece_done(index, slot);
-}
-
-void SendTransfer::piece_done(std::uint32_t index, Slot*& slot) {
-    FileReading& r = reading_[index];
-    if (--r.pieces_left != 0 || r.failed) return;
-    std::uint8_t* at = reserve(slot, 0, false);
-    if (!at) return;
-    put_header(at, Frame{Kind::FileEnd, id_, index, 0, 0, file_checksum(r.sums.data(), r.sums.size()),
-                         manifest_.files[index].size});
-    ++progress_.files_read;
-}
-
-void SendTransfer::read_piece(const Piece& piece, Slot*& slot) {
-    const std::uint32_t index = piece.file;
-    const ManifestFile& m = manifest_.files[index];
-    FileReading& r = reading_[index];
-    if (r.failed) return piece_done(index, slot);
-    UniqueFd closer;
-    try {
-        closer = manifest_.open_source(m);  // a pull's: beneath the served tree, no link on the way
-    } catch (const std::runtime_error& e) {
-        return file_failed(index, e.what(), slot);
-    }
-    const int fd = closer.get();
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != m.size)
-        return file_failed(index, "changed since it was listed (size " + std::to_string(st.st_size) + ", was " +
-                                      std::to_string(m.size) + ")", slot);
-    const auto have = have_.find(index);
-    const std::uint64_t block = manifest_.block;
-    for (std::uint64_t b = piece.first_block; b < piece.end_block; ++b) {
-        const std::uint64_t off = b * block;
-        const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(block, m.size - off));
-        std::uint8_t* at = reserve(slot, len, len == block);
-        if (!at) return;  // the ring was aborted: the transfer is over
-        std::uint8_t* data = at + kHeaderBytes;
-        RunningChecksum running;
-        bool zeros = true;
-        std::size_t got = 0;
-        while (got < len) {
-            const std::size_t want = std::min(kCachePiece, len - got);
-            std::size_t piece = 0;
-            while (piece < want) {
-                const ssize_t n = ::pread(fd, data + got + piece, want - piece, static_cast<off_t>(off + got + piece));
-                if (n < 0 && errno == EINTR) continue;
-                if (n <= 0) break;
-                piece += static_cast<std::size_t>(n);
-            }
-            if (piece < want) break;
-            running.add(data + got, piece);  // while the piece is still in cache
-            zeros = zeros && all_zero(data + got, piece);
-            got += piece;
-        }
-        if (got < len) {
-            slot->used -= kHeaderBytes + len;
-            return file_failed(index, "shrank or could not be read while it was sent", slot);
-        }
-        const std::uint64_t sum = running.value();
-        r.sums[b] = sum;
-        progress_.bytes_read += len;
-        if (have != have_.end() && have->second.count(off)) {
-            slot->used -= kHeaderBytes + len;  // the destination has it: read for the checksum only
-        } else if (zeros) {
-            slot->used -= len;  // a hole, or zeros: no bytes on the wire
-            put_header(at, Frame{Kind::Zeros, id_, index, 0, off, sum, len});
-        } else {
-            put_header(at, Frame{Kind::Data, id_, index, static_cast<std::uint32_t>(len), off, sum});
-        }
-    }
-    piece_done(index, slot);
 }
 
 void SendTransfer::stream_loop(Channel& c, const std::atomic<bool>* quit, bool first) {
