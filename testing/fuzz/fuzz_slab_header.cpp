@@ -1,17 +1,16 @@
 // libFuzzer harness: a slab file as the ParaView reader takes it. The input is
 // the whole file (header and values), written to a real file in /dev/shm and
 // opened as the reader opens it: SlabMapping::open_read_only beneath its
-// directory, then SlabPool::Get against a descriptor of the shape the header
+// directory, then SlabPool::get against a descriptor of the shape the header
 // claims (the reader's own check of a slab against its descriptor) and
-// SelectSlabs for the slab's pieces. Whatever passes must be a slab whose
+// select_slabs for the slab's pieces. Whatever passes must be a slab whose
 // every stored value lies inside the file: the harness reads the first and
 // last value through the mapping (a value past the file's end would fault)
 // and compares them with what pread finds.
-#include "SlabPool.h"
-#include "SlabSelection.h"
-
 #include "slabcast/descriptor.h"
 #include "slabcast/slab_file.h"
+#include "slabcast/slab_pool.h"
+#include "slabcast/slab_selection.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -79,17 +78,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         desc.slab_depth = m.slab_depth();
         desc.ghost_planes = static_cast<int>(g.ghost_planes());
         desc.slabs = {SlabEntry{g.index, name}};
-        slabcast_reader::SlabPool pool;
-        const slabcast_reader::MappingPtr got = pool.Get(desc, dir + "/f.slabcast", desc.slabs[0]);
+        SlabPool pool;
+        const SlabMappingPtr got = pool.get(desc, dir + "/f.slabcast", desc.slabs[0]);
         check(got->inode() == m.inode() && got->value_count() == m.value_count());
         const int piece[6] = {0, static_cast<int>(d.nx - 1), 0, static_cast<int>(d.ny - 1),
                               static_cast<int>(g.stored_z_begin), static_cast<int>(g.z_end - 1)};
-        const auto sel = slabcast_reader::SelectSlabs(desc, dir + "/f.slabcast", piece);
-        check(sel.Planes.size() == static_cast<std::size_t>(g.stored_planes()));
-        for (std::size_t i = 0; i < sel.Planes.size(); ++i) {
+        const auto sel = select_slabs(desc, dir + "/f.slabcast", piece);
+        check(sel.planes.size() == static_cast<std::size_t>(g.stored_planes()));
+        for (std::size_t i = 0; i < sel.planes.size(); ++i) {
             // The offset the copy path reads each plane's rows from stays inside the slab.
             const std::int64_t z = g.stored_z_begin + static_cast<std::int64_t>(i);
-            check(sel.Planes[i].Slab == g.index);
+            check(sel.planes[i].slab == g.index);
             const std::int64_t last = slab_offset(d, g, d.nx - 1, d.ny - 1, z);
             check(last >= 0 && static_cast<std::size_t>(last) < m.value_count());
         }

@@ -2,13 +2,14 @@
 // core): one piece per slab is zero-copy, other extents are assembled, planes
 // of slabs on other hosts come from a neighbour's ghost copy or are an error
 // that names the slab and its expected file.
-#define CATCH_CONFIG_MAIN
-#include "SlabSelection.h"
+#include "slabcast/slab_selection.h"
 
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
+
 using slabcast::Descriptor;
-using slabcast_reader::SelectSlabs;
+using slabcast::select_slabs;
 
 namespace {
 
@@ -29,40 +30,40 @@ TEST_CASE("ParaView's z-split into one piece per slab is each slab's stored rang
     const int pieces[4][2] = {{0, 9}, {9, 19}, {19, 29}, {29, 39}};
     for (int k = 0; k < 4; ++k) {
         const int ext[6] = {0, 7, 0, 3, pieces[k][0], pieces[k][1]};
-        const auto s = SelectSlabs(d, "/shm/v.slabcast", ext);
-        CHECK(s.ZeroCopySlab == k);
-        REQUIRE(s.Planes.size() == static_cast<std::size_t>(pieces[k][1] - pieces[k][0] + 1));
-        CHECK(s.Planes.front().Slab == (k == 0 ? 0 : k - 1));  // the shared plane's owner, for the copy path
+        const auto s = select_slabs(d, "/shm/v.slabcast", ext);
+        CHECK(s.zero_copy_slab == k);
+        REQUIRE(s.planes.size() == static_cast<std::size_t>(pieces[k][1] - pieces[k][0] + 1));
+        CHECK(s.planes.front().slab == (k == 0 ? 0 : k - 1));  // the shared plane's owner, for the copy path
     }
 }
 
 TEST_CASE("an extent spanning slabs, or not whole rows, is assembled from owners") {
     const Descriptor d = volume({0, 1, 2, 3});
     const int across[6] = {0, 7, 0, 3, 5, 25};
-    const auto s = SelectSlabs(d, "/shm/v.slabcast", across);
-    CHECK(s.ZeroCopySlab == -1);
-    CHECK(s.Planes[0].Slab == 0);
-    CHECK(s.Planes[5].Slab == 1);   // plane 10
-    CHECK(s.Planes[20].Slab == 2);  // plane 25
-    for (const auto& p : s.Planes) CHECK_FALSE(p.Ghost);
+    const auto s = select_slabs(d, "/shm/v.slabcast", across);
+    CHECK(s.zero_copy_slab == -1);
+    CHECK(s.planes[0].slab == 0);
+    CHECK(s.planes[5].slab == 1);   // plane 10
+    CHECK(s.planes[20].slab == 2);  // plane 25
+    for (const auto& p : s.planes) CHECK_FALSE(p.ghost);
     const int narrow[6] = {1, 7, 0, 3, 10, 12};
-    CHECK(SelectSlabs(d, "/shm/v.slabcast", narrow).ZeroCopySlab == -1);
+    CHECK(select_slabs(d, "/shm/v.slabcast", narrow).zero_copy_slab == -1);
 }
 
 TEST_CASE("a plane whose owner is on another host comes from the next slab's ghost copy") {
     const Descriptor d = volume({2, 3});
     const int ext[6] = {0, 7, 0, 3, 19, 39};
-    const auto s = SelectSlabs(d, "/shm/v.slabcast", ext);
-    CHECK(s.Planes[0].Slab == 2);
-    CHECK(s.Planes[0].Ghost);
-    CHECK(s.ZeroCopySlab == -1);  // planes 19..39 lie in two slabs
+    const auto s = select_slabs(d, "/shm/v.slabcast", ext);
+    CHECK(s.planes[0].slab == 2);
+    CHECK(s.planes[0].ghost);
+    CHECK(s.zero_copy_slab == -1);  // planes 19..39 lie in two slabs
 }
 
 TEST_CASE("a plane no slab on this host stores is an error naming the slab and its file") {
     const Descriptor d = volume({0, 1, 3});
     const int ext[6] = {0, 7, 0, 3, 0, 39};
     try {
-        SelectSlabs(d, "/shm/v.slabcast", ext);
+        select_slabs(d, "/shm/v.slabcast", ext);
         FAIL("no error");
     } catch (const std::runtime_error& e) {
         const std::string what = e.what();

@@ -1,0 +1,30 @@
+// What the slabs behind a reader's output say now, read with pread and stat,
+// never through their mappings: a file cut short under a mapping makes a read
+// of its pages a SIGBUS, and these run while nothing else happens (the live
+// poll) or after the values were handed out.
+#pragma once
+
+#include "slabcast/slab_pool.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace slabcast {
+
+// The header of each slab in `used`, in the same order. Throws
+// std::runtime_error "<slab>: truncated under the reader" for a file that no
+// longer holds a whole header.
+std::vector<SlabHeader> read_slab_headers(const std::vector<SlabMappingPtr>& used);
+
+// The lowest step any of the headers is at; -1 for none.
+std::int64_t lowest_step(const std::vector<SlabHeader>& headers);
+
+// A digest of the descriptor file's identity and of each used slab's
+// generation counter and identity: a new step (start or end) in a used slab,
+// a receiver that rewrites the descriptor (restart, new slabs), a slab
+// replaced under its name or cut short all change it. A reader re-executes
+// when it differs from the one taken at its last execution.
+std::uint64_t live_signature(const std::string& descriptor_path, const std::vector<SlabMappingPtr>& used);
+
+}  // namespace slabcast

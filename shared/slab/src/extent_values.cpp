@@ -1,0 +1,99 @@
+#include "slabcast/extent_values.h"
+
+#include "slabcast/volume.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+namespace slabcast {
+
+ExtentSources open_extent_sources(SlabPool& pool, const Descriptor& d, const std::string& descriptor_path,
+                                  const SlabSelection& selection) {
+    std::set<int> needed{selection.zero_copy_slab};
+    for (const auto& p : selection.planes) needed.insert(p.slab);
+    ExtentSources s;
+    for (const auto& e : d.slabs) {
+        if (needed.count(e.index)) s.by_slab[e.index] = pool.get(d, descriptor_path, e);
+    }
+    if (selection.zero_copy_slab >= 0) {
+        s.used.push_back(s.by_slab.at(selection.zero_copy_slab));
+    } else {
+        for (const auto& kv : s.by_slab) s.used.push_back(kv.second);
+    }
+    return s;
+}
+
+void require_whole(const SlabMapping& m) {
+    if (!m.still_whole()) throw std::runtime_error(m.path() + ": truncated under the reader (the file shrank)");
+}
+
+std::int64_t extent_value_count(const int extent[6]) {
+    return std::int64_t{extent[1] - extent[0] + 1} * (extent[3] - extent[2] + 1) * (extent[5] - extent[4] + 1);
+}
+
+const float* zero_copy_values(const SlabMapping& m, const Dims& dims, std::int64_t z0) {
+    // The pages are handed out as they are: the file must still cover them.
+    require_whole(m);
+    return m.values() + (z0 - m.geometry().stored_z_begin) * dims.plane();
+}
+
+// The memory of a copied extent comes straight from mmap and goes back with
+// munmap. Through malloc, glibc's adaptive threshold moves such blocks (8 MiB
+// for a 128^3 volume, one per new step) from mmap into the heap after the
+// first few frees, and a renderer's private memory then rose by a block's size
+// during a soak (docs/performance.md, section 7). The first page holds the
+// mapping's length, so the values stay page-aligned.
+namespace {
+constexpr std::size_t kPage = 4096;
+}
+
+void unmap_values(void* values) {
+    auto* base = static_cast<std::uint8_t*>(values) - kPage;
+    std::size_t length = 0;
+    std::memcpy(&length, base, sizeof length);
+    ::munmap(base, length);
+}
+
+float* map_values(std::int64_t count) {
+    const std::size_t length = kPage + static_cast<std::size_t>(count) * sizeof(float);
+    const std::size_t memory =
+        static_cast<std::size_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    if (length > memory) {
+        throw std::runtime_error("the copied extent needs " + std::to_string(length >> 20) +
+                                 " MiB, more than this host's " + std::to_string(memory >> 20) + " MiB of memory");
+    }
+    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        throw std::runtime_error("cannot allocate " + std::to_string(length >> 20) + " MiB for the copied extent");
+    std::memcpy(p, &length, sizeof length);
+    return reinterpret_cast<float*>(static_cast<std::uint8_t*>(p) + kPage);
+}
+
+// One copy per plane when the extent has whole rows, one per row otherwise.
+// Through the mappings, once fstat has found each file whole (pread would close
+// the last window in which a file cut short by someone else faults, but copied
+// 3x slower: 21 against 7 ms per 64 MiB on this project's machine).
+void assemble_extent(const SlabSelection& selection, const std::map<int, SlabMappingPtr>& by_slab,
+                     const Dims& dims, const int extent[6], float* out) {
+    for (const auto& kv : by_slab) require_whole(*kv.second);
+    const std::int64_t row_length = extent[1] - extent[0] + 1;
+    const std::int64_t rows = extent[3] - extent[2] + 1;
+    const bool whole_rows = row_length == dims.nx;
+    const std::int64_t run = whole_rows ? row_length * rows : row_length;
+    for (int z = extent[4]; z <= extent[5]; ++z) {
+        const SlabMapping& m = *by_slab.at(selection.planes[z - extent[4]].slab);
+        const SlabGeometry& g = m.geometry();
+        for (int y = extent[2]; y <= extent[3]; y += whole_rows ? static_cast<int>(rows) : 1) {
+            std::memcpy(out, m.values() + slab_offset(dims, g, extent[0], y, z),
+                        static_cast<std::size_t>(run) * sizeof(float));
+            out += run;
+        }
+    }
+}
+
+}  // namespace slabcast

@@ -1,0 +1,54 @@
+// A volume as the receiver leaves it in shared memory, for the reader's tests:
+// its slabs written with SlabMapping::create in a private /dev/shm directory,
+// and the descriptor listing them. Each stored value says where it lies and
+// which slab holds it (value_at), so a test sees both that a value landed in
+// the right place and whether it came from the owner or a ghost copy.
+#pragma once
+
+#include "temp_shm_dir.h"
+
+#include "slabcast/descriptor.h"
+#include "slabcast/slab_file.h"
+#include "slabcast/volume.h"
+
+#include <initializer_list>
+#include <string>
+
+struct SlabVolume {
+    TempShmDir dir;
+    slabcast::Descriptor descriptor;
+    std::string descriptor_path;
+
+    // The value slab `k` stores at (x, y, z): the voxel's index in the volume,
+    // plus 1000 per slab index (the volumes here hold fewer than 1000 values).
+    static float value_at(int k, std::int64_t x, std::int64_t y, std::int64_t z, const slabcast::Dims& dims) {
+        return static_cast<float>(slabcast::volume_offset(dims, x, y, z) + 1000 * k);
+    }
+
+    SlabVolume(const slabcast::Dims& dims, int slab_depth, std::initializer_list<int> slabs) {
+        descriptor.name = "v";
+        descriptor.dims = dims;
+        descriptor.slab_depth = slab_depth;
+        descriptor.ghost_planes = 1;
+        for (int k : slabs) {
+            descriptor.slabs.push_back(slabcast::SlabEntry{k, slabcast::slab_file_name("v", k)});
+            write_slab(k, slab_file(k));
+        }
+        descriptor_path = dir.file("v.slabcast");
+        slabcast::write_descriptor(descriptor_path, descriptor);
+    }
+
+    std::string slab_file(int k) const { return dir.file(slabcast::slab_file_name("v", k)); }
+
+    // Writes slab `k` (owned and ghost planes) at `path`.
+    void write_slab(int k, const std::string& path, float add = 0.f) const {
+        const slabcast::Dims& dims = descriptor.dims;
+        const slabcast::SlabGeometry g =
+            slabcast::slab_geometry(dims, descriptor.slab_depth, k, descriptor.ghost_planes);
+        auto m = slabcast::SlabMapping::create(path, dims, descriptor.slab_depth, g, descriptor.field);
+        for (std::int64_t z = g.stored_z_begin; z < g.z_end; ++z)
+            for (std::int64_t y = 0; y < dims.ny; ++y)
+                for (std::int64_t x = 0; x < dims.nx; ++x)
+                    m.values_rw()[slabcast::slab_offset(dims, g, x, y, z)] = value_at(k, x, y, z, dims) + add;
+    }
+};
