@@ -376,14 +376,17 @@ class MoverTest(unittest.TestCase):
             return {"path": path, "size": size, "mode": mode, "mtime_ns": 0}
         # Names that would leave the destination, and numbers that fit no field
         # (once cast, undefined: fuzz_manifest).
-        for bad, why in ((entry("../evil"), "a '..' component"), (entry("/etc/evil"), "absolute"),
+        for transfer, (bad, why) in enumerate(((entry("../evil"), "a '..' component"), (entry("/etc/evil"), "absolute"),
                          (entry("a//b"), "an empty component"), (entry("x\ny"), "a control character"),
                          (entry(mode=4.2e113), "'mode' must be a whole number"),
-                         (entry(size=-1), "'size' is out of range")):
+                         (entry(size=-1), "'size' is out of range")), start=100):
             manifest = json.dumps({"block": 4 << 20, "dirs": [], "files": [bad]}).encode()
+            # A transfer id of its own each time: serve forgets a refused
+            # transfer a moment after the refusal, and under load the next
+            # case could arrive first ("a transfer with this id is running").
             with socket.create_connection(("127.0.0.1", self.port)) as s:
-                say_hello(s, 99, {"stream": 0, "dest": "h"})
-                s.sendall(frame(2, 99, manifest, extra=len(manifest)))
+                say_hello(s, transfer, {"stream": 0, "dest": "h"})
+                s.sendall(frame(2, transfer, manifest, extra=len(manifest)))
                 kind, payload = read_frame(s)
             self.assertEqual(kind, 10, payload)  # Error
             self.assertIn(why, payload.decode())

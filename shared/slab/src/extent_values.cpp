@@ -48,6 +48,9 @@ const float* zero_copy_values(const SlabMapping& m, const Dims& dims, std::int64
 // first few frees, and a renderer's private memory then rose by a block's size
 // during a soak (docs/performance.md, section 7). The first page holds the
 // mapping's length, so the values stay page-aligned.
+// Not a MappedRegion: the buffer's ownership passes to VTK, whose array free
+// function is handed the values' pointer alone, so the length travels in the
+// first page and unmap_values finds it there.
 namespace {
 constexpr std::size_t kPage = 4096;
 }

@@ -1,6 +1,7 @@
 #include "slabcast/slab_pool.h"
 
 #include "slabcast/confined_path.h"
+#include "slabcast/unique_fd.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -61,11 +62,10 @@ SlabMappingPtr SlabPool::get(const Descriptor& d, const std::string& descriptor_
     const std::string path = directory + "/" + entry.file;
     // Every slab is opened beneath the descriptor's directory, never through a
     // symbolic link (SlabMapping::open_read_only with this directory's fd).
-    const int dir = ::open(directory.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const UniqueFd dir(::open(directory.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     struct stat st {};
-    if (dir < 0 || ::fstatat(dir, entry.file.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (!dir.valid() || ::fstatat(dir.get(), entry.file.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         const std::string why = std::strerror(errno);
-        if (dir >= 0) ::close(dir);
         cache_.erase(entry.index);
         throw std::runtime_error(path + ": cannot open slab " + std::to_string(entry.index) + " listed in " +
                                  descriptor_path + ": " + why);
@@ -82,15 +82,9 @@ SlabMappingPtr SlabPool::get(const Descriptor& d, const std::string& descriptor_
         mapping = it->second.mapping;
     } else {
         cache_.erase(entry.index);
-        try {
-            mapping = std::make_shared<const SlabMapping>(SlabMapping::open_read_only(dir, entry.file, path));
-        } catch (...) {
-            ::close(dir);
-            throw;
-        }
+        mapping = std::make_shared<const SlabMapping>(SlabMapping::open_read_only(dir.get(), entry.file, path));
         cache_[entry.index] = Cached{entry.file, mapping};
     }
-    ::close(dir);
     // Also for a mapping kept from before: the descriptor may have changed.
     check_against_descriptor(*mapping, d, descriptor_path, entry);
     return mapping;
