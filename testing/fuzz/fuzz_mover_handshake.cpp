@@ -39,6 +39,7 @@
 // proof from the input; the frames read after the Hello are the bytes sent,
 // in order, and never a byte of a record changed or dropped, or of any
 // record after it; every payload is the length its header says.
+#include "fuzz_input.h"
 #include "mover/auth.h"
 #include "mover/channel.h"
 #include "mover/hello.h"
@@ -68,30 +69,6 @@ namespace {
 constexpr std::uint8_t kServerKey = 1, kRequire = 2, kSigned = 4, kSealed = 8, kRaw = 16, kClientSide = 32;
 constexpr std::size_t kMaxInput = 64u << 10;
 
-class Input {
-public:
-    Input(const std::uint8_t* data, std::size_t size) : p_(data), left_(size) {}
-    template <typename T>
-    T take() {
-        T out = 0;
-        for (std::size_t i = 0; i < sizeof(T) && left_ > 0; ++i, ++p_, --left_)
-            out = static_cast<T>(out | static_cast<T>(static_cast<T>(*p_) << (8 * i)));
-        return out;
-    }
-    std::string bytes(std::size_t n) {
-        n = std::min(n, left_);
-        std::string out(reinterpret_cast<const char*>(p_), n);
-        p_ += n;
-        left_ -= n;
-        return out;
-    }
-    std::string rest() { return bytes(left_); }
-    std::size_t left() const { return left_; }
-
-private:
-    const std::uint8_t* p_;
-    std::size_t left_;
-};
 
 const Key& key() {
     static const Key k = [] {
@@ -208,7 +185,7 @@ void read_frames(Channel& c, std::string& got) {
 }
 
 // A hostile server's bytes, read by a client.
-void client_side(std::uint8_t mode, Input& in) {
+void client_side(std::uint8_t mode, FuzzInput& in) {
     Pair p;
     const bool has_key = mode & kServerKey;
     std::thread writer = send_all(p.peer, in.rest());
@@ -300,8 +277,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size > kMaxInput) return 0;
-    Input in(data, size);
-    const auto mode = in.take<std::uint8_t>();
+    FuzzInput in(data, size);
+    const auto mode = in.take_or_short<std::uint8_t>();
     if (mode & kClientSide) {
         client_side(mode, in);
         return 0;
@@ -327,9 +304,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (mode & kRaw) {
         sent = in.rest();
     } else {
-        hello.extra = in.take<std::uint64_t>();
-        hello.transfer = in.take<std::uint64_t>();
-        const std::string json = in.bytes(in.take<std::uint16_t>());
+        hello.extra = in.take_or_short<std::uint64_t>();
+        hello.transfer = in.take_or_short<std::uint64_t>();
+        const std::string json = in.bytes(in.take_or_short<std::uint16_t>());
         client_nonce = in.bytes(kNonceBytes);
         client_nonce.resize(kNonceBytes, '\0');
         hello.length = static_cast<std::uint32_t>(kHelloAuthBytes + json.size());
@@ -349,17 +326,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             std::string plain;
             bool changed = false;
             while (in.left() > 0) {
-                const auto op = in.take<std::uint8_t>() & 3;
-                const std::string piece = in.bytes(in.take<std::uint16_t>());
+                const auto op = in.take_or_short<std::uint8_t>() & 3;
+                const std::string piece = in.bytes(in.take_or_short<std::uint16_t>());
                 std::string record;
                 if (op == 3) {
                     sealer.skip();
                 } else {
                     record = sealer.seal(piece);
                     if (op == 1) {
-                        record.replace(0, 4, le(in.take<std::uint32_t>(), 4));
+                        record.replace(0, 4, le(in.take_or_short<std::uint32_t>(), 4));
                     } else if (op == 2) {
-                        const std::size_t at = in.take<std::uint16_t>() % record.size();
+                        const std::size_t at = in.take_or_short<std::uint16_t>() % record.size();
                         record[at] = static_cast<char>(record[at] ^ (1 << (at % 8)));
                     }
                 }

@@ -20,6 +20,7 @@
 // writes more bytes than the input carried; nothing appears beside the
 // destination; and a transfer that succeeds has every file of its manifest
 // in place with the declared size and no part file left.
+#include "fuzz_input.h"
 #include "mover/manifest.h"
 #include "mover/receive_transfer.h"
 #include "mover/stream_io.h"
@@ -43,31 +44,6 @@ namespace {
 
 constexpr std::uint64_t kId = 0xf022;
 
-class Input {
-public:
-    Input(const std::uint8_t* data, std::size_t size) : p_(data), left_(size) {}
-    template <typename T>
-    bool take(T& out) {
-        if (left_ < sizeof(T)) return false;
-        out = 0;
-        for (std::size_t i = 0; i < sizeof(T); ++i) out |= static_cast<T>(static_cast<T>(p_[i]) << (8 * i));
-        p_ += sizeof(T);
-        left_ -= sizeof(T);
-        return true;
-    }
-    std::string bytes(std::size_t n) {
-        n = std::min(n, left_);
-        std::string out(reinterpret_cast<const char*>(p_), n);
-        p_ += n;
-        left_ -= n;
-        return out;
-    }
-    std::size_t left() const { return left_; }
-
-private:
-    const std::uint8_t* p_;
-    std::size_t left_;
-};
 
 std::string encode(const Frame& f, const std::string& payload) {
     std::string bytes(kHeaderBytes, '\0');
@@ -114,7 +90,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    Input in(data, size);
+    FuzzInput in(data, size);
     std::uint8_t flags = 0;
     if (!in.take(flags)) return 0;
     std::string stream0, stream1, manifest_text;
