@@ -7,15 +7,29 @@
 
 namespace slabcast {
 
-double parse_rate_bps(const std::string& text) {
+namespace {
+
+struct NumberAndUnit {
+    double value;
+    std::string unit;
+};
+
+// "2.81G" -> {2.81, "G"}: the leading number and whatever follows it. Throws
+// std::invalid_argument "<what> '<text>': expected <example>" without a number.
+NumberAndUnit split_number(const std::string& text, const char* what, const char* example) {
     std::size_t used = 0;
-    double value = 0;
     try {
-        value = std::stod(text, &used);
+        const double value = std::stod(text, &used);
+        return {value, text.substr(used)};
     } catch (const std::exception&) {
-        throw std::invalid_argument("rate '" + text + "': expected a number such as 2.81G");
+        throw std::invalid_argument(std::string(what) + " '" + text + "': expected " + example);
     }
-    std::string unit = text.substr(used);
+}
+
+}  // namespace
+
+double parse_rate_bps(const std::string& text) {
+    auto [value, unit] = split_number(text, "rate", "a number such as 2.81G");
     for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     double scale = 1;
     if (!unit.empty()) {
@@ -45,14 +59,7 @@ std::string format_rate(double bps) {
 }
 
 std::uint64_t parse_bytes(const std::string& text) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (const std::exception&) {
-        throw std::invalid_argument("size '" + text + "': expected e.g. 8G or 512M");
-    }
-    const std::string unit = text.substr(used);
+    const auto [v, unit] = split_number(text, "size", "e.g. 8G or 512M");
     double scale = 1;
     if (unit == "K" || unit == "k") scale = 0x1p10;
     else if (unit == "M" || unit == "m") scale = 0x1p20;
