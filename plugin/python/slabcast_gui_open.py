@@ -21,7 +21,7 @@ from paraview.simple import (AssignViewToLayout, CreateView, GetActiveViewOrCrea
 def show_volume(descriptor, view, caption, value_range):
     reader = OpenDataFile(descriptor)
     reader.UpdatePipeline()
-    field = reader.PointData.keys()[0]
+    field = [k for k in reader.PointData.keys() if not k.endswith("_age")][0]  # the values, not their age
     lo, hi = value_range or reader.PointData[field].GetRange()
     lo = lo if lo > 0 else hi * 1e-3
     b = reader.GetDataInformation().GetBounds()

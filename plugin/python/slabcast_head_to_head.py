@@ -18,7 +18,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slabcast_render import apply_cosmic_preset, fail  # noqa: E402  (same preset as the single view)
+from slabcast_render import (add_frame_options, apply_cosmic_preset, fail, refresh,  # noqa: E402  (as the single view)
+                             show_frame_extras, step_caption, value_field)
 
 from paraview import servermanager  # noqa: E402
 from paraview.simple import (AssignViewToLayout, CreateLayout, CreateView, Render, SaveScreenshot, Show,  # noqa: E402
@@ -44,6 +45,7 @@ def parse_args(argv):
     p.add_argument("--frames", type=int, default=0)
     p.add_argument("--stop-file", default=None)
     p.add_argument("--preset", default="Inferno (matplotlib)")
+    add_frame_options(p)
     return p.parse_args(argv)
 
 
@@ -58,13 +60,15 @@ def main(argv):
     labels = (args.labels.split("|") + ["", ""])[:2]
 
     layout = CreateLayout("head-to-head")
-    readers, views = [], []
+    readers, views, captions = [], [], []
     for i, descriptor in enumerate((args.left, args.right)):
         reader = servermanager.sources.SlabcastReader(FileName=descriptor)
+        reader.Completeness = 0 if args.completeness == "whole" else 1
+        refresh(reader, first=True)
         reader.UpdatePipeline()
-        if not reader.PointData.keys():
+        field = value_field(reader)
+        if field is None:
             fail("no data from %s (see the error above)" % descriptor)
-        field = reader.PointData.keys()[0]
         view = CreateView("RenderView")
         AssignViewToLayout(view=view, layout=layout, hint=i)
         view.UseColorPaletteForBackground = 0
@@ -75,6 +79,7 @@ def main(argv):
         caption = Show(Text(Text=labels[i]), view)
         caption.WindowLocation = "Upper Center"
         caption.FontSize = 28
+        captions.append(show_frame_extras(reader, view, args))
         readers.append(reader)
         views.append(view)
     layout.SetSize(width, height)
@@ -94,11 +99,12 @@ def main(argv):
     while not STOP:
         t0 = time.monotonic()
         new = frame == 0
-        for reader in readers:
-            reader.UpdatePropertyInformation()
-            if reader.GetPropertyValue("NeedsUpdate") == 1:
-                reader.MarkModified(reader)
+        for reader, step_text in zip(readers, captions):
+            if refresh(reader):
                 new = True
+                if step_text is not None:
+                    reader.UpdatePipeline()
+                    step_text.Text = step_caption(reader)
         for view in views:
             Render(view)
         steps = []

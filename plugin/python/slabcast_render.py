@@ -3,9 +3,13 @@
     [mpirun -np N] pvbatch [--force-offscreen-rendering] slabcast_render.py \
         /dev/shm/slabcast/NAME.slabcast [--frames N] [--save 'frames/f_%05d.png'] ...
 
-Each frame: ask the reader whether its slabs moved to a new step (it reads the
-receiver's generation counters), re-execute it if so, render, optionally save
-the image, and print one line: frame number, step shown, frame time. Runs for
+Each frame: ask the reader whether its slabs published a new step, and if so
+have every rank agree on the newest step all slabs hold (the reader's Refresh
+command) and re-execute; render, with the step, how whole it is and how old in
+a corner; optionally save the image; print one line: frame number, step shown,
+frame time. --show-holes colours the values the step lost (shown from an
+earlier step, see the reader's `<field>_age` array); --completeness newest shows each
+slab as it is being written instead of whole steps. Runs for
 --frames frames (0: until stopped), until --until-step is on screen, until
 --stop-file exists, or until SIGINT/SIGTERM. With several ranks each rank reads its own z-slab (without a
 copy when ranks == slabs) and ParaView composites the images sort-last (IceT).
@@ -24,7 +28,7 @@ import time
 
 from paraview import servermanager
 from paraview.simple import (Connect, GetActiveViewOrCreate, GetColorTransferFunction, GetOpacityTransferFunction,
-                             LoadPlugin, Render, SaveScreenshot, Show)
+                             LoadPlugin, Render, SaveScreenshot, Show, Text, Threshold)
 
 STOP = False
 
@@ -61,7 +65,82 @@ def parse_args(argv):
                    help="re-execute the reader every frame, new step or not (measures the full update path)")
     p.add_argument("--stop-file", default=None,
                    help="stop cleanly once this file exists (under mpirun, Ctrl-C ends the other ranks abruptly)")
+    add_frame_options(p)
     return p.parse_args(argv)
+
+
+def add_frame_options(p):
+    """What every slabcast renderer offers about the step on screen."""
+    p.add_argument("--completeness", choices=("whole", "newest"), default="whole",
+                   help="whole: every frame one published step, the same on every rank (default); "
+                        "newest: each slab as it is being written")
+    p.add_argument("--show-holes", action="store_true",
+                   help="colour the values the step lost (shown from an earlier step) instead of hiding them")
+    p.add_argument("--no-annotation", action="store_true", help="no step/completeness/age text in the corner")
+
+
+def refresh(reader, first=False):
+    """True when the reader has a new step to show (always on the first
+    frame); then every rank agrees on it (Refresh, a command ParaView runs on
+    every rank in order) and the view re-executes the reader."""
+    reader.UpdatePropertyInformation()
+    if not first and reader.GetPropertyValue("NeedsUpdate") != 1:
+        return False
+    reader.SMProxy.InvokeCommand("Refresh")
+    reader.MarkModified(reader)
+    return True
+
+
+def value_field(reader):
+    """The name of the values' array (the reader also outputs their age, as
+    "<field>_age"); None without data."""
+    names = list(reader.PointData.keys())
+    for name in names:
+        if name + "_age" in names:
+            return name
+    return names[0] if names else None
+
+
+def field_range(reader, name, default=(0.0, 0.0)):
+    array = reader.FieldData[name]
+    return array.GetRange() if array is not None else default
+
+
+def step_caption(reader):
+    """'step 40 · 100.0% arrived · 120 ms old', from the output's field data
+    (the least complete slab, the oldest age over every rank)."""
+    step = int(field_range(reader, "Step", (-1, -1))[0])
+    if step < 0:
+        return "waiting for the first step"
+    complete = 100.0 * field_range(reader, "Completeness")[0]
+    if int(field_range(reader, "WholeStep", (1, 1))[0]) == 0:
+        return "step %d | being written | %.1f%% arrived" % (step, complete)
+    age = field_range(reader, "StepAgeMs")[1]
+    return "step %d | %.1f%% arrived | %s old" % (
+        step, complete, "%.0f ms" % age if age < 10000 else "%.0f s" % (age / 1000))
+
+
+def show_frame_extras(reader, view, args):
+    """The caption in the upper left corner and, with --show-holes, the values
+    the step lost as a translucent cyan overlay (cells touching a value whose
+    age is not 0). Returns the caption's Text source (None without one)."""
+    if args.show_holes:
+        holes = Threshold(Input=reader, Scalars=["POINTS", value_field(reader) + "_age"], LowerThreshold=1,
+                          UpperThreshold=255)
+        holes.AllScalars = 0
+        overlay = Show(holes, view)
+        overlay.SetRepresentationType("Surface")
+        overlay.ColorArrayName = ["POINTS", ""]
+        overlay.AmbientColor = overlay.DiffuseColor = [0.0, 0.9, 1.0]
+        overlay.Opacity = 0.35
+    if args.no_annotation:
+        return None
+    caption = Text(Text=step_caption(reader))
+    shown = Show(caption, view)
+    shown.WindowLocation = "Upper Left Corner"
+    shown.FontSize = 18
+    shown.Color = [0.9, 0.9, 0.9]
+    return caption
 
 
 def on_signal(signum, frame):
@@ -79,7 +158,9 @@ def make_reader(args):
         LoadPlugin(args.plugin, remote=True, ns=globals())
     if not hasattr(servermanager.sources, "SlabcastReader"):
         fail("the Slabcast plugin is not loaded: set PV_PLUGIN_PATH to its directory or give --plugin")
-    return servermanager.sources.SlabcastReader(FileName=args.descriptor)
+    reader = servermanager.sources.SlabcastReader(FileName=args.descriptor)
+    reader.Completeness = 0 if args.completeness == "whole" else 1
+    return reader
 
 
 def value_range(reader, field, args):
@@ -168,8 +249,9 @@ def main(argv):
     width, height = (int(v) for v in args.size.lower().split("x"))
 
     reader = make_reader(args)
+    refresh(reader, first=True)
     reader.UpdatePipeline()
-    field = reader.PointData.keys()[0] if reader.PointData.keys() else None
+    field = value_field(reader)
     if field is None:
         fail("no data from %s (see the error above)" % args.descriptor)
     lo, hi = value_range(reader, field, args)
@@ -187,6 +269,7 @@ def main(argv):
     camera.Azimuth(args.azimuth)
     camera.Elevation(args.elevation)
     view.ResetCamera()
+    caption = show_frame_extras(reader, view, args)
 
     print("slabcast_render: %s, field %s, range %.4g..%.4g (log), %dx%d" % (
         args.descriptor, field, lo, hi, width, height), flush=True)
@@ -194,10 +277,12 @@ def main(argv):
     frame = 0
     while not STOP:
         t0 = time.monotonic()
-        reader.UpdatePropertyInformation()
-        new = frame == 0 or reader.GetPropertyValue("NeedsUpdate") == 1
-        if new or args.every_frame:
-            reader.MarkModified(reader)  # the view re-executes the reader on every rank
+        new = refresh(reader, first=frame == 0)
+        if args.every_frame and not new:
+            reader.MarkModified(reader)
+        if caption is not None and (new or args.completeness == "newest"):
+            reader.UpdatePipeline()
+            caption.Text = step_caption(reader)
         Render(view)
         reader.UpdatePropertyInformation()
         step = reader.GetPropertyValue("Step")

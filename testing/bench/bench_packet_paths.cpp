@@ -90,7 +90,7 @@ void receiver_handle(benchmark::State& state, SendOrder order) {
 void memcpy_peer(benchmark::State& state) {
     Workload& w = workload();
     SlabMapping slab = w.slab("memcpy.slab1");
-    auto* dst = reinterpret_cast<std::uint8_t*>(slab.values_rw());
+    auto* dst = reinterpret_cast<std::uint8_t*>(slab.values_rw(0));
     const std::size_t capacity = slab.value_count() * sizeof(float);
     auto& packets = w.packets[SendOrder::Scan];
     for (auto _ : state) {

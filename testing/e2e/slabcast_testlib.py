@@ -24,13 +24,19 @@ SKIPPED = 77
 
 QUAD_MAX = 560
 HEADER_BYTES = 4096
-# Offsets of the slab header (shared/slab/include/slabcast/slab_file.h, pinned there by static_asserts).
+# Offsets of the slab header, version 2 (shared/slab/include/slabcast/slab_file.h,
+# pinned there by static_asserts; docs/shared-memory.md).
 _LIVE = 256
 _LIVE_FIELDS = ["generation", "writes", "step", "step_records", "step_expected", "last_step",
                 "last_step_records", "last_step_loss_ppm", "last_step_complete", "packets", "rejected",
-                "stale", "duplicates", "writer_pid", "heartbeat_ns", "foreign"]
-_LIVE_FORMAT = "<QQqQQqQIIQQQQqqQ"
-
+                "stale", "duplicates", "writer_pid", "heartbeat_ns", "foreign", "writing_buffer", "_reserved0",
+                "publications", "dropped_steps", "dropped_packets"]
+_LIVE_FORMAT = "<QQqQQqQIIQQQQqqQiIQQQ"
+_PUBLICATIONS = 512
+_PUBLICATION_FIELDS = ["seq", "step", "number", "records", "expected", "holes", "published_ns", "complete"]
+_PUBLICATION_FORMAT = "<QqQQQQqI"
+PIN_LOCK_OFFSET = 2048
+AGE_NEVER_ARRIVED = 255
 
 def unittest_main(**kwargs):
     """unittest.main(), except that a run in which any test was skipped exits
@@ -75,20 +81,79 @@ def free_udp_ports(count):
 
 
 def read_slab_header(path):
+    """The header as a dict; "publications_of" lists each buffer's publication
+    record (dicts), "newest" the buffer of the newest one (-1: none yet), and
+    "last_step" is the step of the newest publication when there is one."""
     with open(path, "rb") as f:
         raw = f.read(HEADER_BYTES)
     h = {"magic": raw[0:8]}
     (h["version"], h["header_bytes"], h["data_bytes"]) = struct.unpack_from("<IIQ", raw, 8)
     (h["nx"], h["ny"], h["nz"], h["slab_index"], h["slab_depth"], h["z_begin"], h["z_end"],
      h["stored_z_begin"]) = struct.unpack_from("<8i", raw, 24)
+    (h["buffers"], h["buffer_stride"], h["ages_offset"], h["age_stride"]) = struct.unpack_from("<IQQQ", raw, 124)
     h.update(zip(_LIVE_FIELDS, struct.unpack_from(_LIVE_FORMAT, raw, _LIVE)))
+    h["publications_of"] = []
+    for b in range(h["buffers"] if h["version"] == 2 else 0):
+        p = dict(zip(_PUBLICATION_FIELDS, struct.unpack_from(_PUBLICATION_FORMAT, raw, _PUBLICATIONS + 64 * b)))
+        p["buffer"] = b
+        p["published"] = p["seq"] != 0 and p["seq"] % 2 == 0
+        h["publications_of"].append(p)
+    published = [p for p in h["publications_of"] if p["published"]]
+    h["newest"] = max(published, key=lambda p: p["number"])["buffer"] if published else -1
+    # What a reader can see: the newest published step, not the counter the
+    # receiver bumps a moment before it publishes.
+    h["live_last_step"] = h["last_step"]
+    if published:
+        h["last_step"] = h["publications_of"][h["newest"]]["step"]
     return h
 
 
-def read_slab_values(path):
+def _buffer_of(h, buffer):
+    """None: the newest publication; "writing": the buffer of the step being
+    written (-1 when none); else that buffer."""
+    if buffer is None:
+        return h["newest"]
+    if buffer == "writing":
+        return h["writing_buffer"]
+    return buffer
+
+
+def slab_file_bytes(h):
+    """The size a version-2 slab file has: header, value buffers, age buffers."""
+    return h["ages_offset"] + h["buffers"] * h["age_stride"]
+
+
+def read_slab_values(path, buffer=None):
+    """The values of one buffer (default: the newest publication; "writing":
+    the step being written), as bytes; empty when there is no such buffer."""
+    h = read_slab_header(path)
+    b = _buffer_of(h, buffer)
+    if b < 0:
+        return b""
     with open(path, "rb") as f:
-        f.seek(HEADER_BYTES)
-        return f.read()
+        f.seek(HEADER_BYTES + b * h["buffer_stride"])
+        return f.read(h["data_bytes"])
+
+
+def read_slab_ages(path, buffer=None):
+    """The age of each value of one buffer (default: the newest publication),
+    as bytes: 0 arrived in that step, k k steps old, 255 never arrived."""
+    h = read_slab_header(path)
+    b = _buffer_of(h, buffer)
+    if b < 0:
+        return b""
+    with open(path, "rb") as f:
+        f.seek(h["ages_offset"] + b * h["age_stride"])
+        return f.read(h["data_bytes"] // 4)
+
+
+def pin_buffer(fd, buffer, lock=True):
+    """Takes (or drops) a reader's pin on a buffer of the slab open as `fd`:
+    an OFD read lock on its pin byte, as the ParaView reader does."""
+    import fcntl
+    flock = struct.pack("hhqqi4x", fcntl.F_RDLCK if lock else fcntl.F_UNLCK, os.SEEK_SET,
+                        PIN_LOCK_OFFSET + buffer, 1, 0)
+    fcntl.fcntl(fd, fcntl.F_OFD_SETLK, flock)
 
 
 def read_json_lines(path):

@@ -11,8 +11,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from slabcast_testlib import (QUAD_MAX, Workspace, free_udp_ports, quad_packet, read_json_lines, read_slab_header,
-                              read_slab_values, wait_for, unittest_main)
+from slabcast_testlib import (QUAD_MAX, Workspace, free_udp_ports, quad_packet, read_json_lines, read_slab_ages,
+                              read_slab_header, read_slab_values, slab_file_bytes, wait_for, unittest_main)
 
 DIMS = (32, 16, 24)
 DEPTH = 8  # 3 slabs; slab 1 owns planes 8..15 and stores plane 7 as its ghost
@@ -69,8 +69,9 @@ class ReceiverTest(unittest.TestCase):
         expected = len(records)
         wait_for(lambda: read_slab_header(self.slab(1))["step_records"] == expected - lost, what="the packets sent")
 
-        # Exactly the values that arrived are in place; the skipped ones were never written.
-        values = read_slab_values(self.slab(1))
+        # Exactly the values that arrived are in place (in the buffer being
+        # written); the skipped ones were never written.
+        values = read_slab_values(self.slab(1), "writing")
         plane = DIMS[0] * DIMS[1]
         for i, (x, y, z, v) in enumerate(records):
             got = struct.unpack_from("<f", values, 4 * ((z - 7) * plane + y * DIMS[0] + x))[0]
@@ -109,9 +110,12 @@ class ReceiverTest(unittest.TestCase):
         self.assertEqual(h["packets"], 0)
         self.assertEqual(h["step"], -1)
         for k in (0, 1):
-            self.assertEqual(os.path.getsize(self.slab(k)), 4096 + read_slab_header(self.slab(k))["data_bytes"])
-            self.assertEqual(read_slab_values(self.slab(k)).count(0), len(read_slab_values(self.slab(k))),
-                             "slab %d was written" % k)
+            h = read_slab_header(self.slab(k))
+            self.assertEqual(os.path.getsize(self.slab(k)), slab_file_bytes(h))
+            self.assertEqual(h["newest"], -1, "slab %d published a step" % k)
+            for b in range(h["buffers"]):
+                values = read_slab_values(self.slab(k), b)
+                self.assertEqual(values.count(0), len(values), "slab %d buffer %d was written" % (k, b))
 
         # Stale: a packet of step 4 right after step 5 replaced it.
         self.send(1, [quad_packet(4, [(9, 3, 9, 4.0)]), quad_packet(5, [good]), quad_packet(4, [(10, 3, 9, 4.0)])])
@@ -119,21 +123,31 @@ class ReceiverTest(unittest.TestCase):
         # Duplicates: the same record again.
         self.send(1, [quad_packet(5, [good, good])])
         wait_for(lambda: read_slab_header(self.slab(1))["duplicates"] == 2, what="the duplicates")
-        values = read_slab_values(self.slab(1))
+        # Step 5 is being written into a buffer of its own; step 4, published
+        # when step 5 began, holds its one value and not the stale one.
+        values = read_slab_values(self.slab(1), "writing")
+        step4 = read_slab_values(self.slab(1))
+        self.assertEqual(read_slab_header(self.slab(1))["last_step"], 4)
         plane = DIMS[0] * DIMS[1]
         self.assertEqual(struct.unpack_from("<f", values, 4 * (2 * plane + 3 * DIMS[0] + 8))[0], 1.0)
-        self.assertEqual(struct.unpack_from("<f", values, 4 * (2 * plane + 3 * DIMS[0] + 9))[0], 4.0)
-        self.assertEqual(struct.unpack_from("<f", values, 4 * (2 * plane + 3 * DIMS[0] + 10))[0], 0.0)  # stale
+        self.assertEqual(struct.unpack_from("<f", step4, 4 * (2 * plane + 3 * DIMS[0] + 9))[0], 4.0)
+        self.assertEqual(struct.unpack_from("<f", step4, 4 * (2 * plane + 3 * DIMS[0] + 10))[0], 0.0)  # stale
+        self.assertEqual(struct.unpack_from("<f", values, 4 * (2 * plane + 3 * DIMS[0] + 10))[0], 0.0)
         self.stop_and_reports()
         self.assertIn("rejected %d" % len(bad), self.receiver.text())  # the final status line
 
     def test_top_plane_fills_the_next_slabs_ghost_plane(self):
-        # A sender that sends owned planes only: slab 1's ghost plane (7) comes from slab 0.
+        # A sender that sends owned planes only: slab 1's ghost plane (7) comes
+        # from slab 0, handed over when slab 0 publishes the step, and is in
+        # slab 1's publication of that same step, as arrived (age 0).
         self.send(0, packets_of(2, owned_records(2, 0)))
-        wait_for(lambda: read_slab_header(self.slab(0))["last_step"] == 2, what="slab 0")
-        ghost = read_slab_values(self.slab(1))[:DIMS[0] * DIMS[1] * 4]
+        self.send(1, packets_of(2, owned_records(2, 1)))
+        wait_for(lambda: all(read_slab_header(self.slab(k))["last_step"] == 2 for k in (0, 1)), what="step 2")
+        plane = DIMS[0] * DIMS[1]
+        ghost = read_slab_values(self.slab(1))[:plane * 4]
         expected = b"".join(struct.pack("<f", value(2, x, y, 7)) for y in range(DIMS[1]) for x in range(DIMS[0]))
         self.assertEqual(ghost, expected)
+        self.assertEqual(set(read_slab_ages(self.slab(1))), {0}, "slab 1's step 2 is not whole")
         self.stop_and_reports()
 
 
@@ -152,7 +166,8 @@ class ReceiverTest(unittest.TestCase):
         'default' and fail."""
         with open("/proc/%d/numa_maps" % self.receiver.proc.pid) as f:
             maps = [line for line in f if "acct.slab" in line]
-        log = open(self.receiver.log_path).read()
+        with open(self.receiver.log_path) as f:
+            log = f.read()
         self.assertRegex(log, r"receive: NIC lo has no NUMA node|receive: NIC \S+ is on NUMA node \d+")
         for k in (0, 1):
             lines = [line.split() for line in maps if line.split()[2].endswith("acct.slab%d" % k)]
@@ -251,7 +266,8 @@ class AllowlistTest(unittest.TestCase):
                     stranger.sendto(p, ("127.0.0.1", ports[0]))
                 wait_for(lambda: read_slab_header(slab0)["foreign"] == len(spoofed), what="the foreign count")
                 self.assertEqual(read_slab_header(slab0)["packets"], 0)
-                self.assertEqual(set(read_slab_values(slab0)), {0}, "a foreign packet was written")
+                self.assertEqual(read_slab_header(slab0)["writing_buffer"], -1, "a foreign packet began a step")
+                self.assertEqual(set(read_slab_values(slab0, 0)), {0}, "a foreign packet was written")
                 for p in packets_of(2, owned_records(2, 0)):
                     friend.sendto(p, ("127.0.0.1", ports[0]))
                 wait_for(lambda: read_slab_header(slab0)["step_records"] == len(owned_records(2, 0)),
@@ -264,7 +280,8 @@ class AllowlistTest(unittest.TestCase):
                 stranger.close()
                 friend.close()
             self.assertEqual(receiver.stop(), 0)
-            log = open(receiver.log_path).read()
+            with open(receiver.log_path) as f:
+                log = f.read()
             self.assertIn("stream 0: accepting packets from 127.0.0.1/32", log)
             self.assertIn("stream 1: no --allow list", log)
         finally:

@@ -54,8 +54,13 @@ class SmallTmpfs:
         os.rmdir(self.dir)
 
 
-def slab_bytes(dims, planes):
-    return 4096 + dims[0] * dims[1] * planes * 4
+def slab_bytes(dims, planes, buffers=2):
+    """A version-2 slab file: header, `buffers` value buffers and as many age
+    buffers, each rounded up to a page (docs/shared-memory.md)."""
+    def page(n):
+        return (n + 4095) // 4096 * 4096
+    values = dims[0] * dims[1] * planes
+    return 4096 + buffers * (page(4 * values) + page(values))
 
 
 class FullShmTest(unittest.TestCase):
@@ -77,7 +82,7 @@ class FullShmTest(unittest.TestCase):
     def receive(self, name, dims, depth=32, streams=2, extra=()):
         ports = free_udp_ports(streams)
         args = ["receive", "--name", name, "--dims", ",".join(map(str, dims)), "--slab-depth", str(depth),
-                "--listen", "127.0.0.1", "--shm-dir", self.shm, "--rcvbuf-mb", "1"] + list(extra)
+                "--listen", "127.0.0.1", "--shm-dir", self.shm, "--rcvbuf-mb", "1", "--buffers", "2"] + list(extra)
         for k in range(streams):
             args += ["--stream", "%d:%d" % (k, ports[k])]
         return args
@@ -98,9 +103,10 @@ class FullShmTest(unittest.TestCase):
         return r.stderr
 
     def test_slabs_larger_than_the_free_space_are_refused_up_front(self):
-        dims = (128, 128, 64)  # 2 slabs of depth 32: 4.1 MiB into a 4 MiB tmpfs
+        dims = (128, 128, 64)  # 2 slabs of depth 32, 2 buffers: 10.2 MiB into a 4 MiB tmpfs
         err = self.assert_refused(self.receive("big", dims),
-                                  self.shm + " has 4.0 MiB free, the slabs (2 of 128x128x64, depth 32) need 4.1 MiB")
+                                  self.shm + " has 4.0 MiB free, the slabs (2 of 128x128x64, depth 32, 2 buffers) need "
+                                  "10.2 MiB")
         self.assertEqual([n for n in os.listdir(self.shm) if n.startswith("big")], [], err)
 
     def test_a_restart_counts_the_pages_its_slabs_already_hold(self):
@@ -123,11 +129,11 @@ class FullShmTest(unittest.TestCase):
         files = [open(os.path.join(self.shm, "shape.slab%d" % k), "rb") for k in (0, 1)]
         mappings = [mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) for f in files]
         try:
-            self.tmpfs.fill_until(768 << 10)  # less than the 1.0 MiB of new slabs
+            self.tmpfs.fill_until(768 << 10)  # less than the 2.5 MiB of new slabs
             # Same file sizes, another field: each slab is replaced by a new file.
             # Counted as already there, they passed the check and the pre-fault found no pages.
             self.assert_refused(self.receive("shape", dims, extra=["--field", "pressure"]),
-                                self.shm + " has 768.0 KiB free, the slabs (2 of 64x64x64, depth 32) need 1.0 MiB")
+                                self.shm + " has 768.0 KiB free, the slabs (2 of 64x64x64, depth 32, 2 buffers) need")
             self.assertEqual([m[:8] for m in mappings], [b"SLABCAST"] * 2)
         finally:
             for m, f in zip(mappings, files):

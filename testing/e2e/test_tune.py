@@ -41,6 +41,19 @@ class TuneTest(unittest.TestCase):
         self.assertIn("MTU of lo: %s" % mtu, r.stdout)
         self.assertEqual(int(rmem) < 64 << 20, "sysctl -w net.core.rmem_max=67108864" in r.stdout)
 
+    def test_states_the_receivers_shared_memory(self):
+        """With the volume: K value buffers and K age buffers per slab, against the free space."""
+        r = tune("--interface", "lo", "--dims", "1024,1024,1024", "--slab-depth", "32", "--slabs", "4")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # 4 slabs of 1024x1024x32 (+1 ghost plane on 3): 3 x (132 + 33) MiB each, about 1.9 GiB.
+        self.assertRegex(r.stdout, r"shared memory for 4 slab\(s\) of 1024x1024x1024, depth 32, 3 buffers: "
+                                   r"1\.9 GiB needed, \S+ \S+ free in /dev/shm")
+        r = tune("--interface", "lo", "--dims", "1024,1024,1024", "--slab-depth", "32", "--buffers", "2")
+        self.assertIn("32 slab(s) of 1024x1024x1024, depth 32, 2 buffers", r.stdout)
+        r = tune("--interface", "lo", "--dims", "1024,1024,1024", "--slab-depth", "32", "--shm-dir", "/dev/shm/tiny",
+                 "--slabs", "32", "--buffers", "16")
+        self.assertIn("grow the tmpfs", r.stdout)  # 16 buffers of 32 slabs: about 80 GiB
+
     def test_unknown_interface_is_named(self):
         r = tune("--interface", "nosuchnic0")
         self.assertNotEqual(r.returncode, 0)

@@ -111,6 +111,8 @@ class NetnsTest(unittest.TestCase):
         now = []
         for k in range(STREAMS):
             path = os.path.join(self.ws.shm, "wan.slab%d" % k)
+            # A lossy step is published when the next begins or its timeout passes.
+            wait_for(lambda: read_slab_header(path)["last_step"] == step, what="slab %d step %d published" % (k, step))
             h = read_slab_header(path)
             got = floats(read_slab_values(path))
             want = floats(source_planes(self.dataset, self.files[step], DIMS, h["stored_z_begin"], h["z_end"]))

@@ -132,11 +132,12 @@ def pvbatch_cmd(script, args, ranks=1, symmetric=False, offscreen=True):
     return cmd
 
 
-def write_volume(directory, name, dims, depth, pattern="index", step=0, slabs=None, listed=None):
-    """Slab files + descriptor from the test writer; returns the descriptor path."""
+def write_volume(directory, name, dims, depth, pattern="index", step=0, slabs=None, listed=None, unpublished=False):
+    """Slab files + descriptor from the test writer, the step published (or,
+    `unpublished`, left being written); returns the descriptor path."""
     cmd = [env_path("SLABCAST_TEST_WRITER"), "write", "--dir", directory, "--name", name,
            "--dims", ",".join(str(d) for d in dims), "--slab-depth", str(depth),
-           "--pattern", pattern, "--step", str(step)]
+           "--pattern", pattern, "--step", str(step)] + (["--unpublished"] if unpublished else [])
     if slabs is not None:
         cmd += ["--slabs", slabs]
     if listed is not None:
@@ -210,3 +211,87 @@ def main(body):
         print("FAIL: %s" % e, flush=True)
         sys.exit(1)
     print("PASS", flush=True)
+
+
+def constant_dataset(directory, dims, steps):
+    """A dataset (dataset.json + raw float32 files) whose step s holds the
+    value s everywhere: a read that mixes two steps shows two values."""
+    import array
+    import json
+    os.makedirs(directory, exist_ok=True)
+    count = dims[0] * dims[1] * dims[2]
+    listed = []
+    for s in steps:
+        name = "step%05d.raw" % s
+        with open(os.path.join(directory, name), "wb") as f:
+            array.array("f", [float(s)] * count).tofile(f)
+        listed.append({"step": s, "file": name})
+    with open(os.path.join(directory, "dataset.json"), "w") as f:
+        json.dump({"name": "constant", "field": "density", "dtype": "float32", "dims": list(dims), "steps": listed}, f)
+    return directory
+
+
+@contextlib.contextmanager
+def streaming_pipeline(directory, dataset, name, dims, depth, interval=0.05, rate="2G", receive_args=()):
+    """The real roles on loopback: `receive` (one stream per slab), `stage`,
+    a `shuffle` per slab and `control --loop` stepping through the dataset
+    every `interval` seconds. Yields the descriptor; stops every role."""
+    slabs = (dims[2] + depth - 1) // depth
+    ports = free_udp_ports(2 * slabs + 1)
+    data, sync, stager = ports[:slabs], ports[slabs:2 * slabs], ports[-1]
+    staging = os.path.join(directory, "staging")
+    os.makedirs(staging, mode=0o750, exist_ok=True)
+    shm = os.path.join(directory, "shm")
+    os.makedirs(shm, mode=0o750, exist_ok=True)
+    server = env_path("SLABCAST_SERVER")
+    roles = [["receive", "--name", name, "--dims", ",".join(map(str, dims)), "--slab-depth", str(depth),
+              "--listen", "127.0.0.1", "--shm-dir", shm, "--rcvbuf-mb", "32"]
+             + sum((["--stream", "%d:%d" % (k, p)] for k, p in enumerate(data)), []) + list(receive_args),
+             ["stage", "--dataset", dataset, "--staging", staging, "--streams", "0-%d" % (slabs - 1),
+              "--budget", "64M", "--sync", "127.0.0.1:%d" % stager]]
+    roles += [["shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % data[k], "--staging", staging,
+               "--dataset", dataset, "--slab-depth", str(depth), "--sync", "127.0.0.1:%d" % sync[k],
+               "--rate", rate, "--wait-staged-ms", "2000"] for k in range(slabs)]
+    procs = []
+    descriptor = os.path.join(shm, name + ".slabcast")
+
+    def start(args):
+        logfile = open(os.path.join(directory, "%s-%d.log" % (args[0], len(procs))), "w+")
+        log("$ slabcast " + " ".join(args))
+        procs.append((subprocess.Popen([server] + args, stdout=logfile, stderr=subprocess.STDOUT), logfile))
+
+    try:
+        for args in roles:
+            start(args)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(descriptor):
+            check(time.monotonic() < deadline and all(p.poll() is None for p, _ in procs),
+                  "the pipeline did not start: " + "; ".join(
+                      "%s rc=%s" % (p.args[1], p.poll()) for p, _ in procs if p.poll() is not None))
+            time.sleep(0.05)
+        time.sleep(1.0)  # shufflers listening for sync
+        start(["control", "--dataset", dataset, "--stager", "127.0.0.1:%d" % stager, "--loop", "--interval",
+               str(interval)] + sum((["--shuffler", "127.0.0.1:%d" % p] for p in sync), []))
+        yield descriptor
+    finally:
+        for p, logfile in reversed(procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p, logfile in reversed(procs):
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            logfile.close()
+
+
+def torn_frame_lines(stdout):
+    """{rank: (reads, torn, holed, [step per frame])} from pv_torn_frames.py's lines."""
+    ranks = {}
+    for line in stdout.splitlines():
+        if line.startswith("RANK "):
+            words = line.split()
+            rank = int(words[1].split("/")[0])
+            ranks[rank] = (int(words[3]), int(words[5]), int(words[7]), [int(s) for s in words[9].split(",") if s])
+    return ranks

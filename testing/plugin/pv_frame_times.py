@@ -50,7 +50,7 @@ def main():
 
     slabcast = OpenDataFile(args.descriptor)
     slabcast.UpdatePipeline()
-    field = slabcast.PointData.keys()[0]
+    field = [k for k in slabcast.PointData.keys() if not k.endswith("_age")][0]
     info = slabcast.GetDataInformation()
     b = info.GetBounds()
     extent = info.GetExtent()

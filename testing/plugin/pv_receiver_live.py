@@ -24,8 +24,9 @@ whole = (0, dims[0] - 1, 0, dims[1] - 1, 0, dims[2] - 1)
 
 
 def field(image, name):
+    """A field data array's values; [] before anything was published (an empty output)."""
     a = image.GetFieldData().GetArray(name)
-    return [a.GetTuple1(i) for i in range(a.GetNumberOfTuples())]
+    return [a.GetTuple1(i) for i in range(a.GetNumberOfTuples())] if a is not None else []
 
 
 def refresh(reader):
@@ -52,7 +53,7 @@ def wait_for(reader, ready, what, also=None, timeout=60):
 
 
 def last_steps_are(step):
-    return lambda image: field(image, "SlabLastStep") == [float(step)] * len(ports)
+    return lambda image: field(image, "SlabStep") == [float(step)] * len(ports)
 
 
 def check_values(image, step, what):
@@ -120,17 +121,36 @@ wait_for(watcher, last_steps_are(2), "step 2 to arrive (unpaused reader)", also=
 paused_stays_quiet()
 reader.Pause = 0
 image = refresh(reader)
-check(field(image, "SlabLastStep") == [2.0] * len(ports), "unpaused reader does not show step 2")
+check(field(image, "SlabStep") == [2.0] * len(ports), "unpaused reader does not show step 2")
 check_values(image, 2, "step 2 after unpausing")
 print("ok: Pause holds the reader while another one follows; unpausing catches up", flush=True)
 
 # Loss: slab 0 gets half of step 3; step 4's first packet closes step 3 there.
 quad_sender.send(ports, dims, depth, 3, fraction={0: 0.5})
 quad_sender.send({0: ports[0]}, dims, depth, 4, limit={0: 1})
-image = wait_for(reader, lambda im: field(im, "SlabLastStep") == [3.0] + [3.0] * (len(ports) - 1),
+image = wait_for(reader, lambda im: field(im, "SlabStep") == [3.0] + [3.0] * (len(ports) - 1),
                  "step 3 to be closed on every slab")
 loss = field(image, "SlabLossPercent")
 check(30 <= loss[0] <= 70 and all(v == 0 for v in loss[1:]), "per-slab loss %s, expected ~50 then 0" % loss)
 check(field(image, "Step") == [3.0], "Step field %s while slab 0 is on step 4" % field(image, "Step"))
-print("ok: per-slab loss in the field data: %s%%" % ", ".join("%.1f" % v for v in loss), flush=True)
+holes = field(image, "HoleFraction")
+check(0.3 <= holes[0] <= 0.7 and all(v == 0 for v in holes[1:]), "hole fractions %s" % holes)
+check(abs(field(image, "Completeness")[0] - (1 - holes[0])) < 1e-9, "completeness %s" % field(image, "Completeness"))
+# The holes hold step 2's values, marked one step old; the rest is step 3.
+values = memoryview(image.GetPointData().GetArray("density")).tolist()
+ages = memoryview(image.GetPointData().GetArray("density_age")).tolist()
+now, before = expected_index_values(dims, whole, 3), expected_index_values(dims, whole, 2)
+wrong = sum(1 for v, a, n, b in zip(values, ages, now, before) if (a == 0 and v != n) or (a == 1 and v != b) or a > 1)
+aged = sum(1 for a in ages if a)
+check(wrong == 0 and aged > 0, "%d values disagree with their age (%d aged)" % (wrong, aged))
+print("ok: per-slab loss in the field data: %s%%; %d lost values shown from step 2 with age 1" % (
+    ", ".join("%.1f" % v for v in loss), aged), flush=True)
+# The ranges ParaView shows (the reader fills VTK's range cache itself, once
+# per published step) are the values' and ages' own.
+want = (float(min(values)), float(max(values)))
+check(tuple(reader.PointData["density"].GetRange()) == want,
+      "density range %s, the values span %s" % (reader.PointData["density"].GetRange(), want))
+check(tuple(reader.PointData["density_age"].GetRange()) == (float(min(ages)), float(max(ages))),
+      "age range %s" % (reader.PointData["density_age"].GetRange(),))
+print("ok: data ranges %s and ages %s match the values" % (want, reader.PointData["density_age"].GetRange()), flush=True)
 print("PV_RECEIVER_LIVE_OK", flush=True)

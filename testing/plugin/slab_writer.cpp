@@ -4,8 +4,13 @@
 // network. Values:
 //   index: v = (x + NX*(y + NY*z)) + 1 + 0.5*step, exact in float32 for the
 //          test sizes, so values read back through ParaView compare exactly;
-//   blobs: a density-like field (Gaussian clumps on a 0.1 floor) for rendering.
+//   blobs: a density-like field (Gaussian clumps on a 0.1 floor) for rendering;
+//   constant: v = step everywhere (a read that mixes steps shows two values).
+// Each write is one step, written into a buffer the publication protocol
+// hands out (slabcast/publication.h) and published whole, as the receiver
+// does; --unpublished leaves it being written (the reader's Newest data).
 #include "slabcast/descriptor.h"
+#include "slabcast/publication.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/volume.h"
 
@@ -17,6 +22,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -40,6 +46,7 @@ std::set<int> parse_list(const std::string& text, int count) {
 }
 
 float value(const std::string& pattern, const Dims& d, std::int64_t x, std::int64_t y, std::int64_t z, int step) {
+    if (pattern == "constant") return static_cast<float>(step);
     if (pattern == "index") return static_cast<float>(volume_offset(d, x, y, z) + 1 + 0.5 * step);
     // Eight clumps at fixed fractions of the box, drifting with the step.
     static const double c[8][4] = {{.3, .3, .3, 6}, {.7, .4, .6, 3}, {.5, .7, .2, 4}, {.2, .8, .8, 2},
@@ -53,9 +60,14 @@ float value(const std::string& pattern, const Dims& d, std::int64_t x, std::int6
     return static_cast<float>(v);
 }
 
+struct WriteOptions {
+    int buffers = kDefaultBuffers;
+    bool unpublished = false;
+};
+
 int write_volume(const std::string& dir, const std::string& name, const std::string& dims_text, int depth,
                  const std::string& slabs_text, const std::string& list_text, const std::string& pattern, int step,
-                 const std::string& field) {
+                 const std::string& field, const WriteOptions& o) {
     const Dims dims = parse_dims(dims_text);
     const int count = slab_count(dims, depth);
     const std::set<int> write = parse_list(slabs_text, count);
@@ -69,15 +81,21 @@ int write_volume(const std::string& dir, const std::string& name, const std::str
     desc.ghost_planes = 1;
     for (int k : write) {
         const SlabGeometry g = slab_geometry(dims, depth, k, 1);
-        SlabMapping m = SlabMapping::create(slab_file_path(dir, name, k), dims, depth, g, field);
+        SlabMapping m = SlabMapping::create(slab_file_path(dir, name, k), dims, depth, g, field, o.buffers);
         SlabLive& live = m.header_rw().live;
+        std::string why;
+        const int b = take_buffer(m, &why);
+        if (b < 0) throw std::runtime_error(m.path() + ": " + why);
         live.step.store(step);
         live.generation.fetch_add(1);
-        float* v = m.values_rw();
+        float* v = m.values_rw(b);
         for (std::int64_t z = g.stored_z_begin; z < g.z_end; ++z)
             for (std::int64_t y = 0; y < dims.ny; ++y)
                 for (std::int64_t x = 0; x < dims.nx; ++x) v[slab_offset(dims, g, x, y, z)] = value(pattern, dims, x, y, z, step);
+        std::memset(m.ages_rw(b), 0, m.value_count());  // every value arrived
         live.step_records.store(live.step_expected.load());
+        if (o.unpublished) continue;  // left being written
+        publish_buffer(m, b, PublishInfo{step, live.step_expected.load(), live.step_expected.load(), 0, true});
         live.last_step_records.store(live.step_expected.load());
         live.last_step_loss_ppm.store(0);
         live.last_step_complete.store(1);
@@ -132,16 +150,20 @@ int main(int argc, char** argv) {
     w->add_option("--slab-depth", depth)->capture_default_str();
     w->add_option("--slabs", slabs, "slab files to write: all, none or 0,2,...");
     w->add_option("--list", list, "slabs the descriptor lists (default: those written)");
-    w->add_option("--pattern", pattern, "index or blobs")->capture_default_str();
+    w->add_option("--pattern", pattern, "index, blobs or constant")->capture_default_str();
     w->add_option("--step", step)->capture_default_str();
     w->add_option("--field", field)->capture_default_str();
+    WriteOptions wo;
+    w->add_option("--buffers", wo.buffers, "value buffers per slab (a slab with another count is replaced)")
+        ->capture_default_str();
+    w->add_flag("--unpublished", wo.unpublished, "write the step but leave it unpublished, as while it arrives");
     std::string file, how;
     auto* c = app.add_subcommand("corrupt", "damage one slab file");
     c->add_option("--file", file)->required();
     c->add_option("--how", how, "truncate, tiny, magic, version or header")->required();
     CLI11_PARSE(app, argc, argv);
     try {
-        if (w->parsed()) return write_volume(dir, name, dims, depth, slabs, list, pattern, step, field);
+        if (w->parsed()) return write_volume(dir, name, dims, depth, slabs, list, pattern, step, field, wo);
         return corrupt(file, how);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "slabcast-test-writer: %s\n", e.what());

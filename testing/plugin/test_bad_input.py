@@ -53,7 +53,7 @@ def slab_cases(d):
         ("truncate", "truncated: "),
         ("tiny", "truncated: 100 bytes, smaller than the 4096-byte header"),
         ("magic", "not a slabcast slab (bad magic)"),
-        ("version", "slab format version 2, this build reads version 1"),
+        ("version", "slab format version 3, this build reads version 2"),
         ("header", "corrupt header: plane range"),
     ]:
         desc = t.write_volume(d, how, DIMS, DEPTH)
@@ -94,8 +94,11 @@ def hostile_descriptor(d, name, dims, depth, slabs):
 
 def hostile_slab(path, nx, ny, nz, index, depth, z_begin, z_end, stored, data_bytes, file_bytes):
     """A slab header with these numbers, in a file of file_bytes (docs/shared-memory.md)."""
-    header = b"SLABCAST" + struct.pack("<IIQ8iI64s", 1, 4096, data_bytes, nx, ny, nz, index, depth, z_begin, z_end,
-                                       stored, 1, b"density")
+    def page(n):
+        return (n + 4095) // 4096 * 4096
+    stride, age_stride = page(data_bytes), page(data_bytes // 4)  # version 2: 3 buffers of values, 3 of ages
+    header = b"SLABCAST" + struct.pack("<IIQ8iI64sIQQQ", 2, 4096, data_bytes, nx, ny, nz, index, depth, z_begin, z_end,
+                                       stored, 1, b"density", 3, stride, 4096 + 3 * stride, age_stride)
     with open(path, "wb") as f:
         f.write(header)
         f.truncate(file_bytes)

@@ -19,7 +19,7 @@ def body():
             pattern = os.path.join(d, "frame_%d.png")
             cmd = t.pvbatch_cmd(t.env_path("SLABCAST_RENDER"), [
                 descriptor, "--until-step", LAST, "--timeout", 150, "--interval", 0.2, "--size", "300x300",
-                "--range", "0.1,6.1", "--save", pattern, "--save-new-only"], ranks=2)
+                "--range", "0.1,6.1", "--save", pattern, "--save-new-only", "--show-holes"], ranks=2)
             t.log("$ " + " ".join(cmd))
             proc = subprocess.Popen(cmd, env=t.paraview_env(display), stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True)
@@ -36,7 +36,9 @@ def body():
                     # what the renderer shows, not by the clock.
                     if step == sent and sent < LAST:
                         sent += 1
-                        quad_sender.send(ports, DIMS, DEPTH, sent, value=quad_sender.blob_value)
+                        # Step 2 loses 30% of slab 0's packets: its holes are drawn (--show-holes).
+                        quad_sender.send(ports, DIMS, DEPTH, sent, value=quad_sender.blob_value,
+                                         fraction={0: 0.7} if sent == 2 else None)
                 proc.wait(timeout=60)
             finally:
                 if proc.poll() is None:

@@ -1,7 +1,10 @@
 """ctest soak (label soak, not in `make test`; run with `make soak`): every
 role on loopback for SLABCAST_SOAK_SECONDS (default 600) at a set rate, steps
 back to back, with ParaView (pvbatch, when the plugin is built) rendering the
-live slabs the whole time.
+live slabs the whole time, and pvpython re-reading them as fast as it can to
+count torn frames: the dataset's step s holds the value s everywhere, so a
+read holding two values, or another value than its Step, is a torn frame
+(issue 17: there must be none).
 
 Every 10 s it samples each process's memory, open file descriptors and the
 staging area. Passes when, from the first minute after a one-minute warm-up to
@@ -11,7 +14,9 @@ frame) and its open descriptors did not grow (the median of each minute: a step
 being copied holds descriptors for a moment), the staging area stayed
 within its budget, and the counters agree: the receiver stored every packet
 the shufflers sent (loopback at this rate loses none), each stream reported a
-complete step for every step sent, and nothing was rejected. Prints the
+complete step for every step sent (none dropped for want of a free buffer:
+the receiver runs with 4 buffers, for its two readers), nothing was rejected,
+and no frame was torn. Prints the
 figures for docs/performance.md."""
 
 import json
@@ -34,6 +39,7 @@ RATE = "250M"  # per stream: 1 Gbit/s in all
 BUDGET = 24 << 20
 SAMPLE_EVERY = 10.0
 GROWTH_BYTES = 4 << 20
+BUFFERS = 4
 
 
 def memory(pid):
@@ -78,6 +84,9 @@ class SoakTest(unittest.TestCase):
         if self.renderer and self.renderer.poll() is None:
             self.renderer.kill()
             self.renderer.wait()
+        if getattr(self, "torn_reader", None) and self.torn_reader.poll() is None:
+            self.torn_reader.kill()
+            self.torn_reader.wait()
         if getattr(self, "xvfb", None):
             self.xvfb.__exit__(None, None, None)
         self.ws.close()
@@ -97,15 +106,34 @@ class SoakTest(unittest.TestCase):
             self.renderer = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
         return self.renderer
 
+    def start_torn_reader(self, descriptor):
+        """pvpython re-reading the volume for the whole soak (pv_torn_frames.py)."""
+        if not os.environ.get("SLABCAST_PLUGIN"):
+            return None
+        import plugin_testlib as t
+        cmd = [t.PVPYTHON, os.path.join(HERE, "..", "plugin", "pv_torn_frames.py"), descriptor, 10**9, "whole",
+               SECONDS]
+        self.torn_log = os.path.join(self.ws.dir, "torn.log")
+        with open(self.torn_log, "w") as log:
+            self.torn_reader = subprocess.Popen([str(c) for c in cmd], env=t.paraview_env(), stdout=log,
+                                                stderr=subprocess.STDOUT)
+        return self.torn_reader
+
     def test_soak(self):
         ws = self.ws
-        dataset = ws.generate("ds", DIMS, 8)
+        import plugin_testlib as t
+        # Step s holds the value s everywhere: a torn frame shows two values.
+        dataset = t.constant_dataset(os.path.join(ws.dir, "ds"), DIMS, range(1, 9))
         ports = free_udp_ports(2 * STREAMS + 1)
         data_ports, sync_ports, stager_port = ports[:STREAMS], ports[STREAMS:2 * STREAMS], ports[-1]
         recv_json = os.path.join(ws.dir, "receive.json")
         receiver = ws.start("receive", [
             "receive", "--name", "soak", "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
-            "--listen", "127.0.0.1", "--allow", "127.0.0.1", "--shm-dir", ws.shm, "--stats-json", recv_json]
+            "--listen", "127.0.0.1", "--allow", "127.0.0.1", "--shm-dir", ws.shm, "--stats-json", recv_json,
+            # Two readers (pvbatch, pvpython) may each still hold a step when the
+            # next begins, beside the newest and the one being written: with
+            # fewer buffers the receiver drops steps (plugin/README.md).
+            "--buffers", str(BUFFERS)]
             + sum((["--stream", "%d:%d" % (k, p)] for k, p in enumerate(data_ports)), []))
         descriptor = os.path.join(ws.shm, "soak.slabcast")
         wait_for(lambda: os.path.exists(descriptor), what="the descriptor")
@@ -123,10 +151,13 @@ class SoakTest(unittest.TestCase):
                                        "127.0.0.1:%d" % stager_port, "--stats-json", control_json]
                            + sum((["--shuffler", "127.0.0.1:%d" % p] for p in sync_ports), []))
         renderer = self.start_renderer(descriptor)
+        torn_reader = self.start_torn_reader(descriptor)
 
         procs = {r.name: r.proc.pid for r in [receiver, stager, control] + shufflers}
         if renderer:
             procs["pvbatch"] = renderer.pid
+        if torn_reader:
+            procs["pvpython"] = torn_reader.pid
         samples = []  # (t, {name: (rss, fds)}, staging bytes)
         start = time.monotonic()
         while time.monotonic() - start < SECONDS:
@@ -135,6 +166,9 @@ class SoakTest(unittest.TestCase):
                 self.assertTrue(role.alive(), "%s died:\n%s" % (role.name, role.text()[-2000:]))
             if renderer:
                 self.assertIsNone(renderer.poll(), "pvbatch died; see render.log")
+            if torn_reader and torn_reader.poll() is not None:
+                del procs["pvpython"]  # done reading: its deadline came a moment before ours
+                torn_reader = None
             samples.append((time.monotonic() - start, {n: memory(p) + (fd_count(p),) for n, p in procs.items()},
                             dir_bytes(ws.staging)))
 
@@ -153,6 +187,8 @@ class SoakTest(unittest.TestCase):
         print("soak: %.0f s, %d samples; MiB resident (max), private floor first minute -> last minute, fds:" % (
             SECONDS, len(samples)), flush=True)
         for name in procs:
+            if any(name not in s[1] for s in settled):
+                continue
             rss_max = max(s[1][name][0] for s in settled)
             # The floor of each minute: pvbatch's heap swings by ~30 MiB from frame to frame
             # (measured: 138-166 MiB over 600 frames with no trend), a leak lifts the floor.
@@ -177,6 +213,8 @@ class SoakTest(unittest.TestCase):
               "median %.2f Gbit/s" % (len(steps_synced), sent, final["packets"], len(reports),
                                        final["loss_percent"], sorted(gbps)[len(gbps) // 2]), flush=True)
         self.assertGreater(len(steps_synced), SECONDS)  # more than a step a second
+        print("  %d step(s) dropped (every buffer in use)" % final["dropped_steps"], flush=True)
+        self.assertEqual(final["dropped_steps"], 0, "readers held every buffer")
         self.assertEqual(final["packets"], sent, "the receiver stored other than what was sent")
         self.assertEqual(final["rejected"] + final["foreign"], 0)
         for k in range(STREAMS):
@@ -188,6 +226,17 @@ class SoakTest(unittest.TestCase):
                 frames = sum(1 for line in f if line.startswith("frame "))
             print("  pvbatch rendered %d frames" % frames, flush=True)
             self.assertGreater(frames, SECONDS / 4)
+            self.torn_reader.wait(timeout=60)
+            import plugin_testlib as t
+            with open(self.torn_log) as f:
+                out = f.read()
+            lines = t.torn_frame_lines(out)
+            self.assertIn(0, lines, "pv_torn_frames.py said nothing:\n" + out[-2000:])
+            reads, torn, holed, steps = lines[0]
+            print("  pvpython read %d frames, %d torn, %d with holes, %d steps seen" % (
+                reads, torn, holed, len(set(steps))), flush=True)
+            self.assertEqual(torn, 0, "torn frames: " + out[-500:])
+            self.assertGreater(reads, SECONDS)
 
 
 if __name__ == "__main__":

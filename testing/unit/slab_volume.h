@@ -2,12 +2,15 @@
 // its slabs written with SlabMapping::create in a private /dev/shm directory,
 // and the descriptor listing them. Each stored value says where it lies and
 // which slab holds it (value_at), so a test sees both that a value landed in
-// the right place and whether it came from the owner or a ghost copy.
+// the right place and whether it came from the owner or a ghost copy. Each
+// slab is written and published as one whole step (step 0), as the receiver
+// publishes a step (slabcast/publication.h).
 #pragma once
 
 #include "temp_shm_dir.h"
 
 #include "slabcast/descriptor.h"
+#include "slabcast/publication.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/volume.h"
 
@@ -40,15 +43,18 @@ struct SlabVolume {
 
     std::string slab_file(int k) const { return dir.file(slabcast::slab_file_name("v", k)); }
 
-    // Writes slab `k` (owned and ghost planes) at `path`.
-    void write_slab(int k, const std::string& path, float add = 0.f) const {
+    // Writes slab `k` (owned and ghost planes) at `path` and publishes it as `step`.
+    void write_slab(int k, const std::string& path, float add = 0.f, std::int64_t step = 0) const {
         const slabcast::Dims& dims = descriptor.dims;
         const slabcast::SlabGeometry g =
             slabcast::slab_geometry(dims, descriptor.slab_depth, k, descriptor.ghost_planes);
         auto m = slabcast::SlabMapping::create(path, dims, descriptor.slab_depth, g, descriptor.field);
+        const int b = slabcast::take_buffer(m);
         for (std::int64_t z = g.stored_z_begin; z < g.z_end; ++z)
             for (std::int64_t y = 0; y < dims.ny; ++y)
                 for (std::int64_t x = 0; x < dims.nx; ++x)
-                    m.values_rw()[slabcast::slab_offset(dims, g, x, y, z)] = value_at(k, x, y, z, dims) + add;
+                    m.values_rw(b)[slabcast::slab_offset(dims, g, x, y, z)] = value_at(k, x, y, z, dims) + add;
+        const std::uint64_t owned = static_cast<std::uint64_t>(dims.plane()) * static_cast<std::uint64_t>(g.owned_planes());
+        slabcast::publish_buffer(m, b, slabcast::PublishInfo{step, owned, owned, 0, true});
     }
 };

@@ -5,6 +5,7 @@
 
 #include "slabcast/extent_values.h"
 #include "slabcast/slab_selection.h"
+#include "slabcast/step_choice.h"
 
 #include <catch2/catch.hpp>
 
@@ -27,8 +28,10 @@ Assembled assemble(const SlabVolume& v, const int extent[6]) {
     Assembled a;
     a.selection = select_slabs(v.descriptor, v.descriptor_path, extent);
     const ExtentSources sources = open_extent_sources(pool, v.descriptor, v.descriptor_path, a.selection);
+    const StepChoice choice = choose_whole_step(sources.by_slab);
+    REQUIRE(choice.whole);
     a.values.assign(static_cast<std::size_t>(extent_value_count(extent)), -1.f);
-    assemble_extent(a.selection, sources.by_slab, kDims, extent, a.values.data());
+    assemble_extent(a.selection, choice.buffers, kDims, extent, a.values.data());
     return a;
 }
 
@@ -78,10 +81,12 @@ TEST_CASE("one slab's piece is handed out as a pointer into its mapping") {
     REQUIRE(sources.used.size() == 1);
     const SlabMapping& m = *sources.used.front();
     CHECK(m.geometry().index == 1);
-    const float* values = zero_copy_values(m, kDims, 3);
-    CHECK(values == m.values());
-    const float* from_plane_5 = zero_copy_values(m, kDims, 5);
-    CHECK(from_plane_5 == m.values() + 2 * kDims.plane());
+    const SlabBuffer b = choose_whole_step(sources.by_slab).buffers.at(1);
+    const float* values = zero_copy_values(b, kDims, 3);
+    CHECK(values == m.values(b.buffer));
+    const float* from_plane_5 = zero_copy_values(b, kDims, 5);
+    CHECK(from_plane_5 == m.values(b.buffer) + 2 * kDims.plane());
+    CHECK(zero_copy_ages(b, kDims, 5) == m.ages(b.buffer) + 2 * kDims.plane());
     CHECK(from_plane_5[kDims.plane() - 1] == SlabVolume::value_at(1, 4, 3, 5, kDims));
     check_values(std::vector<float>(values, values + extent_value_count(piece)), piece, [](int) { return 1; });
 }
@@ -92,11 +97,12 @@ TEST_CASE("a slab cut short under the reader is refused before its pages are rea
     SlabPool pool;
     const SlabSelection sel = select_slabs(v.descriptor, v.descriptor_path, extent);
     const ExtentSources sources = open_extent_sources(pool, v.descriptor, v.descriptor_path, sel);
+    const StepChoice choice = choose_whole_step(sources.by_slab);
     std::filesystem::resize_file(v.slab_file(2), kSlabHeaderBytes);
     std::vector<float> out(static_cast<std::size_t>(extent_value_count(extent)));
-    CHECK_THROWS_WITH(assemble_extent(sel, sources.by_slab, kDims, extent, out.data()),
+    CHECK_THROWS_WITH(assemble_extent(sel, choice.buffers, kDims, extent, out.data()),
                       Catch::StartsWith(v.slab_file(2)) && Catch::Contains("truncated under the reader"));
-    CHECK_THROWS_WITH(zero_copy_values(*sources.by_slab.at(2), kDims, 7), Catch::Contains("truncated"));
+    CHECK_THROWS_WITH(zero_copy_values(choice.buffers.at(2), kDims, 7), Catch::Contains("truncated"));
 }
 
 TEST_CASE("a copied extent's memory is its own mapping, page aligned, and too much is refused") {

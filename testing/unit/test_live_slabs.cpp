@@ -5,6 +5,7 @@
 #include "slab_volume.h"
 
 #include "slabcast/live_slabs.h"
+#include "slabcast/publication.h"
 
 #include <catch2/catch.hpp>
 
@@ -22,18 +23,20 @@ std::vector<SlabMappingPtr> open_all(const SlabVolume& v) {
     return used;
 }
 
-// The receiver's side: the live counters of slab `k`.
-void set_step(const SlabVolume& v, int k, std::int64_t step) {
+// The receiver's side: slab `k` begins `step` (its live counters) and, unless
+// `publish` is false, publishes it.
+void set_step(const SlabVolume& v, int k, std::int64_t step, bool publish = true) {
     auto m = SlabMapping::create(v.slab_file(k), kDims, 4, slab_geometry(kDims, 4, k, 1), "density");
     m.header_rw().live.step = step;
     m.header_rw().live.generation.fetch_add(1);
+    if (publish) publish_buffer(m, take_buffer(m), PublishInfo{step, 1, 1, 0, true});
 }
 }  // namespace
 
-TEST_CASE("the headers of the slabs behind an output, and the lowest step among them") {
+TEST_CASE("the headers of the slabs behind an output") {
     const SlabVolume v(kDims, 4, {0, 1, 2});
     const auto used = open_all(v);
-    CHECK(lowest_step(read_slab_headers(used)) == -1);  // no step yet
+    CHECK(read_slab_headers(used)[0].live.step == -1);  // no step yet
     set_step(v, 0, 7);
     set_step(v, 1, 5);
     set_step(v, 2, 6);
@@ -41,8 +44,6 @@ TEST_CASE("the headers of the slabs behind an output, and the lowest step among 
     REQUIRE(headers.size() == 3);
     CHECK(headers[1].live.step == 5);
     CHECK(headers[2].slab_index == 2);
-    CHECK(lowest_step(headers) == 5);
-    CHECK(lowest_step({}) == -1);
 
     std::filesystem::resize_file(v.slab_file(1), 100);  // below its header
     CHECK_THROWS_WITH(read_slab_headers(used),
@@ -56,7 +57,13 @@ TEST_CASE("the live digest moves with a new step, a new descriptor, a replaced o
     CHECK(live_signature(v.descriptor_path, used) == start);
 
     const std::uint64_t without_slab_1 = live_signature(v.descriptor_path, {used[0], used[2]});
-    set_step(v, 1, 0);
+    // A step begun is news only to a reader following writes (Newest data);
+    // a whole-steps reader waits for its publication.
+    const std::uint64_t writes_before = live_signature(v.descriptor_path, used, LiveFollow::Writes);
+    set_step(v, 1, 1, false);
+    CHECK(live_signature(v.descriptor_path, used) == start);
+    CHECK(live_signature(v.descriptor_path, used, LiveFollow::Writes) != writes_before);
+    set_step(v, 1, 1);
     const std::uint64_t stepped = live_signature(v.descriptor_path, used);
     CHECK(stepped != start);
     // A slab the output does not use is no news.

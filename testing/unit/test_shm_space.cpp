@@ -76,7 +76,7 @@ TEST_CASE("pre-faulting a slab in a full tmpfs is an error naming the problem, n
         const Dims dims{128, 128, 64};  // slab 0 of depth 32: 2.1 MiB of values
         SlabMapping m = SlabMapping::create(dir + "/v.slab0", dims, 32, slab_geometry(dims, 32, 0, 1), "density");
         try {
-            bind_and_prefault(m.values_rw(), m.data_bytes(), -1, m.fd(), kSlabHeaderBytes);
+            bind_and_prefault(m.values_rw(0), m.layout().file_bytes - kSlabHeaderBytes, -1, m.fd(), kSlabHeaderBytes);
         } catch (const std::runtime_error& e) {
             return std::string("refused: ") + e.what();
         }

@@ -32,7 +32,7 @@ TEST_CASE("a created slab opens read-only with the same geometry, page aligned")
     const auto g = slab_geometry(kDims, 8, 2, 1);
     {
         auto m = SlabMapping::create(dir.file("a.slab2"), kDims, 8, g, "density");
-        m.values_rw()[0] = 42.f;
+        m.values_rw(0)[0] = 42.f;
     }
     const auto r = SlabMapping::open_read_only(dir.file("a.slab2"));
     CHECK(r.dims() == kDims);
@@ -40,18 +40,27 @@ TEST_CASE("a created slab opens read-only with the same geometry, page aligned")
     CHECK(r.geometry().z_end == 24);
     CHECK(r.value_count() == 16u * 8 * 9);
     CHECK(std::string(r.header().field) == "density");
-    CHECK(r.values()[0] == 42.f);
-    CHECK(reinterpret_cast<std::uintptr_t>(r.values()) % 4096 == 0);
+    CHECK(r.values(0)[0] == 42.f);
+    CHECK(r.buffers() == kDefaultBuffers);
+    for (int b = 0; b < r.buffers(); ++b) {
+        CHECK(reinterpret_cast<std::uintptr_t>(r.values(b)) % 4096 == 0);
+        CHECK(reinterpret_cast<std::uintptr_t>(r.ages(b)) % 4096 == 0);
+        CHECK(r.header().publication[b].seq == 0);  // never published
+        CHECK(r.header().publication[b].step == -1);
+    }
     CHECK(r.header().live.step == -1);
+    CHECK(r.header().live.writing_buffer == -1);
 }
 
 TEST_CASE("re-creating a slab of the same shape keeps its data; another shape starts afresh") {
     TempShmDir dir;
     const auto g = slab_geometry(kDims, 8, 1, 1);
-    SlabMapping::create(dir.file("b.slab1"), kDims, 8, g, "density").values_rw()[5] = 7.f;
-    CHECK(SlabMapping::create(dir.file("b.slab1"), kDims, 8, g, "density").values()[5] == 7.f);
+    SlabMapping::create(dir.file("b.slab1"), kDims, 8, g, "density").values_rw(2)[5] = 7.f;
+    CHECK(SlabMapping::create(dir.file("b.slab1"), kDims, 8, g, "density").values(2)[5] == 7.f);
     const Dims other{16, 8, 64};
-    CHECK(SlabMapping::create(dir.file("b.slab1"), other, 8, slab_geometry(other, 8, 1, 1), "density").values()[5] == 0.f);
+    CHECK(SlabMapping::create(dir.file("b.slab1"), other, 8, slab_geometry(other, 8, 1, 1), "density").values(2)[5] == 0.f);
+    // Another number of buffers is another shape too.
+    CHECK(SlabMapping::create(dir.file("b.slab1"), other, 8, slab_geometry(other, 8, 1, 1), "density", 2).buffers() == 2);
 }
 
 TEST_CASE("bad slab files name the file and the problem") {
@@ -163,11 +172,15 @@ void sound_header(SlabHeader& h) {
     h.value_type = kValueFloat32;
     h.nx = 16, h.ny = 8, h.nz = 32;
     h.slab_index = 1, h.slab_depth = 8, h.z_begin = 8, h.z_end = 16, h.stored_z_begin = 7;
-    h.data_bytes = 16 * 8 * 9 * 4;
+    h.data_bytes = 16 * 8 * 9 * 4;  // 4608: a buffer takes two pages, its ages one
+    h.buffers = 3;
+    h.buffer_stride = 8192;
+    h.ages_offset = 4096 + 3 * 8192;
+    h.age_stride = 4096;
     std::strcpy(h.field, "density");
 }
 
-const std::uint64_t kSoundFileBytes = 4096 + 16 * 8 * 9 * 4;
+const std::uint64_t kSoundFileBytes = 4096 + 3 * 8192 + 3 * 4096;
 
 std::string base_descriptor(const std::string& dims, const std::string& depth, const std::string& slabs) {
     return R"({"format": "slabcast", "version": 2, "name": "c", "field": "density", "ghost_planes": 1, "dims": )" +
@@ -184,6 +197,40 @@ TEST_CASE("a hand-made sound header opens: the hostile cases below differ from i
     const auto m = SlabMapping::open_read_only(dir.file("s.slab1"));
     CHECK(m.dims() == kDims);
     CHECK(m.value_count() == 16u * 8 * 9);
+}
+
+TEST_CASE("version 2 layout: K value buffers, then K age buffers, each page aligned; a bad count or layout is refused") {
+    SlabLayout l;
+    REQUIRE(slab_layout(16 * 8 * 9, 3, l));
+    CHECK(l.data_bytes == 4608);
+    CHECK(l.buffer_stride == 8192);
+    CHECK(l.ages_offset == 4096 + 3 * 8192);
+    CHECK(l.age_stride == 4096);
+    CHECK(l.file_bytes == kSoundFileBytes);
+    CHECK_FALSE(slab_layout(100, 1, l));   // fewer than kMinBuffers
+    CHECK_FALSE(slab_layout(100, 17, l));  // more than kMaxBuffers
+    CHECK_FALSE(slab_layout(std::uint64_t{1} << 62, 3, l));  // wraps
+
+    TempShmDir dir;
+    const std::string path = dir.file("l.slab1");
+    SlabHeader h;
+    sound_header(h);
+    h.buffers = 1;
+    write_raw_slab(path, h, kSoundFileBytes);
+    CHECK_THROWS_WITH(SlabMapping::open_read_only(path), Catch::Contains("1 buffers, not 2..16"));
+    sound_header(h);
+    h.ages_offset = 4096;  // ages over the values
+    write_raw_slab(path, h, kSoundFileBytes);
+    CHECK_THROWS_WITH(SlabMapping::open_read_only(path), Catch::Contains("buffer layout"));
+    sound_header(h);
+    write_raw_slab(path, h, kSoundFileBytes - 1);  // the last age buffer cut by a byte
+    CHECK_THROWS_WITH(SlabMapping::open_read_only(path), Catch::Contains("truncated"));
+    sound_header(h);
+    h.version = 1;  // a slab of a receiver from before multi-buffered slabs
+    write_raw_slab(path, h, kSoundFileBytes);
+    CHECK_THROWS_WITH(SlabMapping::open_read_only(path), Catch::Contains("version 1") && Catch::Contains("restart"));
+    CHECK_THROWS_WITH(SlabMapping::create(path, kDims, 8, slab_geometry(kDims, 8, 1, 1), "density", 1),
+                      Catch::Contains("1 buffers: give 2..16"));
 }
 
 TEST_CASE("slab header sizes whose product wraps, or beyond 2^20 an axis, are refused before they size anything") {
@@ -211,7 +258,7 @@ TEST_CASE("slab header sizes whose product wraps, or beyond 2^20 an axis, are re
     h.slab_depth = 1 << 20, h.slab_index = 0, h.z_begin = 0, h.z_end = 1 << 20, h.stored_z_begin = 0;
     h.data_bytes = std::uint64_t{1} << 62;
     write_raw_slab(path, h, kSoundFileBytes);
-    CHECK_THROWS_WITH(SlabMapping::open_read_only(path), Catch::Contains("truncated"));
+    CHECK_THROWS_WITH(SlabMapping::open_read_only(path), Catch::Contains("buffer layout"));
     // A huge slab depth, and negative sizes.
     sound_header(h);
     h.slab_depth = 1 << 30;
@@ -301,15 +348,15 @@ TEST_CASE("a receiver reshaping a slab replaces the file; a reader keeps its old
     const std::string path = dir.file("r.slab1");
     {
         SlabMapping w = SlabMapping::create(path, kDims, 8, slab_geometry(kDims, 8, 1, 1), "density");
-        for (std::size_t i = 0; i < w.value_count(); ++i) w.values_rw()[i] = 3.f;
+        for (std::size_t i = 0; i < w.value_count(); ++i) w.values_rw(0)[i] = 3.f;
     }
     const auto reader = SlabMapping::open_read_only(path);
     const Dims other{16, 8, 64};
     SlabMapping reshaped = SlabMapping::create(path, other, 8, slab_geometry(other, 8, 1, 1), "density");
     // It used to truncate the same inode: the reader read zeros, or died of SIGBUS past the new end.
     CHECK(reader.still_whole());
-    CHECK(reader.values()[0] == 3.f);
-    CHECK(reader.values()[reader.value_count() - 1] == 3.f);
+    CHECK(reader.values(0)[0] == 3.f);
+    CHECK(reader.values(0)[reader.value_count() - 1] == 3.f);
     CHECK(reader.header().nz == 32);
     struct stat st {};
     REQUIRE(::stat(path.c_str(), &st) == 0);

@@ -21,7 +21,7 @@ TEST_CASE("the pool keeps a slab's mapping while the same whole file is under it
     SlabPool pool;
     const SlabMappingPtr first = pool.get(v.descriptor, v.descriptor_path, v.descriptor.slabs[1]);
     CHECK(first->geometry().index == 1);
-    CHECK(first->values()[0] == SlabVolume::value_at(1, 0, 0, 3, kDims));  // its ghost plane
+    CHECK(first->values(0)[0] == SlabVolume::value_at(1, 0, 0, 3, kDims));  // its ghost plane
     CHECK(pool.get(v.descriptor, v.descriptor_path, v.descriptor.slabs[1]) == first);
     pool.clear();
     CHECK(pool.get(v.descriptor, v.descriptor_path, v.descriptor.slabs[1]) != first);
@@ -38,8 +38,8 @@ TEST_CASE("a slab a receiver renamed over the old one is reopened; the old mappi
     const SlabMappingPtr fresh = pool.get(v.descriptor, v.descriptor_path, entry);
     CHECK(fresh != old);
     CHECK(fresh->inode() != old->inode());
-    CHECK(fresh->values()[0] == SlabVolume::value_at(2, 0, 0, 7, kDims) + 0.5f);
-    CHECK(old->values()[0] == SlabVolume::value_at(2, 0, 0, 7, kDims));  // what the arrays in hand still show
+    CHECK(fresh->values(0)[0] == SlabVolume::value_at(2, 0, 0, 7, kDims) + 0.5f);
+    CHECK(old->values(0)[0] == SlabVolume::value_at(2, 0, 0, 7, kDims));  // what the arrays in hand still show
     CHECK(pool.get(v.descriptor, v.descriptor_path, entry) == fresh);
 }
 
@@ -84,7 +84,7 @@ TEST_CASE("arrays keep a mapping alive: one reference per array, dropped when ea
         SlabPool pool;
         const SlabMappingPtr m = pool.get(v.descriptor, v.descriptor_path, v.descriptor.slabs[1]);
         watch = m;
-        values = const_cast<float*>(m->values());
+        values = const_cast<float*>(m->values(0));
         retain_mapping_for(m, values);  // two outputs of one unchanged piece
         retain_mapping_for(m, values);
     }  // the pool and the reader's pointer are gone

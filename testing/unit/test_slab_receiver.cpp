@@ -1,8 +1,11 @@
 // The receiver's core against real shared memory: placement, every bad-packet
-// class with its counter, duplicates, stale packets and loss accounting.
+// class with its counter, duplicates, stale packets and loss accounting; each
+// step written into a buffer of its own and published whole, holes filled
+// from the step before with their age, pinned buffers left alone.
 #include "receive/slab_receiver.h"
 #include "temp_shm_dir.h"
 
+#include "slabcast/publication.h"
 #include "slabcast/quad_packet.h"
 
 #include <catch2/catch.hpp>
@@ -52,11 +55,22 @@ struct Fixture {
     std::int64_t now = 1'000'000'000;
 
     PacketVerdict send(const Packet& p) { return receiver.handle(p.bytes.data(), p.bytes.size(), now); }
+    void send_all(const std::vector<Packet>& packets, std::size_t skip = SIZE_MAX) {
+        for (std::size_t i = 0; i < packets.size(); ++i)
+            if (i != skip) send(packets[i]);
+    }
     bool slab_is_all(float v) const {
-        for (std::size_t i = 0; i < slab.value_count(); ++i)
-            if (slab.values()[i] != v) return false;
+        for (int b = 0; b < slab.buffers(); ++b)
+            for (std::size_t i = 0; i < slab.value_count(); ++i)
+                if (slab.values(b)[i] != v) return false;
         return true;
     }
+    // The newest publication's buffer, and the step being written.
+    int shown_buffer() const { return newest_publication(slab)->buffer; }
+    const float* shown() const { return slab.values(shown_buffer()); }
+    const std::uint8_t* shown_ages() const { return slab.ages(shown_buffer()); }
+    const float* writing() const { return slab.values(slab.header().live.writing_buffer); }
+    std::int64_t at(std::int64_t x, std::int64_t y, std::int64_t z) const { return slab_offset(kDims, geometry, x, y, z); }
 };
 
 }  // namespace
@@ -71,11 +85,21 @@ TEST_CASE_METHOD(Fixture, "a whole step lands at the right offsets and completes
     CHECK(reports[0].loss_percent() == 0);
     for (std::int64_t z = geometry.stored_z_begin; z < geometry.z_end; ++z)
         for (int y = 0; y < 4; ++y)
-            for (int x = 0; x < 8; ++x) CHECK(slab.values()[slab_offset(kDims, geometry, x, y, z)] == value_at(3, x, y, z));
+            for (int x = 0; x < 8; ++x) CHECK(shown()[at(x, y, z)] == value_at(3, x, y, z));
     const SlabLive& live = slab.header().live;
     CHECK(live.last_step == 3);
     CHECK(live.last_step_complete == 1);
     CHECK(live.generation == 2);  // started, finished
+    CHECK(live.publications == 1);
+    CHECK(live.writing_buffer == -1);
+    const auto p = newest_publication(slab);
+    REQUIRE(p);
+    CHECK(p->step == 3);
+    CHECK(p->complete);
+    CHECK(p->records == p->expected);
+    CHECK(p->holes == 0);
+    CHECK(p->buffer == reports[0].buffer);
+    CHECK(std::all_of(shown_ages(), shown_ages() + slab.value_count(), [](std::uint8_t a) { return a == 0; }));
 }
 
 TEST_CASE_METHOD(Fixture, "every malformed packet is counted as rejected and writes nothing") {
@@ -116,22 +140,22 @@ TEST_CASE_METHOD(Fixture, "packets that are almost a scan-order run are stored v
     CHECK(send(Packet(0, records)) == PacketVerdict::Stored);
     CHECK(receiver.current().records == 4);  // (0..3,0,4) owned; (6..7,3,3) ghost
     CHECK(receiver.current().ghost_records == 2);
-    CHECK(slab.values()[slab_offset(kDims, geometry, 7, 3, 3)] == 11.0f);
-    CHECK(slab.values()[slab_offset(kDims, geometry, 3, 0, 4)] == 15.0f);
+    CHECK(writing()[at(7, 3, 3)] == 11.0f);
+    CHECK(writing()[at(3, 0, 4)] == 15.0f);
 
     // One record out of sequence but inside: every value still lands where its coordinates say.
     std::vector<quad::Record> skewed{{0, 1, 5, 1.0f}, {1, 1, 5, 2.0f}, {5, 2, 6, 3.0f}, {3, 1, 5, 4.0f}};
     CHECK(send(Packet(0, skewed)) == PacketVerdict::Stored);
-    CHECK(slab.values()[slab_offset(kDims, geometry, 5, 2, 6)] == 3.0f);
-    CHECK(slab.values()[slab_offset(kDims, geometry, 3, 1, 5)] == 4.0f);
-    CHECK(slab.values()[slab_offset(kDims, geometry, 2, 1, 5)] == 0.0f);
+    CHECK(writing()[at(5, 2, 6)] == 3.0f);
+    CHECK(writing()[at(3, 1, 5)] == 4.0f);
+    CHECK(writing()[at(2, 1, 5)] == 0.0f);
 
     // x = 8 is the next row's first offset, but outside: the packet is rejected.
-    const std::vector<float> before(slab.values(), slab.values() + slab.value_count());
+    const std::vector<float> before(writing(), writing() + slab.value_count());
     CHECK(send(Packet(0, {{7, 0, 6, 1.0f}, {8, 0, 6, 2.0f}})) == PacketVerdict::Rejected);
     // A run that walks off the last stored plane (7) is rejected whole.
     CHECK(send(Packet(0, {{7, 3, 7, 1.0f}, {0, 0, 8, 2.0f}})) == PacketVerdict::Rejected);
-    CHECK(std::equal(before.begin(), before.end(), slab.values()));
+    CHECK(std::equal(before.begin(), before.end(), writing()));
 }
 
 TEST_CASE_METHOD(Fixture, "duplicates are counted, not double-counted as records") {
@@ -161,6 +185,15 @@ TEST_CASE_METHOD(Fixture, "loss equals the records that never came") {
     CHECK(reports[0].records == 128 - skipped_owned);
     CHECK(reports[0].loss_percent() == Approx(100.0 * skipped_owned / 128));
     CHECK(slab.header().live.last_step_loss_ppm == static_cast<std::uint32_t>(reports[0].loss_percent() * 1e4));
+    // Published all the same, its holes marked: no earlier step to fill them from.
+    CHECK(reports[0].holes == skipped_owned);
+    const auto p = newest_publication(slab);
+    REQUIRE(p);
+    CHECK(p->holes == skipped_owned);
+    CHECK_FALSE(p->complete);
+    std::uint64_t never = 0;
+    for (std::size_t i = 0; i < slab.value_count(); ++i) never += shown_ages()[i] == kAgeNeverArrived;
+    CHECK(never >= skipped_owned);
 }
 
 TEST_CASE_METHOD(Fixture, "a new step ends the old one; late packets of the old one are stale") {
@@ -174,25 +207,146 @@ TEST_CASE_METHOD(Fixture, "a new step ends the old one; late packets of the old 
     now += 50'000'000;  // 50 ms into step 5: step 4 packets are late
     CHECK(send(step4[1]) == PacketVerdict::Stale);
     CHECK(receiver.total_stale() == 1);
-    CHECK(slab.values()[slab_offset(kDims, geometry, 2, 1, 3)] == 0.f);  // the stale packet wrote nothing
+    CHECK(writing()[at(2, 1, 3)] == 0.f);  // the stale packet wrote nothing
+    CHECK(shown()[at(2, 1, 3)] == 0.f);
     // Long after, an earlier step number means the controller looped back to it.
     now += 1'000'000'000;
     CHECK(send(step4[1]) == PacketVerdict::Stored);
     CHECK(receiver.current().step == 4);
 }
 
-TEST_CASE("the top owned plane is mirrored into the next slab's ghost plane") {
+TEST_CASE("the top owned plane goes to the next slab's ghost plane when the step is published, in either order") {
     TempShmDir dir;
     const auto g1 = slab_geometry(kDims, kDepth, 1, 1);
     const auto g2 = slab_geometry(kDims, kDepth, 2, 1);
     SlabMapping s1 = SlabMapping::create(dir.file("m.slab1"), kDims, kDepth, g1, "density");
     SlabMapping s2 = SlabMapping::create(dir.file("m.slab2"), kDims, kDepth, g2, "density");
-    SlabReceiver r1(1, s1, nullptr);
-    r1.mirror_top_plane_to(s2.values_rw());
+    SlabReceiver r1(1, s1, nullptr), r2(2, s2, nullptr);
+    r1.hand_top_plane_to(&r2.ghost_handoff());
+    r2.expect_ghost_handoff();
+    // Owned planes only, as from a sender that sends no ghost plane.
+    auto owned = [](int step, const SlabGeometry& g) {
+        auto all = slab_packets(step, g, 8);  // 8 values: one row per packet, a plane is 4 packets
+        return std::vector<Packet>(all.begin() + 4, all.end());
+    };
+    auto check_ghost = [&](int step) {
+        const auto p = newest_publication(s2);
+        REQUIRE(p);
+        CHECK(p->step == step);
+        for (int y = 0; y < 4; ++y)
+            for (int x = 0; x < 8; ++x) {
+                CHECK(s2.values(p->buffer)[slab_offset(kDims, g2, x, y, 7)] == value_at(step, x, y, 7));
+                CHECK(s2.ages(p->buffer)[slab_offset(kDims, g2, x, y, 7)] == 0);
+            }
+    };
+    // Slab 1 first: slab 2 has the plane when its own planes are complete.
     for (const auto& p : slab_packets(0, g1, 32)) r1.handle(p.bytes.data(), p.bytes.size(), 0);
-    for (int y = 0; y < 4; ++y)
-        for (int x = 0; x < 8; ++x) CHECK(s2.values()[slab_offset(kDims, g2, x, y, 7)] == value_at(0, x, y, 7));
-    CHECK(s2.values()[slab_offset(kDims, g2, 0, 0, 8)] == 0.f);  // owned planes of slab 2 untouched
+    for (const auto& p : owned(0, g2)) r2.handle(p.bytes.data(), p.bytes.size(), 0);
+    check_ghost(0);
+    // Slab 2 first: it waits for the plane (no publication), and publishes once it comes.
+    for (const auto& p : owned(1, g2)) r2.handle(p.bytes.data(), p.bytes.size(), 0);
+    CHECK(newest_publication(s2)->step == 0);
+    r2.tick(1'000'000);
+    CHECK(newest_publication(s2)->step == 0);
+    for (const auto& p : slab_packets(1, g1, 32)) r1.handle(p.bytes.data(), p.bytes.size(), 0);
+    r2.tick(2'000'000);
+    check_ghost(1);
+}
+
+TEST_CASE_METHOD(Fixture, "a published step never changes while the next one is written") {
+    send_all(slab_packets(1, geometry, 16));
+    const int one = shown_buffer();
+    const auto packets = slab_packets(2, geometry, 16);
+    for (std::size_t i = 0; i < packets.size() / 2; ++i) send(packets[i]);
+    CHECK(slab.header().live.writing_buffer != one);
+    CHECK(newest_publication(slab)->step == 1);
+    for (std::int64_t z = geometry.stored_z_begin; z < geometry.z_end; ++z)
+        for (int y = 0; y < 4; ++y)
+            for (int x = 0; x < 8; ++x) REQUIRE(slab.values(one)[at(x, y, z)] == value_at(1, x, y, z));
+}
+
+TEST_CASE_METHOD(Fixture, "holes take the previous step's values and age; a whole step after them is all new") {
+    const auto step = [this](int s) { return slab_packets(s, geometry, 8); };  // 8 values a packet: one row
+    send_all(step(1));
+    send_all(step(2), 9);  // row y=1 of plane 5 lost
+    receiver.finish_current();
+    const auto p2 = newest_publication(slab);
+    REQUIRE(p2);
+    CHECK(p2->step == 2);
+    CHECK(p2->holes == 8);
+    CHECK(p2->records == p2->expected - 8);
+    for (int x = 0; x < 8; ++x) {
+        CHECK(shown()[at(x, 1, 5)] == value_at(1, x, 1, 5));
+        CHECK(shown_ages()[at(x, 1, 5)] == 1);
+        CHECK(shown_ages()[at(x, 2, 5)] == 0);
+        CHECK(shown()[at(x, 2, 5)] == value_at(2, x, 2, 5));
+    }
+    send_all(step(3), 9);  // lost again: two steps old
+    receiver.finish_current();
+    CHECK(newest_publication(slab)->step == 3);
+    CHECK(shown()[at(3, 1, 5)] == value_at(1, 3, 1, 5));
+    CHECK(shown_ages()[at(3, 1, 5)] == 2);
+    send_all(step(4));
+    CHECK(newest_publication(slab)->complete);
+    CHECK(std::all_of(shown_ages(), shown_ages() + slab.value_count(), [](std::uint8_t a) { return a == 0; }));
+}
+
+TEST_CASE_METHOD(Fixture, "whole steps into buffers whose ages are all 0 write no age byte") {
+    // The first use of each buffer clears its ages (what a fresh or re-attached
+    // slab holds there is unknown); after that a whole step costs nothing.
+    for (int s = 0; s < slab.buffers(); ++s) send_all(slab_packets(s, geometry, 16));
+    const std::uint64_t before = receiver.holes().age_bytes_written();
+    for (int s = 10; s < 20; ++s) send_all(slab_packets(s, geometry, 16));
+    CHECK(receiver.holes().age_bytes_written() == before);
+    send_all(slab_packets(20, geometry, 16), 3);  // one lost packet: its chunk only
+    receiver.finish_current();
+    CHECK(receiver.holes().age_bytes_written() == before + slab.value_count());  // the one 4096-value chunk, whole
+}
+
+TEST_CASE_METHOD(Fixture, "a buffer a reader pins is never taken; with every buffer in use the step is dropped") {
+    auto reader = std::make_shared<const SlabMapping>(SlabMapping::open_read_only(dir.file("t.slab1")));
+    std::vector<PinnedPublicationPtr> pins;
+    for (int s = 1; s <= 3; ++s) {
+        send_all(slab_packets(s, geometry, 16));
+        pins.push_back(pin_publication(reader, *newest_publication(*reader)));
+        REQUIRE(pins.back());
+    }
+    const std::vector<float> step1(reader->values(pins[0]->publication().buffer),
+                                   reader->values(pins[0]->publication().buffer) + slab.value_count());
+    // Step 4: the newest (3) stays, 1 and 2 are pinned.
+    const auto four = slab_packets(4, geometry, 16);
+    for (const auto& p : four) CHECK(send(p) == PacketVerdict::Dropped);
+    CHECK(slab.header().live.dropped_steps == 1);
+    CHECK(slab.header().live.dropped_packets == four.size());
+    receiver.finish_current();
+    REQUIRE(reports.size() == 4);
+    CHECK(reports[3].dropped);
+    CHECK(reports[3].dropped_because.find("pinned by readers") != std::string::npos);
+    CHECK(slab.header().live.last_step == 3);  // the last published step, not the dropped one
+    CHECK(slab.header().live.last_step_loss_ppm == 0);
+    CHECK(newest_publication(slab)->step == 3);
+    CHECK(std::equal(step1.begin(), step1.end(), reader->values(pins[0]->publication().buffer)));
+    // The reader lets go of step 1: step 5 goes there.
+    const int freed = pins[0]->publication().buffer;
+    pins.erase(pins.begin());
+    now += 1'000'000'000;
+    send_all(slab_packets(5, geometry, 16));
+    CHECK(newest_publication(slab)->step == 5);
+    CHECK(newest_publication(slab)->buffer == freed);
+}
+
+TEST_CASE_METHOD(Fixture, "a step with no packet for the step timeout is published as it is") {
+    const auto packets = slab_packets(7, geometry, 16);
+    send(packets[0]);
+    receiver.tick(now + 100'000'000);  // 0.1 s: still waiting
+    CHECK(reports.empty());
+    receiver.tick(now + 600'000'000);  // past the 0.5 s default
+    REQUIRE(reports.size() == 1);
+    CHECK(newest_publication(slab)->step == 7);
+    CHECK_FALSE(newest_publication(slab)->complete);
+    // A late packet of it starts nothing.
+    now += 700'000'000;
+    CHECK(send(packets[1]) == PacketVerdict::Stale);
 }
 
 TEST_CASE_METHOD(Fixture, "a controller looping over the steps comes back to step 0 without loss") {

@@ -3,40 +3,95 @@
 #include "vtkDoubleArray.h"
 #include "vtkFieldData.h"
 #include "vtkFloatArray.h"
+#include "vtkInformation.h"
+#include "vtkInformationDoubleVectorKey.h"
+#include "vtkInformationInformationVectorKey.h"
+#include "vtkInformationVector.h"
 #include "vtkIntArray.h"
 #include "vtkNew.h"
 #include "vtkTypeInt64Array.h"
+#include "vtkUnsignedCharArray.h"
 
-#include "slabcast/extent_values.h"
+#include "slabcast/clock.h"
+#include "slabcast/publication.h"
+#include "slabcast/slab_pool.h"
+
+#include <cmath>
+#include <limits>
+#include <memory>
 
 namespace slabcast_vtk
 {
-
-vtkFloatArray* NewZeroCopyArray(
-  const slabcast::SlabMappingPtr& mapping, const slabcast::Dims& dims, int z0, int z1)
+namespace
 {
-  const float* first = slabcast::zero_copy_values(*mapping, dims, z0);
-  const vtkIdType n = static_cast<vtkIdType>(dims.plane()) * (z1 - z0 + 1);
-  vtkFloatArray* a = vtkFloatArray::New();
-  slabcast::retain_mapping_for(mapping, first);
+
+// Hands `first` (memory of `buffer`) to `a` without a copy; the buffer (its
+// mapping and pin) lives until VTK frees the array.
+template <class ArrayT, class T>
+void Lend(ArrayT* a, const slabcast::SlabBuffer& buffer, const T* first, vtkIdType n)
+{
+  slabcast::retain_for(std::make_shared<const slabcast::SlabBuffer>(buffer), first);
   // VTK's arrays are not const-aware; the memory is mapped read-only.
-  a->SetArray(const_cast<float*>(first), n, 0, vtkAbstractArray::VTK_DATA_ARRAY_USER_DEFINED);
+  a->SetArray(const_cast<T*>(first), n, 0, ArrayT::VTK_DATA_ARRAY_USER_DEFINED);
   a->SetArrayFreeFunction(&slabcast::release_mapping_of);
+}
+
+template <class ArrayT, class T>
+ArrayT* Own(T* values, vtkIdType count)
+{
+  ArrayT* a = ArrayT::New();
+  a->SetArray(values, count, 0, ArrayT::VTK_DATA_ARRAY_USER_DEFINED);
+  a->SetArrayFreeFunction(&slabcast::unmap_values);
   return a;
 }
 
-vtkFloatArray* NewAssembledArray(const slabcast::SlabSelection& selection,
-  const std::map<int, slabcast::SlabMappingPtr>& bySlab, const slabcast::Dims& dims,
+} // namespace
+
+vtkFloatArray* NewZeroCopyValues(
+  const slabcast::SlabBuffer& buffer, const slabcast::Dims& dims, int z0, int z1)
+{
+  vtkFloatArray* a = vtkFloatArray::New();
+  Lend(a, buffer, slabcast::zero_copy_values(buffer, dims, z0),
+    static_cast<vtkIdType>(dims.plane()) * (z1 - z0 + 1));
+  return a;
+}
+
+vtkUnsignedCharArray* NewZeroCopyAges(
+  const slabcast::SlabBuffer& buffer, const slabcast::Dims& dims, int z0, int z1)
+{
+  vtkUnsignedCharArray* a = vtkUnsignedCharArray::New();
+  Lend(a, buffer, slabcast::zero_copy_ages(buffer, dims, z0),
+    static_cast<vtkIdType>(dims.plane()) * (z1 - z0 + 1));
+  return a;
+}
+
+vtkFloatArray* NewAssembledValues(const slabcast::SlabSelection& selection,
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
   const int extent[6])
 {
   const vtkIdType count = slabcast::extent_value_count(extent);
-  float* values = slabcast::map_values(count);
-  vtkFloatArray* a = vtkFloatArray::New();
-  a->SetArray(values, count, 0, vtkAbstractArray::VTK_DATA_ARRAY_USER_DEFINED);
-  a->SetArrayFreeFunction(&slabcast::unmap_values);
+  vtkFloatArray* a = Own<vtkFloatArray>(slabcast::map_values(count), count);
   try
   {
-    slabcast::assemble_extent(selection, bySlab, dims, extent, values);
+    slabcast::assemble_extent(selection, bySlab, dims, extent, a->GetPointer(0));
+  }
+  catch (...)
+  {
+    a->Delete();
+    throw;
+  }
+  return a;
+}
+
+vtkUnsignedCharArray* NewAssembledAges(const slabcast::SlabSelection& selection,
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
+  const int extent[6])
+{
+  const vtkIdType count = slabcast::extent_value_count(extent);
+  vtkUnsignedCharArray* a = Own<vtkUnsignedCharArray>(slabcast::map_ages(count), count);
+  try
+  {
+    slabcast::assemble_ages(selection, bySlab, dims, extent, a->GetPointer(0));
   }
   catch (...)
   {
@@ -49,59 +104,175 @@ vtkFloatArray* NewAssembledArray(const slabcast::SlabSelection& selection,
 namespace
 {
 
+// Stores [lo, hi] as component 0's range under `perComponent` (PER_COMPONENT
+// or PER_FINITE_COMPONENT), as vtkDataArray::ComputeRange caches it.
+void CacheRange(vtkDataArray* a, vtkInformationInformationVectorKey* perComponent, double lo, double hi)
+{
+  vtkNew<vtkInformationVector> components;
+  components->SetNumberOfInformationObjects(1);
+  const double range[2] = { lo, hi };
+  components->GetInformationObject(0)->Set(vtkDataArray::COMPONENT_RANGE(), range, 2);
+  a->GetInformation()->Set(perComponent, components);
+}
+
+} // namespace
+
+ArrayRanges ComputeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages)
+{
+  ArrayRanges r;
+  const float* v = values->GetPointer(0);
+  const vtkIdType n = values->GetNumberOfValues();
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo, flo = lo, fhi = -lo;
+  for (vtkIdType i = 0; i < n; ++i)
+  {
+    const float x = v[i];
+    lo = x < lo ? x : lo; // NaN compares false: skipped
+    hi = x > hi ? x : hi;
+    const bool finite = std::isfinite(x);
+    flo = finite && x < flo ? x : flo;
+    fhi = finite && x > fhi ? x : fhi;
+  }
+  r.valuesKnown = lo <= hi;
+  r.finiteKnown = flo <= fhi;
+  r.values[0] = lo, r.values[1] = hi, r.finite[0] = flo, r.finite[1] = fhi;
+  const unsigned char* a = ages->GetPointer(0);
+  unsigned char alo = 255, ahi = 0;
+  for (vtkIdType i = 0; i < ages->GetNumberOfValues(); ++i)
+  {
+    alo = a[i] < alo ? a[i] : alo;
+    ahi = a[i] > ahi ? a[i] : ahi;
+  }
+  r.ages[0] = alo, r.ages[1] = ahi;
+  return r;
+}
+
+void PrimeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages, const ArrayRanges& r)
+{
+  if (r.valuesKnown)
+  {
+    CacheRange(values, vtkAbstractArray::PER_COMPONENT(), r.values[0], r.values[1]);
+  }
+  if (r.finiteKnown)
+  {
+    CacheRange(values, vtkAbstractArray::PER_FINITE_COMPONENT(), r.finite[0], r.finite[1]);
+  }
+  if (ages->GetNumberOfValues() > 0)
+  {
+    CacheRange(ages, vtkAbstractArray::PER_COMPONENT(), r.ages[0], r.ages[1]);
+    CacheRange(ages, vtkAbstractArray::PER_FINITE_COMPONENT(), r.ages[0], r.ages[1]);
+  }
+}
+
+void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const int extent[6],
+  vtkFloatArray* values, vtkUnsignedCharArray* ages)
+{
+  if (!choice.whole)
+  {
+    return;
+  }
+  std::vector<std::uint64_t> key(extent, extent + 6);
+  for (const auto& kv : choice.buffers)
+  {
+    key.push_back(kv.second.mapping->inode());
+    key.push_back(static_cast<std::uint64_t>(kv.second.buffer));
+    key.push_back(kv.second.pin ? kv.second.pin->publication().seq : 0);
+  }
+  if (key != cache.Key)
+  {
+    cache.Ranges = ComputeRanges(values, ages);
+    cache.Key = key;
+  }
+  PrimeRanges(values, ages, cache.Ranges);
+}
+
+namespace
+{
+
 template <class ArrayT, class Fn>
-void AddPerSlab(
-  vtkFieldData* fd, const char* name, const std::vector<slabcast::SlabHeader>& headers, Fn value)
+void AddPerSlab(vtkFieldData* fd, const char* name, const slabcast::StepChoice& choice,
+  const std::vector<slabcast::SlabHeader>& headers, Fn value)
 {
   vtkNew<ArrayT> a;
   a->SetName(name);
-  for (const auto& h : headers)
+  std::size_t i = 0;
+  for (const auto& kv : choice.buffers)
   {
-    a->InsertNextValue(value(h.live));
+    a->InsertNextValue(value(kv.second, headers[i++]));
   }
+  fd->AddArray(a);
+}
+
+template <class ArrayT>
+void AddOne(vtkFieldData* fd, const char* name, typename ArrayT::ValueType v)
+{
+  vtkNew<ArrayT> a;
+  a->SetName(name);
+  a->InsertNextValue(v);
   fd->AddArray(a);
 }
 
 } // namespace
 
-void AddSlabFieldData(vtkFieldData* fd, const std::vector<slabcast::SlabMappingPtr>& used,
-  const std::vector<slabcast::SlabHeader>& headers, vtkIdType step, int zeroCopy)
+void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
+  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed)
 {
-  vtkNew<vtkTypeInt64Array> s;
-  s->SetName("Step");
-  s->InsertNextValue(step);
-  fd->AddArray(s);
-  vtkNew<vtkIntArray> z;
-  z->SetName("ZeroCopy");
-  z->InsertNextValue(zeroCopy);
-  fd->AddArray(z);
-  vtkNew<vtkIntArray> idx;
-  idx->SetName("SlabIndex");
-  for (const auto& m : used)
+  using B = slabcast::SlabBuffer;
+  using H = slabcast::SlabHeader;
+  // The step's age: since the last of its slabs published it (0 while being written).
+  std::int64_t published = 0;
+  for (const auto& kv : choice.buffers)
   {
-    idx->InsertNextValue(m->geometry().index);
+    if (kv.second.pin)
+    {
+      published = std::max(published, kv.second.pin->publication().published_ns);
+    }
   }
-  fd->AddArray(idx);
-  using L = slabcast::SlabLive;
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabStep", headers, [](const L& l) { return l.step.load(); });
-  AddPerSlab<vtkTypeInt64Array>(
-    fd, "SlabLastStep", headers, [](const L& l) { return l.last_step.load(); });
-  AddPerSlab<vtkDoubleArray>(fd, "SlabLossPercent", headers,
-    [](const L& l) { return l.last_step_loss_ppm.load() / 1e4; });
-  AddPerSlab<vtkDoubleArray>(fd, "SlabProgress", headers, [](const L& l) {
-    const double expected = static_cast<double>(l.step_expected.load());
-    return expected > 0 ? static_cast<double>(l.step_records.load()) / expected : 0.0;
+  AddOne<vtkTypeInt64Array>(fd, "Step", choice.step);
+  AddOne<vtkDoubleArray>(fd, "StepAgeMs",
+    choice.whole && published > 0 ? (slabcast::realtime_ns() - published) / 1e6 : 0.0);
+  AddOne<vtkIntArray>(fd, "WholeStep", choice.whole ? 1 : 0);
+  AddOne<vtkIntArray>(fd, "StepAgreed", agreed);
+  AddOne<vtkIntArray>(fd, "ZeroCopy", zeroCopy);
+  AddPerSlab<vtkIntArray>(fd, "SlabIndex", choice, headers,
+    [](const B& b, const H&) { return b.mapping->geometry().index; });
+  AddPerSlab<vtkIntArray>(fd, "SlabBuffer", choice, headers, [](const B& b, const H&) { return b.buffer; });
+  // How whole each slab's step is: from its publication, or, for a step
+  // being written (Newest data), from the live counters.
+  AddPerSlab<vtkDoubleArray>(fd, "Completeness", choice, headers, [](const B& b, const H& h) {
+    if (b.pin)
+    {
+      return b.pin->publication().completeness();
+    }
+    const double expected = static_cast<double>(h.live.step_expected.load());
+    return expected > 0 ? static_cast<double>(h.live.step_records.load()) / expected : 0.0;
   });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabPackets", headers,
-    [](const L& l) { return static_cast<vtkTypeInt64>(l.packets.load()); });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabRejected", headers,
-    [](const L& l) { return static_cast<vtkTypeInt64>(l.rejected.load()); });
+  AddPerSlab<vtkDoubleArray>(fd, "HoleFraction", choice, headers, [](const B& b, const H& h) {
+    if (b.pin)
+    {
+      return b.pin->publication().hole_fraction();
+    }
+    const double expected = static_cast<double>(h.live.step_expected.load());
+    return expected > 0 ? 1.0 - static_cast<double>(h.live.step_records.load()) / expected : 1.0;
+  });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabStep", choice, headers, [](const B& b, const H& h) {
+    return b.pin ? b.pin->publication().step : h.live.step.load();
+  });
   AddPerSlab<vtkTypeInt64Array>(
-    fd, "SlabStale", headers, [](const L& l) { return static_cast<vtkTypeInt64>(l.stale.load()); });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabDuplicates", headers,
-    [](const L& l) { return static_cast<vtkTypeInt64>(l.duplicates.load()); });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabGeneration", headers,
-    [](const L& l) { return static_cast<vtkTypeInt64>(l.generation.load()); });
+    fd, "SlabWriting", choice, headers, [](const B&, const H& h) { return h.live.step.load(); });
+  AddPerSlab<vtkDoubleArray>(fd, "SlabLossPercent", choice, headers,
+    [](const B&, const H& h) { return h.live.last_step_loss_ppm.load() / 1e4; });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabPackets", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.packets.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabRejected", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.rejected.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabStale", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.stale.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabDuplicates", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.duplicates.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabDroppedSteps", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.dropped_steps.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabPublications", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.publications.load()); });
 }
 
 } // namespace slabcast_vtk

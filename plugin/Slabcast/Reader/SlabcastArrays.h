@@ -1,42 +1,82 @@
-// The one place slabs become VTK arrays: the zero-copy vtkFloatArray that
-// points into a slab's mapping, the assembled one, and the field data that
-// tells the GUI and scripts which step is on screen. What needs no VTK (which
-// slab supplies each plane, the assembly itself, the headers) is in
-// shared/slab (slabcast/slab_selection.h, extent_values.h, live_slabs.h).
+// The one place slabs become VTK arrays: the zero-copy arrays (values and
+// ages) that point into a pinned slab buffer, the assembled ones, and the
+// field data that tells the GUI and scripts which step is on screen and how
+// whole it is. What needs no VTK (which slab supplies each plane, which buffer
+// each slab shows, the assembly itself, the headers) is in shared/slab
+// (slabcast/slab_selection.h, step_choice.h, extent_values.h, live_slabs.h).
 #ifndef SlabcastArrays_h
 #define SlabcastArrays_h
 
+#include "slabcast/extent_values.h"
 #include "slabcast/slab_file.h"
-#include "slabcast/slab_pool.h"
 #include "slabcast/slab_selection.h"
+#include "slabcast/step_choice.h"
 
 #include "vtkType.h"
 
+#include <cstdint>
 #include <map>
 #include <vector>
 
 class vtkFieldData;
 class vtkFloatArray;
+class vtkUnsignedCharArray;
 
 namespace slabcast_vtk
 {
 
-// An array over planes z0..z1 of `mapping`, which stores them all: it points
-// into the read-only mapping and keeps the mapping alive until VTK frees it.
-vtkFloatArray* NewZeroCopyArray(
-  const slabcast::SlabMappingPtr& mapping, const slabcast::Dims& dims, int z0, int z1);
+// Arrays over planes z0..z1 of buffer `buffer`, whose slab stores them all:
+// they point into the read-only mapping and keep the mapping and the buffer's
+// pin alive until VTK frees them.
+vtkFloatArray* NewZeroCopyValues(
+  const slabcast::SlabBuffer& buffer, const slabcast::Dims& dims, int z0, int z1);
+vtkUnsignedCharArray* NewZeroCopyAges(
+  const slabcast::SlabBuffer& buffer, const slabcast::Dims& dims, int z0, int z1);
 
-// An array holding `extent` assembled from the selection's slabs, in memory of
-// its own (slabcast::map_values) that VTK gives back with munmap.
-vtkFloatArray* NewAssembledArray(const slabcast::SlabSelection& selection,
-  const std::map<int, slabcast::SlabMappingPtr>& bySlab, const slabcast::Dims& dims,
+// Arrays holding `extent` assembled from each plane's slab buffer, in memory
+// of their own (slabcast::map_values) that VTK gives back with munmap.
+vtkFloatArray* NewAssembledValues(const slabcast::SlabSelection& selection,
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
+  const int extent[6]);
+vtkUnsignedCharArray* NewAssembledAges(const slabcast::SlabSelection& selection,
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
   const int extent[6]);
 
-// Step and per-slab counters of the slabs behind an output (`used`, with
-// `headers` read from them in the same order), so the GUI's Information panel
-// and scripts can show which step is on screen and how much of it arrived.
-void AddSlabFieldData(vtkFieldData* fd, const std::vector<slabcast::SlabMappingPtr>& used,
-  const std::vector<slabcast::SlabHeader>& headers, vtkIdType step, int zeroCopy);
+// The ranges of an output's values and ages, as VTK computes them (the
+// range skips NaN, the finite range infinities too), in one pass.
+struct ArrayRanges
+{
+  bool valuesKnown = false, finiteKnown = false;
+  double values[2] = { 0, 0 }, finite[2] = { 0, 0 }, ages[2] = { 0, 0 };
+};
+ArrayRanges ComputeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages);
+// Fills VTK's range cache of both arrays with `r`. Call after the arrays'
+// last modification (SetName included): VTK trusts the cache while an
+// array's modification time is older. ParaView asks for the ranges of every
+// array on every new step, and VTK's own pass took 0.5 s for each of a 256^3
+// volume's two arrays on this project's machine; the reader computes them
+// once per published step (a published buffer never changes) instead.
+void PrimeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages, const ArrayRanges& r);
+
+// The ranges of the last whole step a reader showed, and what it was made of
+// (each buffer's file, buffer and publication seq, and the extent).
+struct RangeCache
+{
+  std::vector<std::uint64_t> Key;
+  ArrayRanges Ranges;
+};
+// For a whole step (`choice.whole`): the ranges from `cache` when the output
+// is made of the same publications, else computed and remembered; then
+// primed. A step being written (Newest data) changes under the reader: VTK
+// computes those ranges itself when asked.
+void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const int extent[6],
+  vtkFloatArray* values, vtkUnsignedCharArray* ages);
+
+// The step shown, its age, and per slab (in `choice`'s order) how whole it is
+// and the receiver's counters from `headers` (read from the same slabs), so
+// the GUI's Information panel and scripts can show what is on screen.
+void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
+  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed);
 
 } // namespace slabcast_vtk
 

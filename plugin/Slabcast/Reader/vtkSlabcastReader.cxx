@@ -1,5 +1,6 @@
 #include "vtkSlabcastReader.h"
 
+#include "SlabcastAgreement.h"
 #include "SlabcastArrays.h"
 
 #include "vtkDataObject.h"
@@ -12,15 +13,19 @@
 #include "vtkObjectFactory.h"
 #include "vtkPointData.h"
 #include "vtkStreamingDemandDrivenPipeline.h"
+#include "vtkUnsignedCharArray.h"
 
 #include "slabcast/descriptor.h"
 #include "slabcast/extent_values.h"
 #include "slabcast/live_slabs.h"
 #include "slabcast/slab_pool.h"
 #include "slabcast/slab_selection.h"
+#include "slabcast/step_choice.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,21 +39,56 @@ public:
   slabcast::SlabPool Pool;
   std::vector<slabcast::SlabMappingPtr> Used; // slabs behind the last output, ascending index
 
+  slabcast_vtk::RangeCache Ranges; // of the last whole step shown
+
+  // The ranks' last agreement (Refresh): the step, pinned on every slab this
+  // rank sees, until the next agreement replaces it.
+  bool HaveAgreement = false;
+  std::map<int, slabcast::PinnedPublicationPtr> AgreedPins;
+  // What the last Refresh looked at, and the digest taken before it looked:
+  // news from then on (a slab publishing while the ranks agreed included) is
+  // news to the next poll.
+  bool Refreshed = false;
+  std::vector<slabcast::SlabMappingPtr> Visible;
+  std::uint64_t SignatureAtRefresh = 0;
+
   // Live state: a digest of what the last execution saw (slabcast::live_signature),
   // compared against the shared memory now. Attempted: some execution (even a
   // failed one) happened.
   bool Attempted = false;
+  slabcast::LiveFollow Follow = slabcast::LiveFollow::Publications;
   std::uint64_t SignatureAtExecute = 0;
   std::uint64_t SignatureSeenByMTime = 0;
   vtkTimeStamp LiveTime;
 
-  std::uint64_t Signature() const { return slabcast::live_signature(this->DescriptorPath, this->Used); }
+  std::uint64_t Signature() const
+  {
+    return slabcast::live_signature(this->DescriptorPath, this->Used, this->Follow);
+  }
 
   void RecordExecution()
   {
     this->Attempted = true;
     this->SignatureAtExecute = this->Signature();
     this->SignatureSeenByMTime = this->SignatureAtExecute;
+  }
+
+  // Every slab of the descriptor this process can open, by index.
+  std::map<int, slabcast::SlabMappingPtr> VisibleSlabs()
+  {
+    std::map<int, slabcast::SlabMappingPtr> slabs;
+    for (const auto& e : this->Descriptor.slabs)
+    {
+      try
+      {
+        slabs[e.index] = this->Pool.get(this->Descriptor, this->DescriptorPath, e);
+      }
+      catch (const std::exception&)
+      {
+        // Missing or damaged: RequestData names it if this rank reads it.
+      }
+    }
+    return slabs;
   }
 };
 
@@ -66,8 +106,17 @@ vtkSlabcastReader::vtkSlabcastReader()
 vtkSlabcastReader::~vtkSlabcastReader()
 {
   this->SetFileName(nullptr);
-  // Arrays handed out keep their own references to the mappings they use.
+  // Arrays handed out keep their own references to the buffers they use.
   delete this->Internals;
+}
+
+//------------------------------------------------------------------------------
+bool vtkSlabcastReader::FollowsLiveData() const
+{
+  // With several ranks showing whole steps, a rank that re-executed on its
+  // own slabs' news could show another step than the others: only Refresh,
+  // which every rank runs, moves them on.
+  return this->Completeness == NEWEST_DATA || slabcast_vtk::ProcessCount() <= 1;
 }
 
 //------------------------------------------------------------------------------
@@ -75,10 +124,8 @@ vtkMTimeType vtkSlabcastReader::GetMTime()
 {
   vtkMTimeType t = this->Superclass::GetMTime();
   vtkInternals& in = *this->Internals;
-  if (!this->Pause && in.Attempted)
+  if (!this->Pause && in.Attempted && this->FollowsLiveData())
   {
-    // Every rank runs this on its own slabs, so each re-executes exactly when
-    // the memory behind its own piece moved to a new step.
     const std::uint64_t now = in.Signature();
     if (now != in.SignatureSeenByMTime)
     {
@@ -94,6 +141,15 @@ vtkMTimeType vtkSlabcastReader::GetMTime()
 bool vtkSlabcastReader::GetNeedsUpdate()
 {
   vtkInternals& in = *this->Internals;
+  if (!this->FollowsLiveData())
+  {
+    // Several ranks, whole steps: news since the last Refresh, which the
+    // caller runs on every rank (never marked modified here: this runs on
+    // the root rank only).
+    return !this->Pause &&
+      (!in.Refreshed ||
+        slabcast::live_signature(in.DescriptorPath, in.Visible) != in.SignatureAtRefresh);
+  }
   if (this->Pause || !in.Attempted || in.Signature() == in.SignatureAtExecute)
   {
     return false;
@@ -102,6 +158,38 @@ bool vtkSlabcastReader::GetNeedsUpdate()
   // algorithm's own modification time to the algorithm.
   this->Modified();
   return true;
+}
+
+//------------------------------------------------------------------------------
+void vtkSlabcastReader::Refresh()
+{
+  vtkInternals& in = *this->Internals;
+  std::map<int, slabcast::SlabMappingPtr> slabs;
+  try
+  {
+    in.Descriptor = slabcast::read_descriptor(this->FileName ? this->FileName : "");
+    in.DescriptorPath = this->FileName;
+    in.HaveDescriptor = true;
+    slabs = in.VisibleSlabs();
+  }
+  catch (const std::exception&)
+  {
+    // No descriptor (yet): this rank has no say; RequestInformation reports why.
+  }
+  in.Visible.clear();
+  for (const auto& kv : slabs)
+  {
+    in.Visible.push_back(kv.second);
+  }
+  in.SignatureAtRefresh = slabcast::live_signature(in.DescriptorPath, in.Visible);
+  in.Refreshed = true;
+  if (auto agreed = slabcast_vtk::AgreeAndPin(slabs))
+  {
+    in.AgreedPins = std::move(agreed->Pins);
+    in.HaveAgreement = true;
+    this->AgreedStep = agreed->Step;
+  }
+  this->Modified();
 }
 
 //------------------------------------------------------------------------------
@@ -181,38 +269,84 @@ int vtkSlabcastReader::RequestData(
     return 0;
   }
 
-  vtkFloatArray* array = nullptr;
+  vtkFloatArray* values = nullptr;
+  vtkUnsignedCharArray* ages = nullptr;
+  slabcast::StepChoice choice;
   std::vector<slabcast::SlabHeader> headers;
+  int agreed = 0;
+  in.Follow = this->Completeness == NEWEST_DATA ? slabcast::LiveFollow::Writes
+                                                : slabcast::LiveFollow::Publications;
   try
   {
     const slabcast::SlabSelection sel = slabcast::select_slabs(d, in.DescriptorPath, ext);
     const slabcast::ExtentSources sources =
       slabcast::open_extent_sources(in.Pool, d, in.DescriptorPath, sel);
     in.Used = sources.used;
-    // Before the values are touched: a step that starts while we copy shows up
+    // Before the values are touched: a step published while we look shows up
     // as news on the next poll instead of being lost.
     in.RecordExecution();
 
-    if (sel.zero_copy_slab >= 0)
+    if (this->Completeness == NEWEST_DATA)
     {
-      const slabcast::SlabMappingPtr& m = in.Used.front();
-      array = slabcast_vtk::NewZeroCopyArray(m, d.dims, ext[4], ext[5]);
-      this->ZeroCopy = 1;
-      this->MappingBegin = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(m->base()));
-      this->MappingEnd = this->MappingBegin + static_cast<vtkIdType>(m->mapped_bytes());
+      choice = slabcast::choose_newest_data(sources.by_slab);
+    }
+    else if (in.HaveAgreement && slabcast_vtk::ProcessCount() > 1)
+    {
+      // The ranks' step, still pinned since Refresh (or pinned now for a
+      // slab this rank did not see then); gone: this rank's own newest.
+      if (auto c = slabcast::choose_step(sources.by_slab, this->AgreedStep, in.AgreedPins))
+      {
+        choice = *c;
+        agreed = 1;
+      }
+      else
+      {
+        choice = slabcast::choose_whole_step(sources.by_slab);
+      }
     }
     else
     {
-      array = slabcast_vtk::NewAssembledArray(sel, sources.by_slab, d.dims, ext);
+      choice = slabcast::choose_whole_step(sources.by_slab);
     }
-    headers = slabcast::read_slab_headers(in.Used);
+    if (choice.buffers.size() != sources.by_slab.size())
+    {
+      // Nothing published yet (or, in whole steps, no step all slabs hold):
+      // an empty piece now, the first step as soon as it is there.
+      in.Used = sources.used;
+      output->Initialize();
+      return 1;
+    }
+    if (sel.zero_copy_slab >= 0)
+    {
+      const slabcast::SlabBuffer& b = choice.buffers.at(sel.zero_copy_slab);
+      values = slabcast_vtk::NewZeroCopyValues(b, d.dims, ext[4], ext[5]);
+      ages = slabcast_vtk::NewZeroCopyAges(b, d.dims, ext[4], ext[5]);
+      this->ZeroCopy = 1;
+      this->MappingBegin = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(b.mapping->base()));
+      this->MappingEnd = this->MappingBegin + static_cast<vtkIdType>(b.mapping->mapped_bytes());
+    }
+    else
+    {
+      values = slabcast_vtk::NewAssembledValues(sel, choice.buffers, d.dims, ext);
+      ages = slabcast_vtk::NewAssembledAges(sel, choice.buffers, d.dims, ext);
+    }
+    std::vector<slabcast::SlabMappingPtr> shown;
+    for (const auto& kv : choice.buffers)
+    {
+      shown.push_back(kv.second.mapping);
+    }
+    headers = slabcast::read_slab_headers(shown);
   }
   catch (const std::exception& e)
   {
     vtkErrorMacro(<< e.what());
-    if (array)
+    if (values)
     {
-      array->Delete();
+      values->Delete();
+    }
+    if (ages)
+    {
+      ages->Delete();
     }
     this->ZeroCopy = 0;
     this->MappingBegin = this->MappingEnd = 0;
@@ -223,13 +357,20 @@ int vtkSlabcastReader::RequestData(
   }
 
   output->SetExtent(ext);
-  array->SetName(d.field.c_str());
-  output->GetPointData()->SetScalars(array);
-  this->ArrayAddress = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(array->GetVoidPointer(0)));
-  array->Delete();
+  values->SetName(d.field.c_str());
+  // "<field>_age": sorted right after the values' own name, so that ParaView,
+  // which colours a new volume by the first array in name order, colours the
+  // values and not their age.
+  ages->SetName((d.field + "_age").c_str());
+  slabcast_vtk::PrimeRanges(in.Ranges, choice, ext, values, ages);
+  output->GetPointData()->SetScalars(values);
+  this->ArrayAddress = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(values->GetVoidPointer(0)));
+  values->Delete();
+  output->GetPointData()->AddArray(ages);
+  ages->Delete();
 
-  this->Step = slabcast::lowest_step(headers);
-  slabcast_vtk::AddSlabFieldData(output->GetFieldData(), in.Used, headers, this->Step, this->ZeroCopy);
+  this->Step = choice.step;
+  slabcast_vtk::AddSlabFieldData(output->GetFieldData(), choice, headers, this->ZeroCopy, agreed);
   return 1;
 }
 
@@ -239,6 +380,9 @@ void vtkSlabcastReader::PrintSelf(ostream& os, vtkIndent indent)
   this->Superclass::PrintSelf(os, indent);
   os << indent << "FileName: " << (this->FileName ? this->FileName : "(none)") << "\n";
   os << indent << "Pause: " << this->Pause << "\n";
+  os << indent << "Completeness: " << (this->Completeness == NEWEST_DATA ? "Newest data" : "Whole steps")
+     << "\n";
   os << indent << "Step: " << this->Step << "\n";
+  os << indent << "AgreedStep: " << this->AgreedStep << "\n";
   os << indent << "ZeroCopy: " << this->ZeroCopy << "\n";
 }

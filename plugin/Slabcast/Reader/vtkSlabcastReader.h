@@ -2,19 +2,28 @@
  * @class vtkSlabcastReader
  * @brief Reads a slabcast volume: shared-memory slabs described by a `.slabcast` file.
  *
- * The output is a vtkImageData with one float32 point array named after the field.
+ * The output is a vtkImageData with one float32 point array named after the
+ * field and a uint8 point array "<field>_age" (0: the value arrived in the step shown,
+ * k: it is k steps old, filled in where the step lost it, 255: never arrived).
  * When the requested extent lies inside one slab's stored planes (one rank per
- * slab, or a one-slab volume) the array points straight into the slab's mapping:
- * no copy, and an update costs the same whatever the slab size. Otherwise the
+ * slab, or a one-slab volume) both point straight into the slab's buffer: no
+ * copy, and an update costs the same whatever the slab size. Otherwise the
  * extent is assembled from the slabs plane by plane.
  *
- * Live: the receiver bumps each slab's generation counter when a step starts
- * and ends. GetMTime() folds in the generations of the slabs this process uses,
- * so every rank re-executes when its own slabs change; GetNeedsUpdate() is what
- * the GUI's LiveSource timer (and Python, through an information property) polls.
+ * Completeness "Whole steps" (the default): every frame is one published step,
+ * the newest that every slab read holds, pinned so the receiver leaves it alone
+ * while anything points into it. With several MPI ranks the ranks agree on the
+ * step in Refresh(), a command ParaView runs on every rank in order (scripts call
+ * it when NeedsUpdate says a new step exists; slabcast_render.py does). "Newest
+ * data": each slab's buffer being written, as it fills.
  *
- * The zero-copy array is read-only memory: a filter that writes into its input
- * array in place would fault. ParaView's filters copy before they write.
+ * Live: GetNeedsUpdate() is what the GUI's LiveSource timer (and Python, through
+ * an information property) polls on the root rank. With one process it marks
+ * the reader modified itself; with several in "Whole steps" only Refresh()
+ * does, so that no rank re-executes on its own slabs' news.
+ *
+ * The zero-copy arrays are read-only memory: a filter that writes into its
+ * input array in place would fault. ParaView's filters copy before they write.
  */
 #ifndef vtkSlabcastReader_h
 #define vtkSlabcastReader_h
@@ -29,6 +38,12 @@ public:
   vtkTypeMacro(vtkSlabcastReader, vtkImageAlgorithm);
   void PrintSelf(ostream& os, vtkIndent indent) override;
 
+  enum CompletenessModes
+  {
+    WHOLE_STEPS = 0,
+    NEWEST_DATA = 1
+  };
+
   ///@{
   /// The `.slabcast` descriptor.
   vtkSetStringMacro(FileName);
@@ -42,9 +57,20 @@ public:
   vtkBooleanMacro(Pause, vtkTypeBool);
   ///@}
 
-  /// True when a slab used by the last output has moved to another step since
-  /// (or the descriptor was rewritten). Marks the reader modified when true, as
-  /// ParaView's LiveSource behaviour expects. Always false while paused.
+  ///@{
+  /// WHOLE_STEPS (default) or NEWEST_DATA, see the class description.
+  vtkSetClampMacro(Completeness, int, WHOLE_STEPS, NEWEST_DATA);
+  vtkGetMacro(Completeness, int);
+  ///@}
+
+  /// Collective: every rank reads what its slabs hold, the ranks agree on the
+  /// newest step all of them hold, each pins it, and the reader is marked
+  /// modified on every rank.
+  void Refresh();
+
+  /// True when a slab used by the last output has news since (a published
+  /// step, or in NEWEST_DATA any write; or the descriptor was rewritten).
+  /// Always false while paused.
   bool GetNeedsUpdate();
   /// Integer form of GetNeedsUpdate() for the information-only property.
   int GetNeedsUpdateFlag() { return this->GetNeedsUpdate() ? 1 : 0; }
@@ -53,10 +79,12 @@ public:
 
   ///@{
   /// About the last output of this process, for tests and status displays.
-  /// Step: the lowest step number any of its slabs is at (-1: none yet).
-  /// ZeroCopy: 1 when its array points into a slab mapping, whose address
-  /// range is [MappingBegin, MappingEnd); ArrayAddress is the array's data.
+  /// Step: the step shown (-1: none yet). AgreedStep: the step of the ranks'
+  /// last agreement (-1: none). ZeroCopy: 1 when its array points into a slab
+  /// mapping, whose address range is [MappingBegin, MappingEnd); ArrayAddress
+  /// is the array's data.
   vtkGetMacro(Step, vtkIdType);
+  vtkGetMacro(AgreedStep, vtkIdType);
   vtkGetMacro(ZeroCopy, int);
   vtkGetMacro(ArrayAddress, vtkIdType);
   vtkGetMacro(MappingBegin, vtkIdType);
@@ -72,7 +100,9 @@ protected:
 
   char* FileName = nullptr;
   vtkTypeBool Pause = 0;
+  int Completeness = WHOLE_STEPS;
   vtkIdType Step = -1;
+  vtkIdType AgreedStep = -1;
   int ZeroCopy = 0;
   vtkIdType ArrayAddress = 0;
   vtkIdType MappingBegin = 0;
@@ -81,6 +111,8 @@ protected:
 private:
   vtkSlabcastReader(const vtkSlabcastReader&) = delete;
   void operator=(const vtkSlabcastReader&) = delete;
+
+  bool FollowsLiveData() const;
 
   class vtkInternals;
   vtkInternals* Internals;

@@ -1,11 +1,10 @@
 // `slabcast demo`: every role on this machine over loopback, plus ParaView
 // rendering the stream live: the GUI when there is a display, otherwise pvbatch
 // under its own Xvfb saving frames. `--head-to-head` adds the SC11 comparison
-// (Balman et al., 2012, section 4, figure 6):
-// 1/8 of the volume at the same resolution over a tenth of the bandwidth,
-// rendered beside the full volume in one frame. The roles and their command
-// lines come from the deployment planner (demo_plan.h, deploy_plan.h), as
-// `slabcast plan` prints them for a real deployment.
+// (Balman et al., 2012, section 4, figure 6): 1/8 of the volume at the same
+// resolution over a tenth of the bandwidth, rendered beside the full volume in
+// one frame. The roles and their command lines come from the deployment
+// planner (demo_plan.h, deploy_plan.h), as `slabcast plan` prints them.
 #include "deploy/demo_dataset.h"
 #include "deploy/demo_options.h"
 #include "deploy/demo_plan.h"
@@ -16,6 +15,7 @@
 #include "host/stop_signal.h"
 
 #include "slabcast/descriptor.h"
+#include "slabcast/slab_file.h"
 #include "slabcast/units.h"
 #include "slabcast/volume.h"
 
@@ -34,7 +34,6 @@
 
 namespace slabcast {
 namespace {
-
 namespace fs = std::filesystem;
 
 // "WxH", each 16..16384: the frame size goes to Xvfb and the renderer as is.
@@ -129,9 +128,10 @@ private:
             need_program("Xvfb", "xvfb");
         }
         if (o_.ranks > 1) need_program("mpirun", "openmpi-bin");
-        // Slabs, plus each stager's read-ahead of three steps.
+        // Slabs (value and age buffers, ghost planes included), plus each stager's read-ahead of three steps.
         const double step = static_cast<double>(dims_.count()) * 4;
-        const double needed = (o_.head_to_head ? 1.25 : 1.0) * step * (1.0 + 1.0 / depth_ + 3.0);
+        const double needed =
+            (o_.head_to_head ? 1.25 : 1.0) * step * ((1.0 + 1.0 / depth_) * kDefaultBuffers * 1.25 + 3.0);
         struct statvfs fs_info {};
         if (::statvfs("/dev/shm", &fs_info) == 0) {
             const double free_bytes = static_cast<double>(fs_info.f_bavail) * fs_info.f_frsize;
@@ -234,8 +234,8 @@ private:
         }
         for (const std::string& a : {std::string("--save"), o_.out + "/frames/frame_%05d.png", std::string("--save-new-only"),
                                      std::string("--stop-file"), stop_file(), std::string("--size"), size_,
-                                     std::string("--range"), range_})
-            argv.push_back(a);
+                                     std::string("--range"), range_, std::string(o_.show_holes ? "--show-holes" : "")})
+            if (!a.empty()) argv.push_back(a);
         renderer_ = ChildProcess::start(argv, log("render"), env);
         spdlog::info("demo: rendering with pvbatch ({} rank(s)) on its own Xvfb :{}, frames into {}/frames",
                      o_.ranks, display_, o_.out);
@@ -388,6 +388,7 @@ void register_demo(CLI::App& root, RoleMain& run) {
     c->add_flag("--headless", o->headless, "pvbatch under a private Xvfb even when a display is there");
     c->add_option("--out", o->out, "folder for frames, video and logs")->capture_default_str();
     c->add_flag("--keep-shm", o->keep_shm, "leave the slabs in /dev/shm at the end");
+    c->add_flag("--show-holes", o->show_holes, "colour the values a step lost (shown from an earlier step)");
     // It uses ports base .. base + 564 (data, syncs and stagers of both sides).
     c->add_option("--base-port", o->base_port, "first of the UDP ports used on 127.0.0.1")
         ->check(CLI::Range(1, 64900))

@@ -25,6 +25,7 @@ struct DemoOptions {
     double step_interval = 3;
     bool headless = false;
     bool keep_shm = false;
+    bool show_holes = false;  // colour values lost in their step (filled from an earlier one)
     int base_port = 47000;
     std::string build_dir;  // where the plugin, render script and datagen are
 };

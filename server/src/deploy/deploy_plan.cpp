@@ -1,5 +1,9 @@
 #include "deploy/deploy_plan.h"
 
+#include "slabcast/descriptor.h"
+#include "slabcast/slab_file.h"
+#include "slabcast/units.h"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -44,7 +48,24 @@ Argv receive_command(const Deployment&, const PlanVolume& v, const PlanHost& r,
         for (int k : r.streams) add(argv, "--allow", fmt::format("{}={}", k, sender_of.at(k)));
     if (!r.cpus.empty()) add(argv, "--cpus", r.cpus);
     if (!r.shm_dir.empty()) add(argv, "--shm-dir", r.shm_dir);
+    if (r.buffers) add(argv, "--buffers", std::to_string(r.buffers));
     return argv;
+}
+
+// What a receiver host keeps in /dev/shm: each slab's value and age buffers
+// (docs/shared-memory.md), so that its memory is planned, not discovered.
+std::string receive_note(const PlanVolume& v, const PlanHost& r) {
+    const int buffers = r.buffers ? r.buffers : kDefaultBuffers;
+    std::uint64_t total = 0;
+    for (int k : r.streams) {
+        const SlabGeometry g = slab_geometry(v.dims, v.slab_depth, k, 1);
+        SlabLayout layout;
+        slab_layout(static_cast<std::uint64_t>(v.dims.plane()) * static_cast<std::uint64_t>(g.stored_planes()), buffers,
+                    layout);
+        total += layout.file_bytes;
+    }
+    return fmt::format("{} slab(s) of {} x {} buffers: {} in {}", r.streams.size(), v.name, buffers,
+                       format_bytes(total), r.shm_dir.empty() ? kDefaultShmDir : r.shm_dir);
 }
 
 Argv stage_command(const Deployment& d, const PlanVolume& v, const PlanHost& s) {
@@ -99,14 +120,16 @@ std::vector<RoleCommand> plan_roles(const Deployment& d) {
     }
     for (std::size_t i = 0; i < d.volumes.size(); ++i)
         for (const PlanHost& r : d.volumes[i].receivers)
-            out.push_back({r.name, "receive", d.volumes[i].name, -1, receive_command(d, d.volumes[i], r, sender_of[i])});
+            out.push_back({r.name, "receive", d.volumes[i].name, -1, receive_command(d, d.volumes[i], r, sender_of[i]),
+                           receive_note(d.volumes[i], r)});
     for (std::size_t i = 0; i < d.volumes.size(); ++i)
         for (const PlanHost& s : d.volumes[i].senders) {
-            out.push_back({s.name, "stage", d.volumes[i].name, -1, stage_command(d, d.volumes[i], s)});
+            out.push_back({s.name, "stage", d.volumes[i].name, -1, stage_command(d, d.volumes[i], s), ""});
             for (int k : s.streams)
-                out.push_back({s.name, "shuffle", d.volumes[i].name, k, shuffle_command(d, d.volumes[i], s, k, receiver_of[i])});
+                out.push_back(
+                    {s.name, "shuffle", d.volumes[i].name, k, shuffle_command(d, d.volumes[i], s, k, receiver_of[i]), ""});
         }
-    out.push_back({d.controller.host, "control", "", -1, control_command(d)});
+    out.push_back({d.controller.host, "control", "", -1, control_command(d), ""});
     return out;
 }
 
@@ -119,6 +142,7 @@ std::string plan_commands(const std::string& json_text, const std::string& confi
         const std::string section = "# " + c.host + ": " + section_of(c.role) + "\n";
         if (only_host.empty() && section != last_section) out += section;
         last_section = section;
+        if (!c.note.empty()) out += "# " + c.note + "\n";
         out += fmt::format("{}\n", fmt::join(c.argv, " "));
     }
     if (!printed) throw std::runtime_error(config_name + ": no host named '" + only_host + "'");

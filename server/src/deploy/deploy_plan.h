@@ -20,8 +20,9 @@ struct PlanHost {
     std::string address;        // senders: where they send from and take syncs on; receivers: where they listen
     std::string streams_text;   // as written, "0-1,4"
     std::vector<int> streams;   // spelled out
-    // Receivers only, empty for the role's default:
+    // Receivers only, empty (0) for the role's default:
     std::string cpus, shm_dir;
+    int buffers = 0;            // value buffers per slab (receive --buffers)
     // Senders only:
     std::string staging = "/dev/shm/slabcast-staging";
     std::string budget;         // empty: stage's default
@@ -70,6 +71,7 @@ struct RoleCommand {
     std::string volume;  // the volume it serves; empty for "control"
     int stream = -1;     // a shuffler's stream
     std::vector<std::string> argv;  // argv[0] is "slabcast"
+    std::string note;    // printed above the command as a comment: what it will hold (receivers)
 };
 
 // The deployment file's text -> a deployment whose every stream has one

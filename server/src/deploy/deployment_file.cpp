@@ -4,6 +4,7 @@
 #include "deploy/deploy_plan.h"
 
 #include "slabcast/json_file.h"
+#include "slabcast/slab_file.h"
 #include "slabcast/units.h"
 
 #include <fmt/format.h>
@@ -100,6 +101,10 @@ private:
             }
             host.cpus = word_or(h, "cpus", "", where);
             host.shm_dir = word_or(h, "shm_dir", "", where);
+            host.buffers = field_or<int>(h, "buffers", 0, where);
+            if (h.contains("buffers") && (host.buffers < kMinBuffers || host.buffers > kMaxBuffers))
+                throw std::runtime_error(where + ": \"buffers\" must be " + std::to_string(kMinBuffers) + ".." +
+                                         std::to_string(kMaxBuffers));
             host.staging = word_or(h, "staging", host.staging, where);
             host.budget = word_or(h, "budget", "", where);
             host.rate = word_or(h, "rate", "", where);

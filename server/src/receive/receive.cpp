@@ -10,6 +10,7 @@
 #include "host/stop_signal.h"
 #include "host/udp.h"
 #include "receive/receive_stream.h"
+#include "receive/stream_allowlist.h"
 #include "receive/slab_directory.h"
 #include "receive/stream_watch.h"
 
@@ -48,6 +49,8 @@ struct ReceiveOptions {
     int rcvbuf_mb = 64;
     int batch = 64;
     int stale_window_ms = 250;
+    int step_timeout_ms = 500;
+    int buffers = kDefaultBuffers;
     bool gro = true;
     std::string stats_json;
 };
@@ -72,26 +75,6 @@ std::vector<int> choose_cpus(const ReceiveOptions& o, const std::string& nic, co
     spdlog::info("receive: NIC {} has no NUMA node ({}): stream threads on every allowed CPU",
                  nic.empty() ? "?" : nic, nic.empty() ? "no interface holds " + address : "virtual, or one node");
     return allowed_cpus();
-}
-
-// --allow CIDR[,CIDR...] for every stream, --allow K=CIDR[,...] for stream K.
-void apply_allowlist(const std::vector<std::string>& items, const std::map<int, Stream*>& by_slab) {
-    for (const std::string& item : items) {
-        const auto eq = item.find('=');
-        if (eq == std::string::npos) {
-            for (auto& [slab, s] : by_slab) s->allowed.add_list(item);
-            continue;
-        }
-        const int slab = parse_index_list(item.substr(0, eq), kMaxAxis - 1, "--allow stream")[0];
-        if (!by_slab.count(slab)) throw std::invalid_argument("--allow '" + item + "': no --stream for slab " +
-                                                              std::to_string(slab));
-        by_slab.at(slab)->allowed.add_list(item.substr(eq + 1));
-    }
-    for (auto& [slab, s] : by_slab)
-        if (s->allowed.empty())
-            spdlog::warn("stream {}: no --allow list: any host that can reach the port can write into the slab", slab);
-        else
-            spdlog::info("stream {}: accepting packets from {}", slab, s->allowed.to_string());
 }
 
 class Receiver {
@@ -157,13 +140,35 @@ private:
     // Allocate, place and pre-fault every slab, and open every socket, before
     // any data can arrive.
     void allocate_slabs() {
-        require_room_for_slabs(o_.shm_dir, mine_);
+        require_room_for_slabs(o_.shm_dir, mine_, o_.buffers);
+        state_memory();
         for (std::size_t i = 0; i < streams_.size(); ++i) open_stream(*streams_[i], cpus_[i % cpus_.size()]);
-        // Seamless slabs: the top plane of slab k is also slab k+1's ghost plane.
+        // Seamless slabs: the top plane of slab k is also slab k+1's ghost
+        // plane, handed over when slab k publishes a step (for senders that
+        // send owned planes only).
         if (o_.ghost_planes == 1)
             for (auto& [slab, s] : by_slab_)
-                if (auto next = by_slab_.find(slab + 1); next != by_slab_.end())
-                    s->receiver->mirror_top_plane_to(next->second->slab.values_rw());
+                if (auto next = by_slab_.find(slab + 1); next != by_slab_.end()) {
+                    s->receiver->hand_top_plane_to(&next->second->receiver->ghost_handoff());
+                    next->second->receiver->expect_ghost_handoff();
+                }
+    }
+
+    // What the slabs take: K value buffers and K age buffers each (a reader
+    // shows one step while the next is written; docs/shared-memory.md).
+    void state_memory() const {
+        std::uint64_t total = 0, largest = 0;
+        for (const auto& s : streams_) {
+            const SlabGeometry g = slab_geometry(dims_, o_.slab_depth, s->spec.slab, o_.ghost_planes);
+            SlabLayout layout;
+            slab_layout(static_cast<std::uint64_t>(dims_.plane()) * static_cast<std::uint64_t>(g.stored_planes()),
+                        o_.buffers, layout);
+            total += layout.file_bytes;
+            largest = std::max(largest, layout.file_bytes);
+        }
+        spdlog::info("receive: {} buffers per slab (one shown, one written, the rest for readers still holding "
+                     "a step): {} per slab, {} for {} slab(s) in {}",
+                     o_.buffers, format_bytes(largest), format_bytes(total), streams_.size(), o_.shm_dir);
     }
 
     void open_stream(Stream& s, int cpu) {
@@ -171,12 +176,14 @@ private:
         s.node = numa_node_of(s.cpu);
         const SlabGeometry g = slab_geometry(dims_, o_.slab_depth, s.spec.slab, o_.ghost_planes);
         const std::string path = slab_file_path(o_.shm_dir, o_.name, s.spec.slab);
-        s.slab = SlabMapping::create(path, dims_, o_.slab_depth, g, o_.field);
+        s.slab = SlabMapping::create(path, dims_, o_.slab_depth, g, o_.field, o_.buffers);
+        // Every value and age buffer, all past the header page.
+        const std::uint64_t buffer_bytes = s.slab.layout().file_bytes - kSlabHeaderBytes;
         try {
-            bind_and_prefault(s.slab.values_rw(), s.slab.data_bytes(), s.node, s.slab.fd(), kSlabHeaderBytes);
+            bind_and_prefault(s.slab.values_rw(0), buffer_bytes, s.node, s.slab.fd(), kSlabHeaderBytes);
         } catch (const std::exception& e) {
-            throw std::runtime_error(path + ": " + format_bytes(s.slab.data_bytes()) + " of values: " + e.what() +
-                                     "; " + o_.shm_dir + " has " + format_bytes(free_bytes(o_.shm_dir)) + " free");
+            throw std::runtime_error(path + ": " + format_bytes(buffer_bytes) + " of buffers: " + e.what() + "; " +
+                                     o_.shm_dir + " has " + format_bytes(free_bytes(o_.shm_dir)) + " free");
         }
         s.socket = Socket(open_udp_socket(listen_.addr.ss_family));
         raise_buffer(s.socket.fd(), true, o_.rcvbuf_mb << 20, "receive");
@@ -191,20 +198,31 @@ private:
         StreamCounters* counters = &s.counters;
         s.receiver = std::make_unique<SlabReceiver>(
             s.spec.slab, s.slab, [this, counters](const StepReport& r) { step_finished(*counters, r); },
-            static_cast<std::int64_t>(o_.stale_window_ms) * 1'000'000);
+            static_cast<std::int64_t>(o_.stale_window_ms) * 1'000'000,
+            static_cast<std::int64_t>(o_.step_timeout_ms) * 1'000'000);
     }
 
     void step_finished(StreamCounters& counters, const StepReport& r) {
+        if (r.dropped) {
+            ++counters.steps_dropped;
+            spdlog::warn("stream {} step {}: dropped, {} packets not written: {}", r.stream, r.step, r.packets,
+                         r.dropped_because);
+            status_.event({{"kind", "step_dropped"}, {"stream", r.stream}, {"step", r.step}, {"packets", r.packets},
+                           {"reason", r.dropped_because}});
+            return;
+        }
         counters.finished_expected += r.expected;
         counters.finished_records += r.records;
         ++counters.steps_finished;
-        spdlog::info("stream {} step {}: {} of {} records, loss {:.3f}%, {} duplicates, {} rejected, {} stale{}",
+        spdlog::info("stream {} step {}: {} of {} records, loss {:.3f}%, {} duplicates, {} rejected, {} stale, "
+                     "published in buffer {}{}",
                      r.stream, r.step, r.records, r.expected, r.loss_percent(), r.duplicates, r.rejected, r.stale,
-                     r.complete ? "" : " (incomplete)");
+                     r.buffer, r.complete ? "" : fmt::format(" ({} holes filled from an older step)", r.holes));
         status_.event({{"kind", "step"},       {"stream", r.stream},       {"step", r.step},
                        {"records", r.records}, {"expected", r.expected},   {"ghost_records", r.ghost_records},
                        {"duplicates", r.duplicates}, {"rejected", r.rejected}, {"stale", r.stale},
-                       {"packets", r.packets}, {"complete", r.complete},  {"loss_percent", r.loss_percent()}});
+                       {"packets", r.packets}, {"complete", r.complete},  {"loss_percent", r.loss_percent()},
+                       {"holes", r.holes},     {"buffer", r.buffer}});
     }
 
     // NAME.slabcast lists this receiver's slabs and those of the others that
@@ -226,7 +244,8 @@ private:
     // Once a second: the figures of every stream, summed and each, and the
     // streams that went quiet or came back.
     nlohmann::json snapshot() {
-        std::uint64_t bytes = 0, packets = 0, rejected = 0, stale = 0, dups = 0, fexp = 0, frec = 0, foreign = 0;
+        std::uint64_t bytes = 0, packets = 0, rejected = 0, stale = 0, dups = 0, fexp = 0, frec = 0, foreign = 0,
+                      dropped = 0;
         nlohmann::json per_stream = nlohmann::json::array();
         std::int64_t step = -1;
         double progress = 0;
@@ -247,7 +266,10 @@ private:
             per_stream.push_back({{"stream", s->spec.slab}, {"step", live.step.load()}, {"progress", p},
                                   {"packets", live.packets.load()}, {"foreign", live.foreign.load()},
                                   {"last_step", live.last_step.load()},
-                                  {"last_step_loss_percent", live.last_step_loss_ppm.load() / 1e4}});
+                                  {"last_step_loss_percent", live.last_step_loss_ppm.load() / 1e4},
+                                  {"publications", live.publications.load()},
+                                  {"dropped_steps", live.dropped_steps.load()}});
+            dropped += live.dropped_steps.load();
         }
         for (auto& s : streams_)
             samples.push_back({s->spec.slab, s->slab.header().live.packets.load(), s->slab.header().live.generation.load()});
@@ -257,12 +279,15 @@ private:
         const double loss = fexp ? 100.0 * static_cast<double>(fexp - frec) / static_cast<double>(fexp) : 0.0;
         return nlohmann::json{
             {"line", fmt::format("receive: {:.2f} Gbit/s, {} packets, loss {:.3f}%, step {} ({:.0f}% placed), "
-                                 "rejected {}, stale {}, duplicates {}{}{}",
+                                 "rejected {}, stale {}, duplicates {}{}{}{}",
                                  gbps, packets, loss, step, 100 * progress, rejected, stale, dups,
                                  foreign ? fmt::format(", foreign {}", foreign) : std::string(),
+                                 dropped ? fmt::format(", {} step(s) dropped (readers held every buffer)", dropped)
+                                         : std::string(),
                                  missing.empty() ? std::string() : fmt::format(", MISSING streams {}", fmt::join(missing, ",")))},
             {"missing", missing}, {"gbps", gbps}, {"packets", packets}, {"loss_percent", loss}, {"step", step}, {"rejected", rejected},
-            {"stale", stale}, {"duplicates", dups}, {"foreign", foreign}, {"streams", per_stream}};
+            {"stale", stale}, {"duplicates", dups}, {"foreign", foreign}, {"dropped_steps", dropped},
+            {"streams", per_stream}};
     }
 
     void report_watch(const StreamWatch::Changes& changes) {
@@ -343,6 +368,15 @@ void register_receive(CLI::App& root, RoleMain& run) {
     c->add_option("--stale-window-ms", o->stale_window_ms,
                   "packets of a step replaced less than this ago are stale (late); older ones restart it")
         ->check(CLI::Range(0, 60000))
+        ->capture_default_str();
+    c->add_option("--buffers", o->buffers,
+                  "value buffers per slab: the newest step, the one being written, and one for each reader that "
+                  "may still hold an older step (3: one renderer); memory: buffers x 1.25 x the slab")
+        ->check(CLI::Range(kMinBuffers, kMaxBuffers))
+        ->capture_default_str();
+    c->add_option("--step-timeout", o->step_timeout_ms,
+                  "ms without a packet of the step being written after which it is published as it is")
+        ->check(CLI::Range(1, 600000))
         ->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
     c->callback([o, &run] { run = [o] { return Receiver(*o).run(); }; });

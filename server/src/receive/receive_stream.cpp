@@ -47,6 +47,7 @@ void receive_loop(Stream& s, int batch, bool gro) {
             spdlog::error("stream {}: recvmmsg: {}", s.spec.slab, std::strerror(errno));
             break;
         }
+        s.receiver->tick(now ? now : monotonic_ns());  // step timeout, ghost plane handed over
         if (bytes == 0) continue;
         s.receiver->publish();
         live.foreign.store(receiver.foreign(), std::memory_order_relaxed);

@@ -30,6 +30,7 @@ struct StreamCounters {
     std::atomic<std::uint64_t> finished_expected{0};
     std::atomic<std::uint64_t> finished_records{0};
     std::atomic<std::uint64_t> steps_finished{0};
+    std::atomic<std::uint64_t> steps_dropped{0};
 };
 
 struct Stream {

@@ -21,24 +21,27 @@ bool lists(const Descriptor& d, int index) {
 }  // namespace
 
 // (Sizes are within kMaxAxis, checked by parse_dims: no sum below can wrap.)
-void require_room_for_slabs(const std::string& dir, const Descriptor& mine) {
+void require_room_for_slabs(const std::string& dir, const Descriptor& mine, int buffers) {
     std::uint64_t need = 0;
     for (const SlabEntry& e : mine.slabs) {
         const SlabGeometry g = slab_geometry(mine.dims, mine.slab_depth, e.index, mine.ghost_planes);
-        const std::uint64_t bytes = kSlabHeaderBytes + static_cast<std::uint64_t>(mine.dims.plane()) *
-                                                           static_cast<std::uint64_t>(g.stored_planes()) * sizeof(float);
+        SlabLayout layout;
+        slab_layout(static_cast<std::uint64_t>(mine.dims.plane()) * static_cast<std::uint64_t>(g.stored_planes()),
+                    buffers, layout);
+        const std::uint64_t bytes = layout.file_bytes;
         // A slab of this very shape already there (a restart re-attaches to it)
         // holds the pages it has. One of another shape is replaced by a new
         // file, and its pages stay taken while a renderer maps it.
         struct stat st {};
         const std::string path = slab_file_path(dir, mine.name, e.index);
-        const bool held = slab_file_matches(path, mine.dims, mine.slab_depth, g, mine.field) && ::stat(path.c_str(), &st) == 0;
+        const bool held =
+            slab_file_matches(path, mine.dims, mine.slab_depth, g, mine.field, buffers) && ::stat(path.c_str(), &st) == 0;
         const std::uint64_t allocated = held ? static_cast<std::uint64_t>(st.st_blocks) * 512 : 0;
         need += bytes - std::min(bytes, allocated);
     }
     require_free_space(dir, need,
-                       fmt::format("the slabs ({} of {}, depth {})", mine.slabs.size(), to_string(mine.dims),
-                                   mine.slab_depth));
+                       fmt::format("the slabs ({} of {}, depth {}, {} buffers)", mine.slabs.size(),
+                                   to_string(mine.dims), mine.slab_depth, buffers));
 }
 
 void merge_existing(const std::string& dir, const std::string& path, Descriptor& mine) {

@@ -14,8 +14,9 @@ namespace slabcast {
 
 // Throws std::runtime_error("DIR has X free, the slabs (...) need Y") when the
 // slabs of `mine` that are not already there, of this very shape, do not fit
-// in `dir`: pre-faulting a slab in a full tmpfs ended the receiver in SIGBUS.
-void require_room_for_slabs(const std::string& dir, const Descriptor& mine);
+// in `dir` with `buffers` value buffers each: pre-faulting a slab in a full
+// tmpfs ended the receiver in SIGBUS.
+void require_room_for_slabs(const std::string& dir, const Descriptor& mine, int buffers);
 
 // Adds to `mine` the slabs another receiver process on this host listed in
 // the descriptor at `path` (same volume, files still there), so several

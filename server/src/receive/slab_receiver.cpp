@@ -1,7 +1,8 @@
 #include "receive/slab_receiver.h"
 
-#include "slabcast/quad_packet.h"
 #include "slabcast/clock.h"
+#include "slabcast/publication.h"
+#include "slabcast/quad_packet.h"
 
 #include <unistd.h>
 
@@ -10,21 +11,37 @@
 
 namespace slabcast {
 
-SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished, std::int64_t stale_window_ns)
+SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished, std::int64_t stale_window_ns,
+                           std::int64_t step_timeout_ns)
     : stream_(stream),
+      slab_(slab),
       live_(slab.header_rw().live),
       dims_(slab.dims()),
       geometry_(slab.geometry()),
-      values_(slab.values_rw()),
+      owned_begin_(dims_.plane() * (geometry_.z_begin - geometry_.stored_z_begin)),
+      ghost_values_(static_cast<std::uint64_t>(owned_begin_)),
+      ghost_from_(std::make_unique<GhostHandoff>(static_cast<std::size_t>(dims_.plane()))),
       on_finished_(std::move(on_finished)),
-      seen_((slab.value_count() + 63) / 64, 0),
-      stale_window_ns_(stale_window_ns) {
+      holes_(slab.value_count(), slab.buffers()),
+      stale_window_ns_(stale_window_ns),
+      step_timeout_ns_(step_timeout_ns) {
     current_.stream = stream;
     current_.expected = static_cast<std::uint64_t>(dims_.plane()) * geometry_.owned_planes();
     live_.step_expected.store(current_.expected);
     live_.writer_pid.store(::getpid());
-    // A re-attached slab keeps its values and step numbers; the traffic
-    // counters are this receiver's own and start from zero.
+    live_.writing_buffer.store(-1);
+    // A re-attached slab keeps its values, its publications and step numbers;
+    // what its age buffers hold is unknown, and the traffic counters are this
+    // receiver's own and start from zero.
+    std::uint64_t newest = 0;
+    const SlabHeader& h = slab.header();
+    for (int b = 0; b < slab.buffers(); ++b) {
+        const std::uint64_t seq = h.publication[b].seq.load();
+        if (seq != 0 && !(seq & 1) && h.publication[b].number.load() > newest) {
+            newest = h.publication[b].number.load();
+            previous_ = b;
+        }
+    }
     publish();
 }
 
@@ -110,7 +127,7 @@ PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t lengt
         ++current_.rejected;
         return PacketVerdict::Rejected;
     }
-    if (h.batch != current_.step) {
+    if (h.batch != current_.step || !active_) {
         // A step the controller comes back to starts again with its first
         // packet; any other packet of a step replaced moments ago is late.
         if (is_stale(h.batch, now_ns) && !starts_slab(packet)) {
@@ -118,7 +135,19 @@ PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t lengt
             ++current_.stale;
             return PacketVerdict::Stale;
         }
+        // A late packet of the step just published starts nothing either.
+        if (h.batch == current_.step && !starts_slab(packet)) {
+            ++total_stale_;
+            ++current_.stale;
+            return PacketVerdict::Stale;
+        }
         begin_step(h.batch, now_ns);
+    }
+    last_packet_ns_ = now_ns;
+    if (writing_ < 0) {  // every buffer was in use when the step began
+        ++current_.packets;
+        live_.dropped_packets.fetch_add(1, std::memory_order_relaxed);
+        return PacketVerdict::Dropped;
     }
     ++total_packets_;
     ++current_.packets;
@@ -128,8 +157,20 @@ PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t lengt
         store_run(packet, h.n, slab_offset(dims_, geometry_, first.x, first.y, first.z));
     }
     else store_scattered(packet, h.n);
-    if (active_ && current_.records == current_.expected) end_step(true);
+    if (ready_to_publish()) end_step(true);
     return PacketVerdict::Stored;
+}
+
+bool SlabReceiver::ready_to_publish() const {
+    // Whole, ghost plane included when the previous slab hands it over.
+    return active_ && current_.records == current_.expected &&
+           (!expect_ghost_ || ghost_complete() || ghost_from_->has(current_.step));
+}
+
+void SlabReceiver::tick(std::int64_t now_ns) {
+    if (!active_) return;
+    if (ready_to_publish()) end_step(true);
+    else if (now_ns - last_packet_ns_ > step_timeout_ns_) end_step(current_.records == current_.expected);
 }
 
 void SlabReceiver::count(std::uint64_t fresh, std::uint64_t fresh_ghost, std::uint64_t dups) {
@@ -141,37 +182,16 @@ void SlabReceiver::count(std::uint64_t fresh, std::uint64_t fresh_ghost, std::ui
 
 void SlabReceiver::store_scattered(const std::uint8_t* packet, int n) {
     const std::int64_t owned_from = geometry_.z_begin;
-    const std::int64_t top_plane = geometry_.z_end - 1;
     std::uint64_t fresh = 0, fresh_ghost = 0, dups = 0;
     for (int i = 0; i < n; ++i) {
         const quad::Record r = quad::read_record(packet, i);
         const std::int64_t at = slab_offset(dims_, geometry_, r.x, r.y, r.z);
-        std::uint64_t& word = seen_[static_cast<std::size_t>(at) >> 6];
-        const std::uint64_t bit = std::uint64_t{1} << (at & 63);
-        const bool owned = r.z >= owned_from;
-        if (word & bit) ++dups;
-        else if (owned) ++fresh;
+        if (holes_.mark(at)) ++dups;
+        else if (r.z >= owned_from) ++fresh;
         else ++fresh_ghost;
-        word |= bit;
         values_[at] = r.v;
-        if (mirror_ && r.z == top_plane) mirror_[r.y * dims_.nx + r.x] = r.v;
     }
     count(fresh, fresh_ghost, dups);
-}
-
-// Marks offsets [begin, end) as seen; returns how many already were.
-std::uint64_t SlabReceiver::mark_seen(std::int64_t begin, std::int64_t end) {
-    std::uint64_t already = 0;
-    while (begin < end) {
-        const std::int64_t word_end = std::min(end, (begin | 63) + 1);
-        const int width = static_cast<int>(word_end - begin);
-        const std::uint64_t mask = (width == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << width) - 1)) << (begin & 63);
-        std::uint64_t& word = seen_[static_cast<std::size_t>(begin) >> 6];
-        already += static_cast<std::uint64_t>(__builtin_popcountll(word & mask));
-        word |= mask;
-        begin = word_end;
-    }
-    return already;
 }
 
 void SlabReceiver::store_run(const std::uint8_t* packet, int n, std::int64_t first) {
@@ -180,23 +200,16 @@ void SlabReceiver::store_run(const std::uint8_t* packet, int n, std::int64_t fir
     for (int i = 0; i < n; ++i) std::memcpy(out + i, v + quad::kRecordBytes * static_cast<std::size_t>(i), 4);
     const std::int64_t end = first + n;
     // Ghost planes come first in the slab, then the owned ones.
-    const std::int64_t owned_begin = dims_.plane() * (geometry_.z_begin - geometry_.stored_z_begin);
-    const std::int64_t split = std::clamp(owned_begin, first, end);
-    const std::uint64_t ghost_dups = mark_seen(first, split);
-    const std::uint64_t owned_dups = mark_seen(split, end);
+    const std::int64_t split = std::clamp(owned_begin_, first, end);
+    const std::uint64_t ghost_dups = holes_.mark_range(first, split);
+    const std::uint64_t owned_dups = holes_.mark_range(split, end);
     count(static_cast<std::uint64_t>(end - split) - owned_dups, static_cast<std::uint64_t>(split - first) - ghost_dups,
           ghost_dups + owned_dups);
-    if (mirror_) {
-        const std::int64_t top_begin = dims_.plane() * (geometry_.z_end - 1 - geometry_.stored_z_begin);
-        const std::int64_t from = std::max(first, top_begin);
-        if (from < end)
-            std::memcpy(mirror_ + (from - top_begin), values_ + from, static_cast<std::size_t>(end - from) * sizeof(float));
-    }
 }
 
 void SlabReceiver::begin_step(std::int64_t step, std::int64_t now_ns) {
     if (active_) end_step(false);
-    if (current_.step >= 0) {
+    if (current_.step >= 0 && current_.step != step) {
         replaced_[replaced_next_] = Replaced{current_.step, now_ns};
         replaced_next_ = (replaced_next_ + 1) % replaced_.size();
     }
@@ -205,8 +218,15 @@ void SlabReceiver::begin_step(std::int64_t step, std::int64_t now_ns) {
     current_.stream = stream_;
     current_.step = step;
     current_.expected = expected;
-    std::fill(seen_.begin(), seen_.end(), 0);
+    holes_.reset();
+    // A buffer no reader pins, never the one on screen; none: the step is
+    // dropped, counted, and the sockets keep draining.
+    writing_ = take_buffer(slab_, &current_.dropped_because);
+    current_.dropped = writing_ < 0;
+    values_ = writing_ >= 0 ? slab_.values_rw(writing_) : nullptr;
+    if (current_.dropped) live_.dropped_steps.fetch_add(1);
     active_ = true;
+    last_packet_ns_ = now_ns;
     live_.step.store(step);
     live_.generation.fetch_add(1);
     publish();
@@ -214,16 +234,50 @@ void SlabReceiver::begin_step(std::int64_t step, std::int64_t now_ns) {
 
 void SlabReceiver::end_step(bool complete) {
     active_ = false;
-    current_.complete = complete;
-    finished_expected_ += current_.expected;
-    finished_records_ += current_.records;
-    live_.last_step_records.store(current_.records);
-    live_.last_step_loss_ppm.store(static_cast<std::uint32_t>(current_.loss_percent() * 1e4));
-    live_.last_step_complete.store(complete ? 1 : 0);
-    live_.last_step.store(current_.step);
+    current_.complete = complete && !current_.dropped;
+    if (!current_.dropped) publish_step();
+    if (!current_.dropped) {
+        // The last finished step is the last published one: a dropped step
+        // is counted in dropped_steps, not reported as a step that lost all.
+        finished_expected_ += current_.expected;
+        finished_records_ += current_.records;
+        live_.last_step_records.store(current_.records);
+        live_.last_step_loss_ppm.store(static_cast<std::uint32_t>(current_.loss_percent() * 1e4));
+        live_.last_step_complete.store(current_.complete ? 1 : 0);
+        live_.last_step.store(current_.step);
+    }
     live_.generation.fetch_add(1);
     publish();
     if (on_finished_) on_finished_(current_);
+}
+
+// Fills the holes, publishes the buffer, and hands the top plane on.
+void SlabReceiver::publish_step() {
+    const int w = writing_;
+    float* values = slab_.values_rw(w);
+    std::uint8_t* ages = slab_.ages_rw(w);
+    const bool first = previous_ < 0;
+    current_.holes = holes_.fill(w, values, ages, first ? nullptr : slab_.values(previous_),
+                                 first ? nullptr : slab_.ages(previous_), owned_begin_);
+    if (expect_ghost_ && !ghost_complete()) {
+        // The ghost plane this stream did not carry: the previous slab's
+        // publication of the same step, with its ages, over the older values
+        // just filled in (its chunks are marked aged by fill()).
+        const std::int64_t ghost_plane = owned_begin_ - dims_.plane();
+        ghost_from_->take(current_.step, values + ghost_plane, ages + ghost_plane, [&](std::size_t i) {
+            return !holes_.arrived(ghost_plane + static_cast<std::int64_t>(i));
+        });
+    }
+    publish_buffer(slab_, w, PublishInfo{current_.step, current_.records, current_.expected, current_.holes,
+                                         current_.records == current_.expected});
+    current_.buffer = w;
+    previous_ = w;
+    writing_ = -1;
+    values_ = nullptr;
+    if (hand_to_) {
+        const std::int64_t top = dims_.plane() * (geometry_.z_end - 1 - geometry_.stored_z_begin);
+        hand_to_->give(current_.step, values + top, ages + top);
+    }
 }
 
 void SlabReceiver::finish_current() {

@@ -3,7 +3,17 @@
 // the per-step accounting (distinct records, duplicates, loss). Nothing outside
 // the slab is ever written: a packet with any coordinate outside the stream's
 // stored planes is rejected whole before a single value is stored.
+//
+// Each step goes into a buffer of its own that no reader pins, and is published
+// whole when it ends: all of its records placed, the next step begun, or the
+// step timeout passed with nothing of it (docs/shared-memory.md, "Buffers and
+// publication"). What it lost is filled from the step before and aged. When
+// readers pin every buffer the step is dropped and counted; the receiver never
+// waits for a reader.
 #pragma once
+
+#include "receive/ghost_handoff.h"
+#include "receive/step_holes.h"
 
 #include "slabcast/slab_file.h"
 #include "slabcast/volume.h"
@@ -12,7 +22,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <vector>
+#include <memory>
+#include <string>
 
 namespace slabcast {
 
@@ -26,13 +37,17 @@ struct StepReport {
     std::uint64_t packets = 0;
     std::uint64_t rejected = 0;  // during this step, any step
     std::uint64_t stale = 0;     // during this step
+    std::uint64_t holes = 0;     // owned values filled from an older step at publication
+    int buffer = -1;             // the buffer it was published in
     bool complete = false;
+    bool dropped = false;        // not written: every buffer was in use
+    std::string dropped_because;
     double loss_percent() const {
         return expected ? 100.0 * static_cast<double>(expected - records) / static_cast<double>(expected) : 0.0;
     }
 };
 
-enum class PacketVerdict { Stored, Rejected, Stale };
+enum class PacketVerdict { Stored, Rejected, Stale, Dropped };
 
 class SlabReceiver {
 public:
@@ -41,21 +56,28 @@ public:
     // A packet of a step that another step replaced less than `stale_window_ns`
     // ago is stale: it was late. A step number seen before means the sender
     // came back to it (a controller looping over the steps) when it comes past
-    // the window, or within it with the packet that starts the slab.
+    // the window, or within it with the packet that starts the slab. A step
+    // with no packet for `step_timeout_ns` is published as it is.
     SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished,
-                 std::int64_t stale_window_ns = 250'000'000);
+                 std::int64_t stale_window_ns = 250'000'000, std::int64_t step_timeout_ns = 500'000'000);
 
     // `now_ns`: monotonic time of arrival (one clock read per receive batch).
     PacketVerdict handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns);
     // Called after a batch of packets: publishes counters to the slab header.
     void publish();
-    // Reports the step in progress, if any (shutdown).
+    // Called at least every 100 ms: ends a step whose timeout passed, or whose
+    // ghost plane from the neighbour has come.
+    void tick(std::int64_t now_ns);
+    // Ends the step in progress, if any (shutdown).
     void finish_current();
 
-    // Also write the top owned plane into a neighbour slab's ghost plane (the
-    // neighbour is on this host): seamless slabs even from a sender that sends
-    // owned planes only. `ghost_plane` points at that plane's first value.
-    void mirror_top_plane_to(float* ghost_plane) { mirror_ = ghost_plane; }
+    // Seamless slabs from a sender that sends owned planes only: when this
+    // slab publishes a step, its top owned plane goes to `next` (the next
+    // slab's receiver, on this host) for its ghost plane.
+    void hand_top_plane_to(GhostHandoff* next) { hand_to_ = next; }
+    // This slab's ghost plane may come from the previous slab's receiver.
+    GhostHandoff& ghost_handoff() { return *ghost_from_; }
+    void expect_ghost_handoff() { expect_ghost_ = true; }
 
     const StepReport& current() const { return current_; }
     std::uint64_t total_packets() const { return total_packets_; }
@@ -63,31 +85,43 @@ public:
     std::uint64_t total_stale() const { return total_stale_; }
     std::uint64_t finished_expected() const { return finished_expected_; }
     std::uint64_t finished_records() const { return finished_records_; }
+    const StepHoles& holes() const { return holes_; }
 
 private:
     bool inside(const std::uint8_t* packet, int n) const;
     bool is_scan_run(const std::uint8_t* packet, int n) const;
     void store_run(const std::uint8_t* packet, int n, std::int64_t first);
     void store_scattered(const std::uint8_t* packet, int n);
-    std::uint64_t mark_seen(std::int64_t begin, std::int64_t end);
     void count(std::uint64_t fresh, std::uint64_t fresh_ghost, std::uint64_t dups);
     bool is_stale(std::int64_t batch, std::int64_t now_ns) const;
     bool starts_slab(const std::uint8_t* packet) const;
+    bool ghost_complete() const { return current_.ghost_records == ghost_values_; }
+    bool ready_to_publish() const;
     void begin_step(std::int64_t step, std::int64_t now_ns);
     void end_step(bool complete);
+    void publish_step();
 
     int stream_;
+    SlabMapping& slab_;
     SlabLive& live_;
     Dims dims_;
     SlabGeometry geometry_;
-    float* values_;
-    float* mirror_ = nullptr;
+    std::int64_t owned_begin_;     // offset of the first owned value (after the ghost planes)
+    std::uint64_t ghost_values_;   // stored values below the owned planes
+    float* values_ = nullptr;      // the writing buffer's values
+    int writing_ = -1;             // the buffer the step goes into, -1 none (or dropping)
+    int previous_ = -1;            // the slab's newest publication, -1 none
+    GhostHandoff* hand_to_ = nullptr;
+    std::unique_ptr<GhostHandoff> ghost_from_;
+    bool expect_ghost_ = false;
     StepFinished on_finished_;
 
-    std::vector<std::uint64_t> seen_;  // one bit per stored value, for this step
+    StepHoles holes_;
     StepReport current_;
     bool active_ = false;  // a step is in progress and not yet reported
+    std::int64_t last_packet_ns_ = 0;
     std::int64_t stale_window_ns_;
+    std::int64_t step_timeout_ns_;
     struct Replaced {
         std::int64_t step = -1;
         std::int64_t at_ns = 0;

@@ -16,16 +16,8 @@ std::vector<SlabHeader> read_slab_headers(const std::vector<SlabMappingPtr>& use
     return headers;
 }
 
-std::int64_t lowest_step(const std::vector<SlabHeader>& headers) {
-    std::int64_t step = -1;
-    for (std::size_t i = 0; i < headers.size(); ++i) {
-        const std::int64_t s = headers[i].live.step.load();
-        step = i == 0 ? s : std::min(step, s);
-    }
-    return step;
-}
-
-std::uint64_t live_signature(const std::string& descriptor_path, const std::vector<SlabMappingPtr>& used) {
+std::uint64_t live_signature(const std::string& descriptor_path, const std::vector<SlabMappingPtr>& used,
+                             LiveFollow follow) {
     std::uint64_t h = 1469598103934665603ULL;
     auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
     struct stat st {};
@@ -38,8 +30,14 @@ std::uint64_t live_signature(const std::string& descriptor_path, const std::vect
     }
     for (const auto& m : used) {
         SlabHeader header{};
-        mix(m->read_header(header) ? header.live.generation.load(std::memory_order_acquire)
-                                   : 0xc07ULL);  // cut below its header
+        if (!m->read_header(header)) {
+            mix(0xc07ULL);  // cut below its header
+        } else if (follow == LiveFollow::Publications) {
+            mix(header.live.publications.load(std::memory_order_acquire));
+        } else {
+            mix(header.live.generation.load(std::memory_order_acquire));
+            mix(header.live.writes.load(std::memory_order_acquire));
+        }
         mix(m->still_whole() ? 1 : 2);
         mix(::stat(m->path().c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0);
     }

@@ -31,9 +31,16 @@ bool data_bytes_of(std::int64_t nx, std::int64_t ny, std::int64_t planes, std::u
            !__builtin_mul_overflow(values, std::uint64_t{sizeof(float)}, &out);
 }
 
+bool round_to_page(std::uint64_t bytes, std::uint64_t& out) {
+    constexpr std::uint64_t kPage = 4096;
+    if (__builtin_add_overflow(bytes, kPage - 1, &out)) return false;
+    out &= ~(kPage - 1);
+    return true;
+}
+
 // Whether the open file `fd` is a slab of exactly this shape, `total` bytes long.
 bool file_matches(int fd, std::uint64_t total, const Dims& dims, int slab_depth, const SlabGeometry& geometry,
-                  const std::string& field) {
+                  const std::string& field, int buffers) {
     struct stat st {};
     if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != total)
         return false;
@@ -41,7 +48,7 @@ bool file_matches(int fd, std::uint64_t total, const Dims& dims, int slab_depth,
     return ::pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) && slab_header_problem(h, total).empty() &&
            h.nx == dims.nx && h.ny == dims.ny && h.nz == dims.nz && h.slab_depth == slab_depth &&
            h.slab_index == geometry.index && h.stored_z_begin == geometry.stored_z_begin && h.z_end == geometry.z_end &&
-           field == h.field;
+           field == h.field && h.buffers == static_cast<std::uint32_t>(buffers);
 }
 
 std::string plane_range(const SlabHeader& h) {
@@ -50,11 +57,27 @@ std::string plane_range(const SlabHeader& h) {
 
 }  // namespace
 
+bool slab_layout(std::uint64_t values, int buffers, SlabLayout& out) {
+    if (buffers < kMinBuffers || buffers > kMaxBuffers) return false;
+    const auto k = static_cast<std::uint64_t>(buffers);
+    std::uint64_t value_area = 0, age_area = 0, ages_end = 0;
+    SlabLayout l;
+    return !__builtin_mul_overflow(values, std::uint64_t{sizeof(float)}, &l.data_bytes) &&
+           round_to_page(l.data_bytes, l.buffer_stride) && round_to_page(values, l.age_stride) &&
+           !__builtin_mul_overflow(l.buffer_stride, k, &value_area) &&
+           !__builtin_add_overflow(std::uint64_t{kSlabHeaderBytes}, value_area, &l.ages_offset) &&
+           !__builtin_mul_overflow(l.age_stride, k, &age_area) &&
+           !__builtin_add_overflow(l.ages_offset, age_area, &ages_end) && (l.file_bytes = ages_end, out = l, true);
+}
+
 std::string slab_header_problem(const SlabHeader& h, std::uint64_t file_bytes) {
     if (std::memcmp(h.magic, kSlabMagic, sizeof kSlabMagic) != 0) return "not a slabcast slab (bad magic)";
     if (h.version != kSlabVersion)
         return "slab format version " + std::to_string(h.version) + ", this build reads version " +
-               std::to_string(kSlabVersion);
+               std::to_string(kSlabVersion) +
+               (h.version < kSlabVersion ? " (written by an older slabcast receive: restart the receiver with this "
+                                           "build)"
+                                         : " (written by a newer slabcast: use a reader of that version)");
     if (h.header_bytes != kSlabHeaderBytes) return "header size " + std::to_string(h.header_bytes) + " is not 4096";
     if (h.value_type != kValueFloat32) return "value type " + std::to_string(h.value_type) + " is not float32";
     const Dims dims{h.nx, h.ny, h.nz};
@@ -73,9 +96,20 @@ std::string slab_header_problem(const SlabHeader& h, std::uint64_t file_bytes) {
     std::uint64_t expect = 0;
     if (!data_bytes_of(h.nx, h.ny, std::int64_t{h.z_end} - h.stored_z_begin, expect) || h.data_bytes != expect)
         return "corrupt header: data size " + std::to_string(h.data_bytes) + " does not match the plane range";
-    if (file_bytes < kSlabHeaderBytes || file_bytes - kSlabHeaderBytes < h.data_bytes)
+    if (h.buffers < static_cast<std::uint32_t>(kMinBuffers) || h.buffers > static_cast<std::uint32_t>(kMaxBuffers))
+        return "corrupt header: " + std::to_string(h.buffers) + " buffers, not " + std::to_string(kMinBuffers) +
+               ".." + std::to_string(kMaxBuffers);
+    SlabLayout l;
+    if (!slab_layout(h.data_bytes / sizeof(float), static_cast<int>(h.buffers), l) ||
+        h.buffer_stride != l.buffer_stride || h.ages_offset != l.ages_offset || h.age_stride != l.age_stride)
+        return "corrupt header: buffer layout (stride " + std::to_string(h.buffer_stride) + ", ages at " +
+               std::to_string(h.ages_offset) + ", age stride " + std::to_string(h.age_stride) +
+               ") does not match " + std::to_string(h.buffers) + " buffers of " + std::to_string(h.data_bytes) +
+               " bytes";
+    if (file_bytes < l.file_bytes)
         return "truncated: " + std::to_string(file_bytes) + " bytes, the header promises " +
-               std::to_string(kSlabHeaderBytes) + " + " + std::to_string(h.data_bytes);
+               std::to_string(l.file_bytes) + " (" + std::to_string(h.buffers) + " buffers of " +
+               std::to_string(h.data_bytes) + " bytes of values and their ages)";
     if (h.field[sizeof h.field - 1] != '\0') return "corrupt header: field name not terminated";
     return {};
 }
@@ -90,13 +124,18 @@ bool SlabMapping::still_whole() const {
 }
 
 SlabMapping SlabMapping::create(const std::string& path, const Dims& dims, int slab_depth,
-                                const SlabGeometry& geometry, const std::string& field) {
+                                const SlabGeometry& geometry, const std::string& field, int buffers) {
     if (field.size() >= sizeof(SlabHeader::field)) fail(path, "field name '" + field + "' is longer than 63 bytes");
     if (const std::string p = volume_problem(dims, slab_depth); !p.empty()) fail(path, p);
+    if (buffers < kMinBuffers || buffers > kMaxBuffers)
+        fail(path, std::to_string(buffers) + " buffers: give " + std::to_string(kMinBuffers) + ".." +
+                       std::to_string(kMaxBuffers));
     std::uint64_t data_bytes = 0;
-    if (!data_bytes_of(dims.nx, dims.ny, geometry.stored_planes(), data_bytes))
+    SlabLayout layout;
+    if (!data_bytes_of(dims.nx, dims.ny, geometry.stored_planes(), data_bytes) ||
+        !slab_layout(data_bytes / sizeof(float), buffers, layout))
         fail(path, "slab of " + to_string(dims) + " is too large");
-    const std::uint64_t total = kSlabHeaderBytes + data_bytes;
+    const std::uint64_t total = layout.file_bytes;
 
     SlabMapping m;
     m.path_ = path;
@@ -105,11 +144,13 @@ SlabMapping SlabMapping::create(const std::string& path, const Dims& dims, int s
     m.slab_depth_ = slab_depth;
     m.field_ = field;
     m.data_bytes_ = data_bytes;
+    m.buffers_ = buffers;
+    m.layout_ = layout;
 
     // Re-attach to a slab that already has exactly this shape; never to a
     // symbolic link (O_NOFOLLOW) or anything but a regular file.
     UniqueFd f(::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    const bool reuse = file_matches(f.get(), total, dims, slab_depth, geometry, field);
+    const bool reuse = file_matches(f.get(), total, dims, slab_depth, geometry, field, buffers);
     struct stat st {};
     std::string temporary;  // the new file until it is renamed into place
     if (reuse) {
@@ -163,8 +204,14 @@ SlabMapping SlabMapping::create(const std::string& path, const Dims& dims, int s
     h.value_type = kValueFloat32;
     std::memset(h.field, 0, sizeof h.field);
     std::memcpy(h.field, field.data(), field.size());
+    h.buffers = static_cast<std::uint32_t>(buffers);
+    h.buffer_stride = layout.buffer_stride;
+    h.ages_offset = layout.ages_offset;
+    h.age_stride = layout.age_stride;
     h.live.step = -1;
     h.live.last_step = -1;
+    h.live.writing_buffer = -1;
+    for (auto& p : h.publication) p.step = -1;
     h.live.step_expected = static_cast<std::uint64_t>(dims.plane()) * static_cast<std::uint64_t>(geometry.owned_planes());
     // Magic last: a reader that sees it sees a complete header.
     std::atomic_thread_fence(std::memory_order_release);
@@ -207,11 +254,12 @@ SlabMapping SlabMapping::open_read_only(int dir_fd, const std::string& name, con
     m.geometry_.stored_z_begin = h.stored_z_begin;
     m.field_ = h.field;
     m.data_bytes_ = h.data_bytes;
+    m.buffers_ = static_cast<int>(h.buffers);
+    slab_layout(h.data_bytes / sizeof(float), m.buffers_, m.layout_);  // checked by slab_header_problem
     m.device_ = st.st_dev;
     m.inode_ = st.st_ino;
     // Only what the header describes, which the check above found in the file.
-    m.region_ = MappedRegion::map(static_cast<std::size_t>(kSlabHeaderBytes + h.data_bytes), PROT_READ, MAP_SHARED,
-                                  f.get());
+    m.region_ = MappedRegion::map(static_cast<std::size_t>(m.layout_.file_bytes), PROT_READ, MAP_SHARED, f.get());
     if (!m.region_.valid()) fail(path, "cannot map slab: " + errno_text());
     m.fd_ = std::move(f);
     return m;
@@ -224,13 +272,41 @@ SlabMapping SlabMapping::open_read_only(const std::string& path) {
 }
 
 bool slab_file_matches(const std::string& path, const Dims& dims, int slab_depth, const SlabGeometry& geometry,
-                       const std::string& field) {
+                       const std::string& field, int buffers) {
     std::uint64_t data_bytes = 0;
+    SlabLayout layout;
     if (!volume_problem(dims, slab_depth).empty() ||
-        !data_bytes_of(dims.nx, dims.ny, geometry.stored_planes(), data_bytes))
+        !data_bytes_of(dims.nx, dims.ny, geometry.stored_planes(), data_bytes) ||
+        !slab_layout(data_bytes / sizeof(float), buffers, layout))
         return false;
     const UniqueFd f(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    return file_matches(f.get(), kSlabHeaderBytes + data_bytes, dims, slab_depth, geometry, field);
+    return file_matches(f.get(), layout.file_bytes, dims, slab_depth, geometry, field, buffers);
+}
+
+namespace {
+// An OFD lock (F_OFD_SETLK) of one byte of the file: F_RDLCK takes it, F_UNLCK drops it.
+bool lock_pin_byte(int fd, int b, short type) {
+    struct flock l {};
+    l.l_type = type;
+    l.l_whence = SEEK_SET;
+    l.l_start = kPinLockOffset + b;
+    l.l_len = 1;
+    return ::fcntl(fd, F_OFD_SETLK, &l) == 0;
+}
+}  // namespace
+
+bool SlabMapping::pin(int b) const {
+    if (b < 0 || b >= buffers_ || !fd_.valid() || !pins_) return false;
+    std::lock_guard<std::mutex> lock(pins_->mutex);
+    if (pins_->count[b] == 0 && !lock_pin_byte(fd_.get(), b, F_RDLCK)) return false;
+    ++pins_->count[b];
+    return true;
+}
+
+void SlabMapping::unpin(int b) const {
+    if (b < 0 || b >= buffers_ || !pins_) return;
+    std::lock_guard<std::mutex> lock(pins_->mutex);
+    if (pins_->count[b] > 0 && --pins_->count[b] == 0) lock_pin_byte(fd_.get(), b, F_UNLCK);
 }
 
 std::string slab_file_name(const std::string& name, int slab_index) {

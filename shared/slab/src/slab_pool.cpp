@@ -46,7 +46,7 @@ struct KeepAlive {
     std::mutex mutex;
     // Several arrays may point at the same address (successive outputs of one
     // unchanged piece), hence a multimap: each release drops one reference.
-    std::unordered_multimap<const void*, SlabMappingPtr> owners;
+    std::unordered_multimap<const void*, std::shared_ptr<const void>> owners;
 };
 
 KeepAlive& registry() {
@@ -90,14 +90,16 @@ SlabMappingPtr SlabPool::get(const Descriptor& d, const std::string& descriptor_
     return mapping;
 }
 
-void retain_mapping_for(const SlabMappingPtr& mapping, const void* values) {
+void retain_for(std::shared_ptr<const void> owner, const void* values) {
     KeepAlive& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
-    r.owners.emplace(values, mapping);
+    r.owners.emplace(values, std::move(owner));
 }
 
+void retain_mapping_for(const SlabMappingPtr& mapping, const void* values) { retain_for(mapping, values); }
+
 void release_mapping_of(void* values) {
-    SlabMappingPtr last;  // unmapped outside the lock, if this was the last reference
+    std::shared_ptr<const void> last;  // unmapped (and unpinned) outside the lock, if this was the last reference
     KeepAlive& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     auto it = r.owners.find(values);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "slabcast/descriptor.h"
+#include "slabcast/publication.h"
 #include "slabcast/slab_pool.h"
 #include "slabcast/slab_selection.h"
 
@@ -26,6 +27,17 @@ struct ExtentSources {
 ExtentSources open_extent_sources(SlabPool& pool, const Descriptor& d, const std::string& descriptor_path,
                                   const SlabSelection& selection);
 
+// One slab buffer an output reads from: the mapping, which buffer, and the
+// pin that keeps the writer off it while anything points into it (null only
+// where the buffer being written is shown as it fills).
+struct SlabBuffer {
+    SlabMappingPtr mapping;
+    int buffer = 0;
+    PinnedPublicationPtr pin;
+    const float* values() const { return mapping->values(buffer); }
+    const std::uint8_t* ages() const { return mapping->ages(buffer); }
+};
+
 // Throws std::runtime_error "<slab>: truncated under the reader" unless the
 // file still covers every mapped byte: pages past a file's end fault (SIGBUS).
 void require_whole(const SlabMapping& m);
@@ -33,21 +45,29 @@ void require_whole(const SlabMapping& m);
 // Number of values in the point extent {x0, x1, y0, y1, z0, z1}.
 std::int64_t extent_value_count(const int extent[6]);
 
-// The first value of plane `z0` in slab `m`, which stores it (the selection's
-// zero_copy_slab); the values of all planes up to the slab's last follow.
-// Checks the file is still whole first.
-const float* zero_copy_values(const SlabMapping& m, const Dims& dims, std::int64_t z0);
+// The first value of plane `z0` in buffer `b` of its slab, which stores it
+// (the selection's zero_copy_slab); the values of all planes up to the slab's
+// last follow. Checks the file is still whole first.
+const float* zero_copy_values(const SlabBuffer& b, const Dims& dims, std::int64_t z0);
 
-// A buffer of `count` floats straight from mmap, page-aligned, given back with
-// unmap_values (which has the type of vtkAbstractArray's free function).
-// Throws std::runtime_error when the host has less memory than that.
+// The age of the first value of plane `z0` in buffer `b` (as zero_copy_values).
+const std::uint8_t* zero_copy_ages(const SlabBuffer& b, const Dims& dims, std::int64_t z0);
+
+// A buffer of `count` floats (map_values) or bytes (map_ages) straight from
+// mmap, page-aligned, given back with unmap_values (which has the type of
+// vtkAbstractArray's free function). Throws std::runtime_error when the host
+// has less memory than that.
 float* map_values(std::int64_t count);
+std::uint8_t* map_ages(std::int64_t count);
 void unmap_values(void* values);
 
 // Copies `extent` into `out` (extent_value_count(extent) floats, x fastest)
-// from each plane's source slab in `by_slab`. Checks every file is still whole
-// first.
-void assemble_extent(const SlabSelection& selection, const std::map<int, SlabMappingPtr>& by_slab,
+// from each plane's source slab buffer in `by_slab`. Checks every file is
+// still whole first.
+void assemble_extent(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab,
                      const Dims& dims, const int extent[6], float* out);
+// The same for the values' ages.
+void assemble_ages(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab, const Dims& dims,
+                   const int extent[6], std::uint8_t* out);
 
 }  // namespace slabcast

@@ -17,14 +17,17 @@ namespace slabcast {
 // longer holds a whole header.
 std::vector<SlabHeader> read_slab_headers(const std::vector<SlabMappingPtr>& used);
 
-// The lowest step any of the headers is at; -1 for none.
-std::int64_t lowest_step(const std::vector<SlabHeader>& headers);
+// What a live reader follows: publications (whole steps: a new frame exists
+// when a slab published a step), or every write (newest data: the step being
+// written fills in).
+enum class LiveFollow { Publications, Writes };
 
 // A digest of the descriptor file's identity and of each used slab's
-// generation counter and identity: a new step (start or end) in a used slab,
-// a receiver that rewrites the descriptor (restart, new slabs), a slab
-// replaced under its name or cut short all change it. A reader re-executes
-// when it differs from the one taken at its last execution.
-std::uint64_t live_signature(const std::string& descriptor_path, const std::vector<SlabMappingPtr>& used);
+// counters and identity: a publication (or, following writes, any batch of
+// packets placed), a receiver that rewrites the descriptor (restart, new
+// slabs), a slab replaced under its name or cut short all change it. A reader
+// re-executes when it differs from the one taken at its last execution.
+std::uint64_t live_signature(const std::string& descriptor_path, const std::vector<SlabMappingPtr>& used,
+                             LiveFollow follow = LiveFollow::Publications);
 
 }  // namespace slabcast

@@ -37,6 +37,9 @@ private:
 // Registers `mapping` as the owner of array memory starting at `values`;
 // release_mapping_of drops that reference when the array is freed.
 void retain_mapping_for(const SlabMappingPtr& mapping, const void* values);
+// The same for any owner of the memory: a pinned buffer (the mapping and the
+// pin that keeps the receiver off it) goes with the last array using it.
+void retain_for(std::shared_ptr<const void> owner, const void* values);
 // Has the type of vtkAbstractArray::SetArrayFreeFunction's callback.
 void release_mapping_of(void* values);
 // Number of arrays currently keeping a mapping alive (for tests and leaks).

@@ -1,0 +1,55 @@
+"""ctest plugin_torn_frames (issue 17): every frame is a real step.
+
+The real roles stream a volume whose step s holds the value s everywhere,
+stepping as fast as the controller may, while ParaView re-reads as fast as it
+can: with one pvpython, and with pvbatch under mpirun with 4 ranks (one per
+slab) and 3 ranks (over 4 slabs). A read holding two values, or a value other
+than its reported Step, is a torn frame (values a lossy step lost are shown
+from an earlier step, marked by the age array, and counted apart); in every
+frame all ranks must show the same step. Prints the counts (they go in the issue's closing note).
+    SLABCAST_TORN_FRAMES: frames per reader (default 300);
+    SLABCAST_TORN_DIMS: NX,NY,NZ of the volume (default 64,64,64; 4 slabs)."""
+import os
+
+import plugin_testlib as t
+
+DIMS = tuple(int(v) for v in os.environ.get("SLABCAST_TORN_DIMS", "64,64,64").split(","))
+DEPTH = (DIMS[2] + 3) // 4
+FRAMES = int(os.environ.get("SLABCAST_TORN_FRAMES", "300"))
+
+
+def readers(descriptor):
+    script = os.path.join(t.HERE, "pv_torn_frames.py")
+    out, _ = t.pvpython("pv_torn_frames.py", descriptor, FRAMES, timeout=600)
+    yield "pvpython", 1, out
+    for ranks in (4, 3):
+        out, _ = t.run(t.pvbatch_cmd(script, [descriptor, FRAMES], ranks=ranks, symmetric=True),
+                       env=t.paraview_env(), timeout=600)
+        yield "pvbatch -np %d" % ranks, ranks, out
+
+
+def body():
+    with t.shm_dir("torn") as d:
+        dataset = t.constant_dataset(os.path.join(d, "dataset"), DIMS, range(1, 9))
+        with t.streaming_pipeline(d, dataset, "torn", DIMS, DEPTH) as descriptor:
+            problems = []
+            for what, ranks, out in readers(descriptor):
+                lines = t.torn_frame_lines(out)
+                t.check(sorted(lines) == list(range(ranks)), "%s: ranks %s answered:\n%s" % (what, sorted(lines), out))
+                reads = sum(r for r, _, _, _ in lines.values())
+                torn = sum(n for _, n, _, _ in lines.values())
+                holed = sum(h for _, _, h, _ in lines.values())
+                steps = [s for _, _, _, s in lines.values()]
+                disagree = sum(1 for frame in zip(*steps) if len(set(frame)) > 1)
+                distinct = len(set(steps[0]))
+                t.log("%s: %d reads, %d torn, %d with holes (older values, marked by age), %d frames where ranks "
+                      "showed different steps, %d distinct steps seen" % (what, reads, torn, holed, disagree, distinct))
+                if torn or disagree:
+                    problems.append("%s: %d torn reads, %d frames with ranks at different steps\n%s" % (
+                        what, torn, disagree, out))
+                t.check(reads > FRAMES // 2 * ranks, "%s: only %d of %d reads had data" % (what, reads, FRAMES * ranks))
+                t.check(distinct > 2, "%s: the steps did not move (%d seen): nothing was tested" % (what, distinct))
+            t.check(not problems, "\n".join(problems))
+
+
+t.main(body)

@@ -1,0 +1,132 @@
+// Which buffer of each slab a frame shows (slabcast/step_choice.h), with real
+// slab files and real pins: whole steps common to every slab, pinned so the
+// writer leaves them alone; the buffers being written in Newest data; and the
+// ranks' agreement, the same on every rank from the same lists.
+#include "temp_shm_dir.h"
+
+#include "slabcast/publication.h"
+#include "slabcast/step_choice.h"
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+using namespace slabcast;
+
+namespace {
+
+const Dims kDims{4, 4, 8};  // two slabs of depth 4
+
+struct Slabs {
+    TempShmDir dir;
+    SlabMapping writer[2] = {
+        SlabMapping::create(dir.file("s.slab0"), kDims, 4, slab_geometry(kDims, 4, 0, 1), "density"),
+        SlabMapping::create(dir.file("s.slab1"), kDims, 4, slab_geometry(kDims, 4, 1, 1), "density")};
+    std::map<int, SlabMappingPtr> readers{
+        {0, std::make_shared<const SlabMapping>(SlabMapping::open_read_only(dir.file("s.slab0")))},
+        {1, std::make_shared<const SlabMapping>(SlabMapping::open_read_only(dir.file("s.slab1")))}};
+
+    // Slab k writes `step` (every value = step) and, unless told not to, publishes it.
+    int write(int k, std::int64_t step, bool publish = true) {
+        SlabMapping& m = writer[k];
+        const int b = take_buffer(m);
+        REQUIRE(b >= 0);
+        for (std::size_t i = 0; i < m.value_count(); ++i) m.values_rw(b)[i] = static_cast<float>(step);
+        m.header_rw().live.step = step;
+        if (publish) publish_buffer(m, b, PublishInfo{step, 16, 16, 0, true});
+        return b;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("whole steps: the newest step every slab holds, pinned on each") {
+    Slabs s;
+    CHECK(choose_whole_step(s.readers).step == -1);  // nothing published yet
+    CHECK(choose_whole_step(s.readers).buffers.empty());
+    s.write(0, 1);
+    s.write(1, 1);
+    s.write(0, 2);  // slab 1 has not published step 2 yet
+    StepChoice c = choose_whole_step(s.readers);
+    CHECK(c.step == 1);
+    CHECK(c.whole);
+    REQUIRE(c.buffers.size() == 2);
+    for (const auto& [k, b] : c.buffers) {
+        CHECK(b.pin);
+        CHECK(b.values()[0] == 1.f);
+        CHECK(buffer_pinned(s.writer[k].fd(), b.buffer));
+    }
+    // Slab 0 goes on for many steps: the pinned step-1 buffer is never taken.
+    const int shown = c.buffers.at(0).buffer;
+    for (int step = 3; step < 10; ++step) CHECK(s.write(0, step) != shown);
+    CHECK(c.buffers.at(0).values()[0] == 1.f);
+    c = StepChoice{};  // the frame is gone: its pins with it
+    CHECK_FALSE(buffer_pinned(s.writer[0].fd(), shown));
+    bool taken = false;
+    for (int step = 10; step < 13; ++step) taken |= s.write(0, step) == shown;
+    CHECK(taken);
+}
+
+TEST_CASE("a step agreed earlier is shown while every slab still holds it, with the pins already taken") {
+    Slabs s;
+    s.write(0, 5);
+    s.write(1, 5);
+    const auto agreed = choose_step(s.readers, 5);
+    REQUIRE(agreed);
+    std::map<int, PinnedPublicationPtr> held;
+    for (const auto& [k, b] : agreed->buffers) held[k] = b.pin;
+    s.write(0, 6);
+    s.write(1, 6);
+    const auto again = choose_step(s.readers, 5, held);
+    REQUIRE(again);
+    CHECK(again->buffers.at(0).pin == held.at(0));  // the same pin, not a second one
+    CHECK(again->buffers.at(1).values()[0] == 5.f);
+    CHECK_FALSE(choose_step(s.readers, 4));  // no slab holds step 4
+}
+
+TEST_CASE("newest data: the buffers being written, unpinned, or the newest publication between steps") {
+    Slabs s;
+    s.write(0, 3);
+    s.write(1, 3);
+    const int writing = s.write(0, 4, false);  // slab 0 is writing step 4
+    const StepChoice c = choose_newest_data(s.readers);
+    CHECK_FALSE(c.whole);
+    CHECK(c.step == 3);  // the lowest step shown
+    CHECK(c.buffers.at(0).buffer == writing);
+    CHECK_FALSE(c.buffers.at(0).pin);
+    CHECK(c.buffers.at(0).values()[0] == 4.f);
+    CHECK(c.buffers.at(1).values()[0] == 3.f);
+    CHECK(c.buffers.at(1).pin);
+}
+
+TEST_CASE("the ranks agree on the step published last everywhere, whatever order the lists come in") {
+    Slabs s;
+    s.write(0, 7);
+    s.write(1, 7);
+    s.write(0, 8);
+    const auto held = steps_held_by_all(s.readers);
+    REQUIRE(held.size() == 1);  // 8 only on slab 0
+    CHECK(held[0].step == 7);
+
+    // Rank lists: (step, oldest publication time among that rank's slabs).
+    const std::vector<HeldStep> a{{1, 100}, {2, 200}, {3, 300}}, b{{2, 210}, {3, 290}}, c{{3, 305}, {1, 105}};
+    CHECK(agreed_step({a, b, c}) == 3);
+    CHECK(agreed_step({c, a, b}) == 3);
+    CHECK(agreed_step({a, {{2, 250}}}) == 2);
+    CHECK_FALSE(agreed_step({a, {{9, 900}}}));  // nothing in common
+    CHECK_FALSE(agreed_step({}));
+    // A loop back to step 1 after step 3: newer by time, not by number.
+    CHECK(agreed_step({{{3, 300}, {1, 400}}, {{3, 310}, {1, 410}}}) == 1);
+}
+
+TEST_CASE("a pin is refused when the writer took the buffer between the look and the pin") {
+    Slabs s;
+    s.write(0, 1);
+    const auto p = newest_publication(*s.readers.at(0));
+    REQUIRE(p);
+    s.write(0, 2);
+    s.write(0, 3);  // into the third buffer, never used
+    s.write(0, 4);  // step 1's buffer, the oldest publication, not pinned
+    CHECK_FALSE(pin_publication(s.readers.at(0), *p));
+    CHECK_FALSE(buffer_pinned(s.writer[0].fd(), p->buffer));  // and holds no lock after
+}
