@@ -14,17 +14,21 @@ namespace slabcast {
 
 ExtentSources open_extent_sources(SlabPool& pool, const Descriptor& d, const std::string& descriptor_path,
                                   const SlabSelection& selection) {
-    std::set<int> needed{selection.zero_copy_slab};
-    for (const auto& p : selection.planes) needed.insert(p.slab);
+    // A zero-copy piece reads its one slab alone, ghost planes included: the
+    // owners of those ghost planes are not opened, so the step it shows is
+    // chosen, pinned and agreed on that slab only and a neighbour's lag cannot
+    // hold it back (or empty it).
+    std::set<int> needed;
+    if (selection.zero_copy_slab >= 0) {
+        needed.insert(selection.zero_copy_slab);
+    } else {
+        for (const auto& p : selection.planes) needed.insert(p.slab);
+    }
     ExtentSources s;
     for (const auto& e : d.slabs) {
         if (needed.count(e.index)) s.by_slab[e.index] = pool.get(d, descriptor_path, e);
     }
-    if (selection.zero_copy_slab >= 0) {
-        s.used.push_back(s.by_slab.at(selection.zero_copy_slab));
-    } else {
-        for (const auto& kv : s.by_slab) s.used.push_back(kv.second);
-    }
+    for (const auto& kv : s.by_slab) s.used.push_back(kv.second);
     return s;
 }
 

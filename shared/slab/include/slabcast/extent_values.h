@@ -19,10 +19,10 @@ namespace slabcast {
 
 // The slabs behind one extent, opened (or kept open) through `pool`.
 struct ExtentSources {
-    std::map<int, SlabMappingPtr> by_slab;  // every slab the selection names
-    // The slabs the output's values come from, ascending index: the zero-copy
-    // slab alone, or every slab the assembly reads.
-    std::vector<SlabMappingPtr> used;
+    // The slabs the output's values come from: the zero-copy slab alone (its
+    // ghost planes' owners are not opened), or every slab the assembly reads.
+    std::map<int, SlabMappingPtr> by_slab;
+    std::vector<SlabMappingPtr> used;  // the same mappings, ascending index
 };
 ExtentSources open_extent_sources(SlabPool& pool, const Descriptor& d, const std::string& descriptor_path,
                                   const SlabSelection& selection);
