@@ -13,6 +13,11 @@ packages=(
   # ParaView plugin SDK: Debian 12 ships ParaView 5.11 with its development files
   paraview paraview-dev python3-paraview
   libdouble-conversion-dev liblz4-dev libutfcpp-dev libopenmpi-dev
+  # the stream monitor panel (Qt 5): ParaView's GUI SDK, and what its CMake
+  # configuration asks for without depending on it
+  qtbase5-dev qttools5-dev libqt5svg5-dev libqt5opengl5-dev libhdf5-openmpi-dev libnetcdf-dev libglew-dev
+  libxml2-dev libboost-dev libogg-dev libtheora-dev libtiff-dev
+  libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libavdevice-dev
   # tests and demo: rendering without a display, MPI ranks, network peers
   python3 xvfb openmpi-bin iproute2 iperf3 xxhash rsync
 )

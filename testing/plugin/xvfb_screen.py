@@ -31,15 +31,68 @@ def snapshot(fbdir):
     return width, height, rows
 
 
-def changed_fraction(a, b):
-    """Fraction of pixels that differ between two snapshots."""
+def changed_fraction(a, b, columns=None):
+    """Fraction of pixels that differ between two snapshots; columns=(x0, x1)
+    compares only that band of the screen (e.g. the render view, leaving out
+    a dock panel that updates by itself)."""
     width, height, rows_a = a
     _, _, rows_b = b
+    x0, x1 = columns if columns else (0, width)
     changed = 0
     for ra, rb in zip(rows_a, rows_b):
+        ra, rb = ra[3 * x0:3 * x1], rb[3 * x0:3 * x1]
         if ra != rb:
-            changed += sum(1 for i in range(0, 3 * width, 3) if ra[i:i + 3] != rb[i:i + 3])
-    return changed / float(width * height)
+            changed += sum(1 for i in range(0, len(ra), 3) if ra[i:i + 3] != rb[i:i + 3])
+    return changed / float((x1 - x0) * height)
+
+
+def read_png(path):
+    """(width, height, rows of RGB bytes) of an 8-bit, non-interlaced RGB or
+    RGBA PNG file (what Qt and write_png save)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("%s: not a PNG file" % path)
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = header
+    if depth != 8 or colour not in (2, 6) or interlace:
+        raise ValueError("%s: only 8-bit RGB/RGBA non-interlaced PNGs are read here" % path)
+    bpp = 3 if colour == 2 else 4
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        prev = line
+        rgb = bytearray(3 * width)
+        rgb[0::3], rgb[1::3], rgb[2::3] = line[0::bpp], line[1::bpp], line[2::bpp]
+        rows.append(bytes(rgb))
+    return width, height, rows
+
+
+def distinct_colours(shot):
+    """How many different RGB colours a snapshot holds (1: blank)."""
+    _, _, rows = shot
+    return len({row[i:i + 3] for row in rows for i in range(0, len(row), 3)})
 
 
 def write_png(path, shot):

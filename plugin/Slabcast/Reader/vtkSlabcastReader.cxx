@@ -18,9 +18,13 @@
 #include "slabcast/descriptor.h"
 #include "slabcast/extent_values.h"
 #include "slabcast/live_slabs.h"
+#include "slabcast/clock.h"
+#include "slabcast/slab_figures.h"
 #include "slabcast/slab_pool.h"
 #include "slabcast/slab_selection.h"
 #include "slabcast/step_choice.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -40,6 +44,9 @@ public:
   std::vector<slabcast::SlabMappingPtr> Used; // slabs behind the last output, ascending index
 
   slabcast_vtk::RangeCache Ranges; // of the last whole step shown
+  // What the last output shows of each slab it reads (for StreamFigures): the
+  // publication, or for a step being written (Newest data) its step alone.
+  std::map<int, slabcast::Publication> Shown;
 
   // The ranks' last agreement (Refresh): the step, pinned on every slab this
   // rank sees, until the next agreement replaces it.
@@ -161,6 +168,48 @@ bool vtkSlabcastReader::GetNeedsUpdate()
 }
 
 //------------------------------------------------------------------------------
+std::vector<slabcast::SlabFigures> vtkSlabcastReader::StreamFigures()
+{
+  vtkInternals& in = *this->Internals;
+  std::vector<slabcast::SlabFigures> figures;
+  const std::string path = this->FileName ? this->FileName : "";
+  slabcast::Descriptor d;
+  try
+  {
+    d = slabcast::read_descriptor(path);
+  }
+  catch (const std::exception&)
+  {
+    return figures; // no descriptor (yet): nothing to show, RequestInformation says why
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::int64_t now = slabcast::realtime_ns();
+  for (const auto& e : d.slabs)
+  {
+    try
+    {
+      const slabcast::SlabMappingPtr m = in.Pool.get(d, path, e);
+      slabcast::SlabHeader h{};
+      if (!m->read_header(h))
+      {
+        continue;
+      }
+      const auto shown = in.Shown.find(e.index);
+      const bool showing = shown != in.Shown.end();
+      figures.push_back(slabcast::slab_figures(
+        h, showing ? shown->second.step : -1, showing ? &shown->second : nullptr, now));
+      figures.back().host = host;
+    }
+    catch (const std::exception&)
+    {
+      // Not on this host (another rank has it), or damaged: RequestData names it.
+    }
+  }
+  return figures;
+}
+
+//------------------------------------------------------------------------------
 void vtkSlabcastReader::Refresh()
 {
   vtkInternals& in = *this->Internals;
@@ -238,6 +287,7 @@ int vtkSlabcastReader::RequestData(
 {
   vtkInternals& in = *this->Internals;
   this->Step = -1;
+  in.Shown.clear();
   this->ZeroCopy = 0;
   this->ArrayAddress = this->MappingBegin = this->MappingEnd = 0;
 
@@ -370,6 +420,16 @@ int vtkSlabcastReader::RequestData(
   ages->Delete();
 
   this->Step = choice.step;
+  for (const auto& kv : choice.buffers)
+  {
+    slabcast::Publication shown;
+    shown.step = choice.step;
+    if (kv.second.pin)
+    {
+      shown = kv.second.pin->publication();
+    }
+    in.Shown[kv.first] = shown;
+  }
   slabcast_vtk::AddSlabFieldData(output->GetFieldData(), choice, headers, this->ZeroCopy, agreed);
   return 1;
 }

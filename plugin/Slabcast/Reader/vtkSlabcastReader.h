@@ -31,6 +31,13 @@
 #include "SlabcastReaderModule.h" // for export macro
 #include "vtkImageAlgorithm.h"
 
+#include <vector> // for StreamFigures
+
+namespace slabcast
+{
+struct SlabFigures;
+}
+
 class SLABCASTREADER_EXPORT vtkSlabcastReader : public vtkImageAlgorithm
 {
 public:
@@ -90,6 +97,13 @@ public:
   vtkGetMacro(MappingBegin, vtkIdType);
   vtkGetMacro(MappingEnd, vtkIdType);
   ///@}
+
+#ifndef __VTK_WRAP__
+  /// Every slab of the descriptor this process can open: its receiver's live
+  /// figures read now, and the step this process's output shows of it. The
+  /// stream monitor gathers them from every rank (vtkSlabcastStreamInformation).
+  std::vector<slabcast::SlabFigures> StreamFigures();
+#endif
 
 protected:
   vtkSlabcastReader();

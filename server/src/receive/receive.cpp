@@ -238,6 +238,7 @@ private:
 
     void start_status() {
         meter_.gbit_per_s(0);
+        for (auto& s : streams_) s->meter.gbit_per_s(0);
         status_.start([this] { return snapshot(); });
     }
 
@@ -251,8 +252,15 @@ private:
         double progress = 0;
         std::vector<StreamWatch::Sample> samples;
         for (auto& s : streams_) {
-            const SlabLive& live = s->slab.header().live;
-            bytes += s->counters.bytes.load();
+            SlabLive& live = s->slab.header_rw().live;
+            const std::uint64_t stream_bytes = s->counters.bytes.load();
+            const double stream_gbps = s->meter.gbit_per_s(stream_bytes);
+            // The same figures in the slab's header, for a monitor that sees
+            // the slabs but not this process (the plugin's stream panel).
+            live.bytes.store(stream_bytes, std::memory_order_relaxed);
+            live.rate_bits_per_s.store(static_cast<std::uint64_t>(stream_gbps * 1e9), std::memory_order_relaxed);
+            live.rate_ns.store(realtime_ns(), std::memory_order_relaxed);
+            bytes += stream_bytes;
             packets += live.packets.load();
             rejected += live.rejected.load();
             stale += live.stale.load();
@@ -263,7 +271,8 @@ private:
             step = std::max<std::int64_t>(step, live.step.load());
             const double p = static_cast<double>(live.step_records.load()) / static_cast<double>(live.step_expected.load());
             progress += p / static_cast<double>(streams_.size());
-            per_stream.push_back({{"stream", s->spec.slab}, {"step", live.step.load()}, {"progress", p},
+            per_stream.push_back({{"stream", s->spec.slab}, {"gbps", stream_gbps}, {"bytes", stream_bytes},
+                                  {"step", live.step.load()}, {"progress", p},
                                   {"packets", live.packets.load()}, {"foreign", live.foreign.load()},
                                   {"last_step", live.last_step.load()},
                                   {"last_step_loss_percent", live.last_step_loss_ppm.load() / 1e4},

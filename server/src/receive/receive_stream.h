@@ -4,6 +4,7 @@
 #pragma once
 
 #include "host/address_filter.h"
+#include "host/status_reporter.h"
 #include "host/udp.h"
 #include "receive/slab_receiver.h"
 
@@ -41,6 +42,7 @@ struct Stream {
     Socket socket;
     std::unique_ptr<SlabReceiver> receiver;
     StreamCounters counters;
+    RateMeter meter;        // the status thread's: this stream's Gbit/s each second
     AddressFilter allowed;  // senders this stream takes data from; empty: any
     std::thread thread;
 };

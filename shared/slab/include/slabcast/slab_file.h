@@ -68,6 +68,11 @@ struct SlabLive {
     std::atomic<std::uint64_t> publications;   // +1 per published step
     std::atomic<std::uint64_t> dropped_steps;  // steps not written: every buffer was pinned by readers
     std::atomic<std::uint64_t> dropped_packets;  // packets of those steps
+    // The receiver's status, once a second (the same figures as its
+    // --stats-json line), for monitors that cannot see its terminal.
+    std::atomic<std::uint64_t> bytes;            // datagram bytes received for this slab, all steps
+    std::atomic<std::uint64_t> rate_bits_per_s;  // over the last status second
+    std::atomic<std::int64_t> rate_ns;           // CLOCK_REALTIME when that rate was measured, 0 never
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "shared counters need lock-free atomics");
 
@@ -121,7 +126,9 @@ static_assert(offsetof(SlabHeader, data_bytes) == 16 && offsetof(SlabHeader, nx)
 static_assert(offsetof(SlabLive, step) == 16 && offsetof(SlabLive, last_step_loss_ppm) == 56 &&
               offsetof(SlabLive, packets) == 64 && offsetof(SlabLive, heartbeat_ns) == 104 &&
               offsetof(SlabLive, foreign) == 112 && offsetof(SlabLive, writing_buffer) == 120 &&
-              offsetof(SlabLive, publications) == 128 && offsetof(SlabLive, dropped_packets) == 144);
+              offsetof(SlabLive, publications) == 128 && offsetof(SlabLive, dropped_packets) == 144 &&
+              offsetof(SlabLive, bytes) == 152 && offsetof(SlabLive, rate_bits_per_s) == 160 &&
+              offsetof(SlabLive, rate_ns) == 168);
 
 // The file layout of a slab of `values` stored values in `buffers` buffers:
 // header, K value buffers, K age buffers, each buffer page aligned. False when

@@ -1,0 +1,73 @@
+#include "slabcast/slab_figures.h"
+
+#include <algorithm>
+
+namespace slabcast {
+
+SlabFigures slab_figures(const SlabHeader& header, std::int64_t shown_step, const Publication* shown,
+                         std::int64_t now_ns) {
+    const SlabLive& live = header.live;
+    SlabFigures f;
+    f.slab = header.slab_index;
+    f.shown_step = shown_step;
+    if (shown && shown->step == shown_step && shown_step >= 0) {
+        f.shown_age_ms = shown->published_ns > 0 ? static_cast<double>(now_ns - shown->published_ns) / 1e6 : -1;
+        f.shown_completeness = shown->completeness();
+    }
+    f.writing_step = live.writing_buffer.load() >= 0 ? live.step.load() : -1;
+    f.last_step = live.last_step.load();
+    f.last_step_loss_percent = live.last_step_loss_ppm.load() / 1e4;
+    f.rate_ns = live.rate_ns.load();
+    f.gbps = static_cast<double>(live.rate_bits_per_s.load()) / 1e9;
+    f.bytes = live.bytes.load();
+    f.packets = live.packets.load();
+    f.rejected = live.rejected.load();
+    f.stale = live.stale.load();
+    f.duplicates = live.duplicates.load();
+    f.dropped_steps = live.dropped_steps.load();
+    f.receiving = live.writer_pid.load() != 0;
+    return f;
+}
+
+SlabFigures total_figures(const std::vector<SlabFigures>& slabs) {
+    SlabFigures t;
+    if (slabs.empty()) return t;
+    t.shown_step = t.writing_step = t.last_step = INT64_MAX;
+    double loss = 0, completeness = 0;
+    for (const SlabFigures& f : slabs) {
+        t.shown_step = std::min(t.shown_step, f.shown_step);
+        t.writing_step = std::min(t.writing_step, f.writing_step);
+        t.last_step = std::min(t.last_step, f.last_step);
+        t.shown_age_ms = std::max(t.shown_age_ms, f.shown_age_ms);
+        t.rate_ns = std::max(t.rate_ns, f.rate_ns);
+        completeness += f.shown_completeness;
+        loss += f.last_step_loss_percent;
+        t.gbps += f.gbps;
+        t.bytes += f.bytes;
+        t.packets += f.packets;
+        t.rejected += f.rejected;
+        t.stale += f.stale;
+        t.duplicates += f.duplicates;
+        t.dropped_steps += f.dropped_steps;
+        t.receiving = t.receiving || f.receiving;
+    }
+    const double n = static_cast<double>(slabs.size());
+    t.shown_completeness = completeness / n;
+    t.last_step_loss_percent = loss / n;
+    return t;
+}
+
+void merge_figures(std::vector<SlabFigures>& into, const std::vector<SlabFigures>& from) {
+    for (const SlabFigures& f : from) {
+        auto it = std::find_if(into.begin(), into.end(), [&](const SlabFigures& g) { return g.slab == f.slab; });
+        if (it == into.end()) {
+            into.push_back(f);
+            continue;
+        }
+        const bool shows = f.shown_step >= 0 && (it->shown_step < 0 || f.shown_step > it->shown_step);
+        if (shows || (it->shown_step == f.shown_step && f.rate_ns > it->rate_ns)) *it = f;
+    }
+    std::sort(into.begin(), into.end(), [](const SlabFigures& a, const SlabFigures& b) { return a.slab < b.slab; });
+}
+
+}  // namespace slabcast

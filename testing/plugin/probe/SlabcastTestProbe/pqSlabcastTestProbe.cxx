@@ -1,0 +1,162 @@
+#include "pqSlabcastTestProbe.h"
+
+#include <QAbstractButton>
+#include <QApplication>
+#include <QDateTime>
+#include <QDockWidget>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QMetaObject>
+#include <QTableWidget>
+#include <QTextStream>
+#include <QTimer>
+
+namespace
+{
+// By class name: ParaView names a plugin's dock window after its class when
+// it adds it to the main window.
+QDockWidget* Monitor()
+{
+  for (QWidget* top : QApplication::topLevelWidgets())
+  {
+    for (QDockWidget* dock : top->findChildren<QDockWidget*>())
+    {
+      if (dock->inherits("pqSlabcastStreamMonitor"))
+      {
+        return dock;
+      }
+    }
+    if (top->inherits("pqSlabcastStreamMonitor"))
+    {
+      return qobject_cast<QDockWidget*>(top);
+    }
+  }
+  return nullptr;
+}
+} // namespace
+
+pqSlabcastTestProbe::pqSlabcastTestProbe(QObject* parent)
+  : QObject(parent)
+{
+}
+
+pqSlabcastTestProbe::~pqSlabcastTestProbe() = default;
+
+void pqSlabcastTestProbe::onStartup()
+{
+  this->Out = qEnvironmentVariable("SLABCAST_PROBE_OUT");
+  this->Commands = qEnvironmentVariable("SLABCAST_PROBE_COMMANDS");
+  if (this->Out.isEmpty())
+  {
+    return;
+  }
+  this->Timer = new QTimer(this);
+  QObject::connect(this->Timer, &QTimer::timeout, this, &pqSlabcastTestProbe::tick);
+  this->Timer->start(250);
+}
+
+void pqSlabcastTestProbe::onShutdown()
+{
+  if (this->Timer)
+  {
+    this->Timer->stop();
+  }
+}
+
+void pqSlabcastTestProbe::tick()
+{
+  this->runCommands();
+  this->writeState();
+}
+
+// One command per line: "save_chart PATH", "save_series PATH", "click OBJECTNAME".
+// Each result is appended to OUT.results as "COMMAND -> ok|failed".
+void pqSlabcastTestProbe::runCommands()
+{
+  QFile file(this->Commands);
+  if (this->Commands.isEmpty() || !file.open(QIODevice::ReadOnly))
+  {
+    return;
+  }
+  const QStringList lines = QString::fromUtf8(file.readAll()).split('\n', Qt::SkipEmptyParts);
+  file.close();
+  file.remove();
+  QFile results(this->Out + ".results");
+  results.open(QIODevice::Append);
+  QTextStream log(&results);
+  QDockWidget* monitor = Monitor();
+  for (const QString& line : lines)
+  {
+    const QString verb = line.section(' ', 0, 0);
+    const QString arg = line.section(' ', 1);
+    bool ok = false;
+    if (monitor && (verb == "save_chart" || verb == "save_series"))
+    {
+      QMetaObject::invokeMethod(monitor, verb == "save_chart" ? "saveChart" : "saveSeries",
+        Qt::DirectConnection, Q_RETURN_ARG(bool, ok), Q_ARG(QString, arg));
+    }
+    else if (monitor && verb == "click")
+    {
+      if (auto* button = monitor->findChild<QAbstractButton*>(arg))
+      {
+        button->click();
+        ok = true;
+      }
+    }
+    log << line << " -> " << (ok ? "ok" : "failed") << "\n";
+  }
+}
+
+void pqSlabcastTestProbe::writeState()
+{
+  QJsonObject state;
+  state["time"] = QDateTime::currentMSecsSinceEpoch() / 1000.0;
+  QDockWidget* monitor = Monitor();
+  state["found"] = monitor != nullptr;
+  if (monitor)
+  {
+    state["visible"] = monitor->isVisible();
+    state["title"] = monitor->windowTitle();
+    state["updates"] = monitor->property("updates").toInt();
+    state["chartPoints"] = monitor->property("chartPoints").toInt();
+    state["source"] = monitor->property("sourceName").toString();
+    if (auto* status = monitor->findChild<QLabel*>("slabcastStreamStatus"))
+    {
+      state["status"] = status->text();
+    }
+    if (auto* pause = monitor->findChild<QAbstractButton*>("slabcastPause"))
+    {
+      state["paused"] = pause->isChecked();
+    }
+    if (auto* table = monitor->findChild<QTableWidget*>("slabcastStreamTable"))
+    {
+      QJsonArray header, rows;
+      for (int c = 0; c < table->columnCount(); ++c)
+      {
+        header.append(table->horizontalHeaderItem(c) ? table->horizontalHeaderItem(c)->text() : "");
+      }
+      for (int r = 0; r < table->rowCount(); ++r)
+      {
+        QJsonArray row;
+        for (int c = 0; c < table->columnCount(); ++c)
+        {
+          row.append(table->item(r, c) ? table->item(r, c)->text() : "");
+        }
+        rows.append(row);
+      }
+      state["columns"] = header;
+      state["rows"] = rows;
+    }
+  }
+  QFile tmp(this->Out + ".tmp");
+  if (tmp.open(QIODevice::WriteOnly | QIODevice::Truncate))
+  {
+    tmp.write(QJsonDocument(state).toJson(QJsonDocument::Compact));
+    tmp.close();
+    QFile::remove(this->Out);
+    tmp.rename(this->Out);
+  }
+}

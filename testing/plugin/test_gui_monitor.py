@@ -1,0 +1,186 @@
+"""ctest plugin_gui_monitor (issue 18): the Slabcast Stream Monitor in the
+ParaView GUI, under Xvfb, while the real roles stream.
+
+The GUI opens a live stream (gui_open_live.py); the panel must open by itself
+with the source. A test-only plugin (probe/) reads the panel's widgets by
+object name and writes what they show to a file, and presses its buttons on
+request. Checks: one table row per slab and an all-slabs row; the Gbit/s the
+panel charted for each receiver second are the receiver's own, from its
+--stats-json line of that second (within 5%); the chart gets points; the step
+shown moves as steps arrive and stops while Pause is pressed; the chart saves
+as a PNG that is not blank and the series as CSV; ParaView logs no warning or
+error. Saves gui_monitor.png (the screen) in the working directory."""
+import csv
+import json
+import os
+import subprocess
+import time
+
+import plugin_testlib as t
+import xvfb_screen
+
+DIMS, DEPTH = (64, 64, 64), 32  # 2 slabs
+RATE = "250M"  # per stream, paced: a steady rate to compare
+
+
+def read_state(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def wait_state(path, what, ok, deadline):
+    while True:
+        state = read_state(path)
+        if state is not None and ok(state):
+            return state
+        t.check(time.monotonic() < deadline, "the panel never showed %s; last seen: %s" % (what, state))
+        time.sleep(0.25)
+
+
+def command(probe, line, deadline):
+    """Has the probe run one command; returns True when it says ok."""
+    results = probe["out"] + ".results"
+    before = open(results).read() if os.path.exists(results) else ""
+    with open(probe["commands"] + ".tmp", "w") as f:
+        f.write(line + "\n")
+    os.rename(probe["commands"] + ".tmp", probe["commands"])
+    while True:
+        now = open(results).read() if os.path.exists(results) else ""
+        if len(now) > len(before):
+            return now[len(before):].strip().endswith("-> ok")
+        t.check(time.monotonic() < deadline, "the probe did not run '%s'" % line)
+        time.sleep(0.1)
+
+
+def column(state, name):
+    return state["columns"].index(name)
+
+
+def shown_steps(state):
+    c = column(state, "Step shown")
+    return [row[c] for row in state["rows"]]
+
+
+def receiver_rates(stats_json):
+    """{status time: aggregate Gbit/s} from the receiver's --stats-json lines."""
+    rates = {}
+    with open(stats_json) as f:
+        for line in f:
+            j = json.loads(line)
+            if j.get("kind") == "status":
+                rates[j["time"]] = j["gbps"]
+    return rates
+
+
+def check_series(series_csv, stats_json):
+    """Each second the panel charted equals the receiver's own line of that second."""
+    with open(series_csv) as f:
+        rows = list(csv.DictReader(f))
+    t.check(len(rows) >= 3, "the saved series holds %d sample(s)" % len(rows))
+    rates = receiver_rates(stats_json)
+    compared = 0
+    for row in rows:
+        at = int(row["time_ns"]) / 1e9
+        when = min(rates, key=lambda s: abs(s - at))
+        if abs(when - at) > 0.5:
+            continue  # the receiver's line of that second was not written yet
+        theirs, ours = rates[when], float(row["total_gbps"])
+        t.check(abs(ours - theirs) <= 0.05 * max(theirs, 0.01),
+                "second %.3f: the panel shows %.4f Gbit/s, the receiver reported %.4f" % (at, ours, theirs))
+        compared += 1
+    t.check(compared >= 3, "only %d of the panel's seconds matched a receiver line" % compared)
+    busy = [float(r["total_gbps"]) for r in rows]
+    t.check(max(busy) > 0.01, "the panel never showed the stream's rate: %s" % busy)
+    return compared, max(busy)
+
+
+def body():
+    with t.shm_dir("monitor") as d, t.xvfb(fbdir=d) as display:
+        dataset = t.constant_dataset(os.path.join(d, "dataset"), DIMS, range(1, 9))
+        stats = os.path.join(d, "receive.json")
+        with t.streaming_pipeline(d, dataset, "monitor", DIMS, DEPTH, interval=0.5, rate=RATE,
+                                  receive_args=["--stats-json", stats]) as descriptor:
+            probe = {"out": os.path.join(d, "probe.json"), "commands": os.path.join(d, "probe.commands")}
+            env = t.paraview_env(display)
+            env["PV_PLUGIN_PATH"] += ":" + os.path.dirname(t.env_path("SLABCAST_PROBE_PLUGIN"))
+            env["SLABCAST_PROBE_OUT"] = probe["out"]
+            env["SLABCAST_PROBE_COMMANDS"] = probe["commands"]
+            env["SLABCAST_GUI_DESCRIPTOR"] = descriptor
+            env["XDG_CONFIG_HOME"] = os.path.join(d, "config")  # leave the user's settings alone
+            env["XDG_RUNTIME_DIR"] = d
+            cmd = [t.PARAVIEW, "--dr", "--script=" + os.path.join(t.HERE, "gui_open_live.py")]
+            t.log("$ " + " ".join(cmd))
+            log = open(os.path.join(d, "paraview.log"), "w+")
+            gui = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                deadline = time.monotonic() + 120
+                state = wait_state(probe["out"], "its table", lambda s: s.get("visible") and len(s.get("rows", [])) == 3
+                                   and s.get("chartPoints", 0) > 0, deadline)
+                t.check(state["title"] == "Slabcast Stream Monitor", "title %r" % state["title"])
+                t.check([row[0] for row in state["rows"]] == ["0", "1", "all"],
+                        "rows %s, want slabs 0, 1 and all" % [row[0] for row in state["rows"]])
+                for name in ("Step shown", "Receiving", "Gbit/s", "Loss % (last step)", "Step age", "Packets",
+                             "Rejected", "Stale", "Duplicates", "Complete"):
+                    t.check(name in state["columns"], "no column %r in %s" % (name, state["columns"]))
+                t.log("panel: %s" % state["status"])
+
+                # Steps move on in the panel as they arrive.
+                first = shown_steps(state)
+                later = wait_state(probe["out"], "a new step", lambda s: shown_steps(s) != first,
+                                   time.monotonic() + 30)
+                t.log("steps shown %s, then %s" % (first, shown_steps(later)))
+                packets = column(later, "Packets")
+                t.check(int(later["rows"][2][packets]) == sum(int(r[packets]) for r in later["rows"][:2]),
+                        "the all-slabs row is not the sum of the slabs' packets")
+
+                # Pause holds the step shown; the figures keep coming.
+                t.check(command(probe, "click slabcastPause", time.monotonic() + 10), "Pause could not be pressed")
+                paused = wait_state(probe["out"], "Pause pressed", lambda s: s.get("paused"), time.monotonic() + 10)
+                time.sleep(1.0)  # a step published just before the press may still be shown
+                held = shown_steps(read_state(probe["out"]))
+                updates = read_state(probe["out"])["updates"]
+                time.sleep(3.0)
+                after = read_state(probe["out"])
+                t.check(shown_steps(after) == held, "paused, yet the step shown moved: %s -> %s" % (
+                    held, shown_steps(after)))
+                t.check(after["updates"] > updates, "paused, the figures stopped too")
+                t.check(command(probe, "click slabcastPause", time.monotonic() + 10), "Resume could not be pressed")
+                wait_state(probe["out"], "the stream again", lambda s: not s.get("paused") and shown_steps(s) != held,
+                           time.monotonic() + 30)
+                del paused
+
+                # The chart and its series, saved; the series is the receiver's.
+                time.sleep(3.0)
+                chart, series = os.path.join(d, "chart.png"), os.path.join(d, "series.csv")
+                t.check(command(probe, "save_chart " + chart, time.monotonic() + 10), "the chart was not saved")
+                t.check(command(probe, "save_series " + series, time.monotonic() + 10), "the series was not saved")
+                width, height, _ = png = xvfb_screen.read_png(chart)
+                colours = xvfb_screen.distinct_colours(png)
+                t.check(colours > 8, "the saved chart (%dx%d) is blank: %d colour(s)" % (width, height, colours))
+                compared, peak = check_series(series, stats)
+                t.log("ok: chart %dx%d, %d colours; %d seconds of the series equal the receiver's (peak %.3f Gbit/s)"
+                      % (width, height, colours, compared, peak))
+
+                xvfb_screen.write_png("gui_monitor.png", xvfb_screen.snapshot(d))
+                t.check(gui.poll() is None, "paraview exited")
+                log.seek(0)
+                noisy = [line for line in log.read().splitlines() if "WARN" in line.upper() or "ERR" in line]
+                t.check(not noisy, "ParaView logged warnings or errors:\n" + "\n".join(noisy[:5]))
+            except t.Failure:
+                log.seek(0)
+                t.log("--- paraview output\n" + log.read())
+                raise
+            finally:
+                gui.terminate()
+                try:
+                    gui.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    gui.kill()
+                    gui.wait()
+                log.close()
+
+
+t.main(body)
