@@ -76,7 +76,8 @@ def add_frame_options(p):
                         "newest: each slab as it is being written")
     p.add_argument("--show-holes", action="store_true",
                    help="colour the values the step lost (shown from an earlier step) instead of hiding them")
-    p.add_argument("--no-annotation", action="store_true", help="no step/completeness/age text in the corner")
+    p.add_argument("--no-overlay", "--no-annotation", dest="no_overlay", action="store_true",
+                   help="no figures in the corner (step, completeness, age, Gbit/s, loss, frame time)")
 
 
 def refresh(reader, first=False):
@@ -106,18 +107,23 @@ def field_range(reader, name, default=(0.0, 0.0)):
     return array.GetRange() if array is not None else default
 
 
-def step_caption(reader):
-    """'step 40 · 100.0% arrived · 120 ms old', from the output's field data
-    (the least complete slab, the oldest age over every rank)."""
+def step_caption(reader, frame_ms=None):
+    """'step 40 | 100.0% arrived | 120 ms old | 2.01 Gbit/s | loss 0.000% |
+    frame 35 ms', from the output's field data (the least complete slab, the
+    oldest age over every rank; the whole stream's rate and the loss of its
+    last finished step, gathered from every rank) and the last frame's time."""
     step = int(field_range(reader, "Step", (-1, -1))[0])
     if step < 0:
         return "waiting for the first step"
     complete = 100.0 * field_range(reader, "Completeness")[0]
+    stream = "%.2f Gbit/s | loss %.3f%%" % (field_range(reader, "StreamGbps")[1],
+                                            field_range(reader, "StreamLossPercent")[1])
+    frame = "" if frame_ms is None else " | frame %.0f ms" % frame_ms
     if int(field_range(reader, "WholeStep", (1, 1))[0]) == 0:
-        return "step %d | being written | %.1f%% arrived" % (step, complete)
+        return "step %d | being written | %.1f%% arrived | %s%s" % (step, complete, stream, frame)
     age = field_range(reader, "StepAgeMs")[1]
-    return "step %d | %.1f%% arrived | %s old" % (
-        step, complete, "%.0f ms" % age if age < 10000 else "%.0f s" % (age / 1000))
+    return "step %d | %.1f%% arrived | %s old | %s%s" % (
+        step, complete, "%.0f ms" % age if age < 10000 else "%.0f s" % (age / 1000), stream, frame)
 
 
 def show_frame_extras(reader, view, args):
@@ -133,7 +139,7 @@ def show_frame_extras(reader, view, args):
         overlay.ColorArrayName = ["POINTS", ""]
         overlay.AmbientColor = overlay.DiffuseColor = [0.0, 0.9, 1.0]
         overlay.Opacity = 0.35
-    if args.no_annotation:
+    if args.no_overlay:
         return None
     caption = Text(Text=step_caption(reader))
     shown = Show(caption, view)
@@ -275,23 +281,27 @@ def main(argv):
         args.descriptor, field, lo, hi, width, height), flush=True)
     start = time.monotonic()
     frame = 0
+    frame_ms = None  # the last frame's time, shown in the next one's caption
     while not STOP:
         t0 = time.monotonic()
         new = refresh(reader, first=frame == 0)
         if args.every_frame and not new:
             reader.MarkModified(reader)
-        if caption is not None and (new or args.completeness == "newest"):
+        text = ""
+        if caption is not None:
             reader.UpdatePipeline()
-            caption.Text = step_caption(reader)
+            text = step_caption(reader, frame_ms)
+            caption.Text = text
         Render(view)
         reader.UpdatePropertyInformation()
         step = reader.GetPropertyValue("Step")
         t1 = time.monotonic()
+        frame_ms = 1000 * (t1 - t0)
         if args.save and (new or not args.save_new_only):
             SaveScreenshot(args.save % frame if "%" in args.save else args.save, view,
                            ImageResolution=[width, height])
-        print("frame %d: step %d, %.1f ms%s" % (frame, step, 1000 * (t1 - t0), " (new step)" if new and frame else ""),
-              flush=True)
+        print("frame %d: step %d, %.1f ms%s%s" % (frame, step, frame_ms, " (new step)" if new and frame else "",
+                                                  " | caption: " + text if text else ""), flush=True)
         frame += 1
         if args.frames and frame >= args.frames:
             break

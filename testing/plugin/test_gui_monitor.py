@@ -9,11 +9,19 @@ panel charted for each receiver second are the receiver's own, from its
 --stats-json line of that second (within 5%); the chart gets points; the step
 shown moves as steps arrive and stops while Pause is pressed; the chart saves
 as a PNG that is not blank and the series as CSV; ParaView logs no warning or
-error. Saves gui_monitor.png (the screen) in the working directory."""
+error. Saves gui_monitor.png (the screen) in the working directory.
+
+With the argument "pvserver" (ctest plugin_gui_monitor_pvserver) the GUI is a
+client of `mpirun -np 2 pvserver`, one rank per slab: the panel shows both
+slabs' figures, gathered on the server side, and the steps shown move on in
+whole steps (the panel calls the reader's Refresh on every rank)."""
+import contextlib
 import csv
 import json
 import os
+import socket
 import subprocess
+import sys
 import time
 
 import plugin_testlib as t
@@ -97,8 +105,39 @@ def check_series(series_csv, stats_json):
     return compared, max(busy)
 
 
+@contextlib.contextmanager
+def pvserver(directory, env):
+    """`mpirun -np 2 pvserver` on a free port; yields the GUI's --server-url."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    cmd = [t.MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2", t.PVSERVER,
+           "--server-port=%d" % port, "--force-offscreen-rendering"]
+    t.log("$ " + " ".join(cmd))
+    log = open(os.path.join(directory, "pvserver.log"), "w+")
+    server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while "Accepting connection" not in open(log.name).read():
+            t.check(server.poll() is None and time.monotonic() < deadline, "pvserver did not start:\n" +
+                    open(log.name).read())
+            time.sleep(0.2)
+        yield "--server-url=cs://localhost:%d" % port
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        log.close()
+
+
 def body():
-    with t.shm_dir("monitor") as d, t.xvfb(fbdir=d) as display:
+    remote = len(sys.argv) > 1 and sys.argv[1] == "pvserver"
+    with t.shm_dir("monitor") as d, t.xvfb(fbdir=d) as display, contextlib.ExitStack() as stack:
         dataset = t.constant_dataset(os.path.join(d, "dataset"), DIMS, range(1, 9))
         stats = os.path.join(d, "receive.json")
         with t.streaming_pipeline(d, dataset, "monitor", DIMS, DEPTH, interval=0.5, rate=RATE,
@@ -112,6 +151,8 @@ def body():
             env["XDG_CONFIG_HOME"] = os.path.join(d, "config")  # leave the user's settings alone
             env["XDG_RUNTIME_DIR"] = d
             cmd = [t.PARAVIEW, "--dr", "--script=" + os.path.join(t.HERE, "gui_open_live.py")]
+            if remote:
+                cmd.insert(2, stack.enter_context(pvserver(d, env)))
             t.log("$ " + " ".join(cmd))
             log = open(os.path.join(d, "paraview.log"), "w+")
             gui = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -135,6 +176,13 @@ def body():
                 packets = column(later, "Packets")
                 t.check(int(later["rows"][2][packets]) == sum(int(r[packets]) for r in later["rows"][:2]),
                         "the all-slabs row is not the sum of the slabs' packets")
+                if remote:
+                    # Whole steps on two ranks: both slabs show one step, and it moves on.
+                    steps = wait_state(probe["out"], "two more steps", lambda s: len(set(shown_steps(s))) == 1
+                                       and "-" not in shown_steps(s) and shown_steps(s) != shown_steps(later),
+                                       time.monotonic() + 30)
+                    t.log("ok: 2-rank pvserver: steps shown %s, then %s" % (shown_steps(later), shown_steps(steps)))
+                    return
 
                 # Pause holds the step shown; the figures keep coming.
                 t.check(command(probe, "click slabcastPause", time.monotonic() + 10), "Pause could not be pressed")

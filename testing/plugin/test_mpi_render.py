@@ -14,7 +14,7 @@ MAX_DIFF, MEAN_DIFF = 8, 0.2
 def render(descriptor, display, ranks, out_dir):
     pattern = os.path.join(out_dir, "ranks%d_%%d.png" % ranks)
     cmd = t.pvbatch_cmd(t.env_path("SLABCAST_RENDER"),
-                        [descriptor, "--frames", 2, "--size", "400x400", "--save", pattern, "--no-annotation"],
+                        [descriptor, "--frames", 2, "--size", "400x400", "--save", pattern, "--no-overlay"],
                         ranks=ranks)
     out, _ = t.run(cmd, env=t.paraview_env(display), timeout=240)
     frames = re.findall(r"frame (\d+): step (-?\d+), ([\d.]+) ms", out)

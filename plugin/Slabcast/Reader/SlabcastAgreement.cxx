@@ -103,4 +103,54 @@ std::optional<Agreement> AgreeAndPin(const std::map<int, slabcast::SlabMappingPt
   return std::nullopt;
 }
 
+std::vector<slabcast::SlabFigures> GatherFigures(const std::vector<slabcast::SlabFigures>& mine)
+{
+  const int ranks = ProcessCount();
+  if (ranks <= 1)
+  {
+    return mine;
+  }
+  // Per slab on the wire: index, Gbit/s, loss of the last step, when the rate was measured.
+  constexpr int kFields = 4;
+  constexpr std::size_t kMaxPerRank = 65536; // what one host can list
+  const std::size_t count = std::min(mine.size(), kMaxPerRank);
+  std::vector<double> send;
+  for (std::size_t i = 0; i < count; ++i)
+  {
+    const slabcast::SlabFigures& f = mine[i];
+    send.insert(send.end(),
+      { static_cast<double>(f.slab), f.gbps, f.last_step_loss_percent, static_cast<double>(f.rate_ns) });
+  }
+  vtkIdType length = static_cast<vtkIdType>(send.size());
+  std::vector<vtkIdType> lengths(static_cast<std::size_t>(ranks), 0);
+  Controller()->AllGather(&length, lengths.data(), 1);
+  std::vector<vtkIdType> offsets(static_cast<std::size_t>(ranks), 0);
+  vtkIdType total = 0;
+  for (int r = 0; r < ranks; ++r)
+  {
+    // Counts from other ranks are checked like anything that arrives.
+    if (lengths[r] < 0 || lengths[r] > static_cast<vtkIdType>(kMaxPerRank * kFields) ||
+      lengths[r] % kFields != 0)
+    {
+      return mine;
+    }
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::vector<double> all(static_cast<std::size_t>(total));
+  send.resize(std::max<std::size_t>(send.size(), 1)); // a valid pointer even for none
+  Controller()->AllGatherV(send.data(), all.data(), length, lengths.data(), offsets.data());
+  std::vector<slabcast::SlabFigures> merged;
+  for (vtkIdType i = 0; i + kFields <= total; i += kFields)
+  {
+    slabcast::SlabFigures f;
+    f.slab = static_cast<int>(all[i]);
+    f.gbps = all[i + 1];
+    f.last_step_loss_percent = all[i + 2];
+    f.rate_ns = static_cast<std::int64_t>(all[i + 3]);
+    slabcast::merge_figures(merged, { f });
+  }
+  return merged;
+}
+
 } // namespace slabcast_vtk

@@ -7,6 +7,7 @@
 #ifndef SlabcastAgreement_h
 #define SlabcastAgreement_h
 
+#include "slabcast/slab_figures.h"
 #include "slabcast/step_choice.h"
 
 #include <cstdint>
@@ -41,6 +42,11 @@ struct Agreement
 // on one rank (the receiver took that buffer between the look and the pin)
 // sends all of them round again, a few times. nullopt: no step in common.
 std::optional<Agreement> AgreeAndPin(const std::map<int, slabcast::SlabMappingPtr>& slabs);
+
+// Collective: every rank's slab figures (of the slabs it sees), merged by slab
+// on every rank, so each can caption a frame with the whole stream's rate and
+// loss even when the slabs are on several hosts.
+std::vector<slabcast::SlabFigures> GatherFigures(const std::vector<slabcast::SlabFigures>& mine);
 
 } // namespace slabcast_vtk
 

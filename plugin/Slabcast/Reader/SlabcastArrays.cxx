@@ -275,4 +275,10 @@ void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
     [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.publications.load()); });
 }
 
+void AddStreamFieldData(vtkFieldData* fd, const slabcast::SlabFigures& totals)
+{
+  AddOne<vtkDoubleArray>(fd, "StreamGbps", totals.gbps);
+  AddOne<vtkDoubleArray>(fd, "StreamLossPercent", totals.last_step_loss_percent);
+}
+
 } // namespace slabcast_vtk

@@ -8,6 +8,7 @@
 #define SlabcastArrays_h
 
 #include "slabcast/extent_values.h"
+#include "slabcast/slab_figures.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/slab_selection.h"
 #include "slabcast/step_choice.h"
@@ -77,6 +78,11 @@ void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const in
 // the GUI's Information panel and scripts can show what is on screen.
 void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
   const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed);
+
+// The whole stream's figures (every slab of every rank): "StreamGbps", the
+// receivers' rate over their last status second, and "StreamLossPercent",
+// the last finished step's loss, for a frame's caption.
+void AddStreamFieldData(vtkFieldData* fd, const slabcast::SlabFigures& totals);
 
 } // namespace slabcast_vtk
 

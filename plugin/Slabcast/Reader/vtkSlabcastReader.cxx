@@ -47,6 +47,9 @@ public:
   // What the last output shows of each slab it reads (for StreamFigures): the
   // publication, or for a step being written (Newest data) its step alone.
   std::map<int, slabcast::Publication> Shown;
+  // The whole stream's rate and loss over every rank's slabs, as of the last
+  // Refresh (gathered there: it is collective), for the output's field data.
+  slabcast::SlabFigures StreamTotals;
 
   // The ranks' last agreement (Refresh): the step, pinned on every slab this
   // rank sees, until the next agreement replaces it.
@@ -238,6 +241,7 @@ void vtkSlabcastReader::Refresh()
     in.HaveAgreement = true;
     this->AgreedStep = agreed->Step;
   }
+  in.StreamTotals = slabcast::total_figures(slabcast_vtk::GatherFigures(this->StreamFigures()));
   this->Modified();
 }
 
@@ -431,6 +435,11 @@ int vtkSlabcastReader::RequestData(
     in.Shown[kv.first] = shown;
   }
   slabcast_vtk::AddSlabFieldData(output->GetFieldData(), choice, headers, this->ZeroCopy, agreed);
+  // One process sees every slab it reads; several gathered theirs in Refresh.
+  const slabcast::SlabFigures totals = slabcast_vtk::ProcessCount() > 1
+    ? in.StreamTotals
+    : slabcast::total_figures(this->StreamFigures());
+  slabcast_vtk::AddStreamFieldData(output->GetFieldData(), totals);
   return 1;
 }
 
