@@ -26,41 +26,10 @@ import time
 
 import plugin_testlib as t
 import xvfb_screen
+from gui_probe import command, gui, read_state, wait_state
 
 DIMS, DEPTH = (64, 64, 64), 32  # 2 slabs
 RATE = "250M"  # per stream, paced: a steady rate to compare
-
-
-def read_state(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def wait_state(path, what, ok, deadline):
-    while True:
-        state = read_state(path)
-        if state is not None and ok(state):
-            return state
-        t.check(time.monotonic() < deadline, "the panel never showed %s; last seen: %s" % (what, state))
-        time.sleep(0.25)
-
-
-def command(probe, line, deadline):
-    """Has the probe run one command; returns True when it says ok."""
-    results = probe["out"] + ".results"
-    before = open(results).read() if os.path.exists(results) else ""
-    with open(probe["commands"] + ".tmp", "w") as f:
-        f.write(line + "\n")
-    os.rename(probe["commands"] + ".tmp", probe["commands"])
-    while True:
-        now = open(results).read() if os.path.exists(results) else ""
-        if len(now) > len(before):
-            return now[len(before):].strip().endswith("-> ok")
-        t.check(time.monotonic() < deadline, "the probe did not run '%s'" % line)
-        time.sleep(0.1)
 
 
 def column(state, name):
@@ -68,7 +37,7 @@ def column(state, name):
 
 
 def shown_steps(state):
-    c = column(state, "Step shown")
+    c = column(state, "Shown")
     return [row[c] for row in state["rows"]]
 
 
@@ -103,6 +72,14 @@ def check_series(series_csv, stats_json):
     busy = [float(r["total_gbps"]) for r in rows]
     t.check(max(busy) > 0.01, "the panel never showed the stream's rate: %s" % busy)
     return compared, max(busy)
+
+
+def check_quiet(log, proc):
+    """ParaView still runs and logged no warning or error (an Output Messages popup)."""
+    t.check(proc.poll() is None, "paraview exited")
+    log.seek(0)
+    noisy = [line for line in log.read().splitlines() if "WARN" in line.upper() or "ERR" in line]
+    t.check(not noisy, "ParaView logged warnings or errors:\n" + "\n".join(noisy[:5]))
 
 
 @contextlib.contextmanager
@@ -142,35 +119,22 @@ def body():
         stats = os.path.join(d, "receive.json")
         with t.streaming_pipeline(d, dataset, "monitor", DIMS, DEPTH, interval=0.5, rate=RATE,
                                   receive_args=["--stats-json", stats]) as descriptor:
-            probe = {"out": os.path.join(d, "probe.json"), "commands": os.path.join(d, "probe.commands")}
-            env = t.paraview_env(display)
-            env["PV_PLUGIN_PATH"] += ":" + os.path.dirname(t.env_path("SLABCAST_PROBE_PLUGIN"))
-            env["SLABCAST_PROBE_OUT"] = probe["out"]
-            env["SLABCAST_PROBE_COMMANDS"] = probe["commands"]
-            env["SLABCAST_GUI_DESCRIPTOR"] = descriptor
-            env["XDG_CONFIG_HOME"] = os.path.join(d, "config")  # leave the user's settings alone
-            env["XDG_RUNTIME_DIR"] = d
-            cmd = [t.PARAVIEW, "--dr", "--script=" + os.path.join(t.HERE, "gui_open_live.py")]
-            if remote:
-                cmd.insert(2, stack.enter_context(pvserver(d, env)))
-            t.log("$ " + " ".join(cmd))
-            log = open(os.path.join(d, "paraview.log"), "w+")
-            gui = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-            try:
+            server_url = [stack.enter_context(pvserver(d, t.paraview_env(display)))] if remote else []
+            with gui(d, display, descriptor, server_url) as (probe, log, proc):
                 deadline = time.monotonic() + 120
-                state = wait_state(probe["out"], "its table", lambda s: s.get("visible") and len(s.get("rows", [])) == 3
+                state = wait_state(probe, "its table", lambda s: s.get("visible") and len(s.get("rows", [])) == 3
                                    and s.get("chartPoints", 0) > 0, deadline)
                 t.check(state["title"] == "Slabcast Stream Monitor", "title %r" % state["title"])
                 t.check([row[0] for row in state["rows"]] == ["0", "1", "all"],
                         "rows %s, want slabs 0, 1 and all" % [row[0] for row in state["rows"]])
-                for name in ("Step shown", "Receiving", "Gbit/s", "Loss % (last step)", "Step age", "Packets",
-                             "Rejected", "Stale", "Duplicates", "Complete"):
+                for name in ("Shown", "Receiving", "Gbit/s", "Loss %", "Age", "Complete", "Packets", "Rejected",
+                             "Stale", "Dups", "Dropped"):
                     t.check(name in state["columns"], "no column %r in %s" % (name, state["columns"]))
                 t.log("panel: %s" % state["status"])
 
                 # Steps move on in the panel as they arrive.
                 first = shown_steps(state)
-                later = wait_state(probe["out"], "a new step", lambda s: shown_steps(s) != first,
+                later = wait_state(probe, "a new step", lambda s: shown_steps(s) != first,
                                    time.monotonic() + 30)
                 t.log("steps shown %s, then %s" % (first, shown_steps(later)))
                 packets = column(later, "Packets")
@@ -178,33 +142,33 @@ def body():
                         "the all-slabs row is not the sum of the slabs' packets")
                 if remote:
                     # Whole steps on two ranks: both slabs show one step, and it moves on.
-                    steps = wait_state(probe["out"], "two more steps", lambda s: len(set(shown_steps(s))) == 1
+                    steps = wait_state(probe, "two more steps", lambda s: len(set(shown_steps(s))) == 1
                                        and "-" not in shown_steps(s) and shown_steps(s) != shown_steps(later),
                                        time.monotonic() + 30)
                     t.log("ok: 2-rank pvserver: steps shown %s, then %s" % (shown_steps(later), shown_steps(steps)))
+                    check_quiet(log, proc)
                     return
 
                 # Pause holds the step shown; the figures keep coming.
-                t.check(command(probe, "click slabcastPause", time.monotonic() + 10), "Pause could not be pressed")
-                paused = wait_state(probe["out"], "Pause pressed", lambda s: s.get("paused"), time.monotonic() + 10)
+                t.check(command(probe, "click slabcastPause", time.monotonic() + 10)[0], "Pause could not be pressed")
+                wait_state(probe, "Pause pressed", lambda s: s.get("paused"), time.monotonic() + 10)
                 time.sleep(1.0)  # a step published just before the press may still be shown
-                held = shown_steps(read_state(probe["out"]))
-                updates = read_state(probe["out"])["updates"]
+                held = shown_steps(read_state(probe))
+                updates = read_state(probe)["updates"]
                 time.sleep(3.0)
-                after = read_state(probe["out"])
+                after = read_state(probe)
                 t.check(shown_steps(after) == held, "paused, yet the step shown moved: %s -> %s" % (
                     held, shown_steps(after)))
                 t.check(after["updates"] > updates, "paused, the figures stopped too")
-                t.check(command(probe, "click slabcastPause", time.monotonic() + 10), "Resume could not be pressed")
-                wait_state(probe["out"], "the stream again", lambda s: not s.get("paused") and shown_steps(s) != held,
+                t.check(command(probe, "click slabcastPause", time.monotonic() + 10)[0], "Resume could not be pressed")
+                wait_state(probe, "the stream again", lambda s: not s.get("paused") and shown_steps(s) != held,
                            time.monotonic() + 30)
-                del paused
 
                 # The chart and its series, saved; the series is the receiver's.
                 time.sleep(3.0)
                 chart, series = os.path.join(d, "chart.png"), os.path.join(d, "series.csv")
-                t.check(command(probe, "save_chart " + chart, time.monotonic() + 10), "the chart was not saved")
-                t.check(command(probe, "save_series " + series, time.monotonic() + 10), "the series was not saved")
+                t.check(command(probe, "save_chart " + chart, time.monotonic() + 10)[0], "the chart was not saved")
+                t.check(command(probe, "save_series " + series, time.monotonic() + 10)[0], "the series was not saved")
                 width, height, _ = png = xvfb_screen.read_png(chart)
                 colours = xvfb_screen.distinct_colours(png)
                 t.check(colours > 8, "the saved chart (%dx%d) is blank: %d colour(s)" % (width, height, colours))
@@ -213,22 +177,7 @@ def body():
                       % (width, height, colours, compared, peak))
 
                 xvfb_screen.write_png("gui_monitor.png", xvfb_screen.snapshot(d))
-                t.check(gui.poll() is None, "paraview exited")
-                log.seek(0)
-                noisy = [line for line in log.read().splitlines() if "WARN" in line.upper() or "ERR" in line]
-                t.check(not noisy, "ParaView logged warnings or errors:\n" + "\n".join(noisy[:5]))
-            except t.Failure:
-                log.seek(0)
-                t.log("--- paraview output\n" + log.read())
-                raise
-            finally:
-                gui.terminate()
-                try:
-                    gui.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    gui.kill()
-                    gui.wait()
-                log.close()
+                check_quiet(log, proc)
 
 
 t.main(body)

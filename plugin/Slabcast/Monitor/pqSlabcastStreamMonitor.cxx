@@ -15,6 +15,7 @@
 #include "slabcast/slab_figures.h"
 
 #include <QDateTime>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileDialog>
 #include <QHBoxLayout>
@@ -34,9 +35,22 @@ namespace
 // read per slab on each rank, nothing re-executed).
 constexpr int kPollMs = 500;
 
-const char* const kColumns[] = { "Slab", "Host", "Step shown", "Receiving", "Gbit/s",
-  "Loss % (last step)", "Step age", "Complete", "Packets", "Rejected", "Stale", "Duplicates",
-  "Dropped steps" };
+// Short headers keep the panel narrow beside the render view; the tooltips say what they mean.
+const char* const kColumns[][2] = {
+  { "Slab", "the slab (z range) and its stream; 'all': every slab" },
+  { "Host", "where the slab's shared memory is (the data-server rank's host)" },
+  { "Shown", "the step the render view shows of this slab" },
+  { "Receiving", "the step being received now ('-': between steps)" },
+  { "Gbit/s", "the receiver's rate for this stream over its last second" },
+  { "Loss %", "records lost in the last finished step" },
+  { "Age", "how long ago the step shown was published" },
+  { "Complete", "share of the step shown that arrived (the rest is shown from an older step)" },
+  { "Packets", "packets the receiver placed, all steps" },
+  { "Rejected", "malformed or out-of-slab packets" },
+  { "Stale", "packets of a step already finished" },
+  { "Dups", "records received twice in a step" },
+  { "Dropped", "steps not written because readers held every buffer" },
+};
 constexpr int kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
 
 bool IsSlabcast(pqPipelineSource* source)
@@ -87,7 +101,9 @@ pqSlabcastStreamMonitor::pqSlabcastStreamMonitor(QWidget* parent, Qt::WindowFlag
   this->Table->setObjectName("slabcastStreamTable");
   for (int c = 0; c < kColumnCount; ++c)
   {
-    this->Table->setHorizontalHeaderItem(c, new QTableWidgetItem(kColumns[c]));
+    auto* header = new QTableWidgetItem(kColumns[c][0]);
+    header->setToolTip(kColumns[c][1]);
+    this->Table->setHorizontalHeaderItem(c, header);
   }
   this->Table->verticalHeader()->setVisible(false);
   this->Table->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -107,6 +123,7 @@ pqSlabcastStreamMonitor::pqSlabcastStreamMonitor(QWidget* parent, Qt::WindowFlag
   buttons->addWidget(saveChart);
   buttons->addWidget(saveSeries);
   auto* body = new QWidget(this);
+  body->setMinimumWidth(420); // the table's first columns and the chart readable when docked
   auto* layout = new QVBoxLayout(body);
   layout->addWidget(this->Status);
   layout->addWidget(this->Table, 1);
@@ -222,6 +239,8 @@ void pqSlabcastStreamMonitor::refreshSteps()
 
 void pqSlabcastStreamMonitor::showFigures()
 {
+  QElapsedTimer busy;
+  busy.start();
   vtkNew<vtkSlabcastStreamInformation> info;
   this->Source->getProxy()->GatherInformation(info);
   std::vector<slabcast::SlabFigures> slabs;
@@ -265,6 +284,7 @@ void pqSlabcastStreamMonitor::showFigures()
                           .arg(slabs.size())
                           .arg(this->Pause->isChecked() ? ", paused" : "")
                           .arg(QTime::currentTime().toString("hh:mm:ss.zzz")));
+  this->BusyMs += busy.nsecsElapsed() / 1e6;
 }
 
 //------------------------------------------------------------------------------

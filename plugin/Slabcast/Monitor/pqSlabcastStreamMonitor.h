@@ -31,6 +31,8 @@ class pqSlabcastStreamMonitor : public QDockWidget
   Q_PROPERTY(int updates READ updates)
   Q_PROPERTY(int chartPoints READ chartPoints)
   Q_PROPERTY(QString sourceName READ sourceName)
+  /// Milliseconds the GUI spent in the panel's updates, summed (gather, table, chart).
+  Q_PROPERTY(double busyMs READ busyMs)
 
 public:
   pqSlabcastStreamMonitor(QWidget* parent = nullptr, Qt::WindowFlags flags = Qt::WindowFlags());
@@ -39,6 +41,7 @@ public:
   int updates() const { return this->Updates; }
   int chartPoints() const;
   QString sourceName() const;
+  double busyMs() const { return this->BusyMs; }
 
 public Q_SLOTS:
   /// The chart as a PNG file, the series as CSV; false on failure (a message
@@ -67,4 +70,5 @@ private:
   QTimer* Timer;
   slabcast::StreamHistory History;
   int Updates = 0;
+  double BusyMs = 0;
 };

@@ -1,5 +1,8 @@
 #include "pqSlabcastTestProbe.h"
 
+#include "pqActiveObjects.h"
+#include "pqView.h"
+
 #include <QAbstractButton>
 #include <QApplication>
 #include <QDateTime>
@@ -12,7 +15,11 @@
 #include <QMetaObject>
 #include <QTableWidget>
 #include <QTextStream>
+#include <QElapsedTimer>
 #include <QTimer>
+
+#include <algorithm>
+#include <vector>
 
 namespace
 {
@@ -72,7 +79,8 @@ void pqSlabcastTestProbe::tick()
   this->writeState();
 }
 
-// One command per line: "save_chart PATH", "save_series PATH", "click OBJECTNAME".
+// One command per line: "save_chart PATH", "save_series PATH", "click OBJECTNAME",
+// "show", "hide", "float" (the panel), "render_bench SECONDS".
 // Each result is appended to OUT.results as "COMMAND -> ok|failed".
 void pqSlabcastTestProbe::runCommands()
 {
@@ -97,6 +105,58 @@ void pqSlabcastTestProbe::runCommands()
     {
       QMetaObject::invokeMethod(monitor, verb == "save_chart" ? "saveChart" : "saveSeries",
         Qt::DirectConnection, Q_RETURN_ARG(bool, ok), Q_ARG(QString, arg));
+    }
+    else if (monitor && (verb == "hide" || verb == "show"))
+    {
+      monitor->setVisible(verb == "show");
+      ok = true;
+    }
+    else if (monitor && verb == "float")
+    {
+      // Shown, but out of the main window: showing or hiding it then leaves
+      // the render view's size alone (a benchmark compares like with like).
+      monitor->setFloating(true);
+      monitor->show();
+      monitor->setGeometry(900, 600, 370, 400);
+      ok = true;
+    }
+    else if (verb == "render_bench")
+    {
+      // Renders the active view back to back for `arg` seconds, letting every
+      // other event (the panel's timer) run between frames; one line of
+      // figures goes to the results.
+      pqView* view = pqActiveObjects::instance().activeView();
+      if (view)
+      {
+        const double seconds = arg.toDouble();
+        const double busyBefore = monitor ? monitor->property("busyMs").toDouble() : 0;
+        const int updatesBefore = monitor ? monitor->property("updates").toInt() : 0;
+        QElapsedTimer clock;
+        clock.start();
+        std::vector<double> frames;
+        while (clock.elapsed() < seconds * 1000)
+        {
+          QElapsedTimer frame;
+          frame.start();
+          view->forceRender();
+          frames.push_back(frame.nsecsElapsed() / 1e6);
+          QApplication::processEvents();
+        }
+        const double elapsed = clock.elapsed() / 1000.0;
+        std::sort(frames.begin(), frames.end());
+        double sum = 0;
+        for (double f : frames)
+        {
+          sum += f;
+        }
+        log << "render_bench frames " << frames.size() << " seconds " << elapsed << " fps "
+            << frames.size() / elapsed << " mean_ms " << sum / frames.size() << " median_ms "
+            << frames[frames.size() / 2] << " panel_updates "
+            << (monitor ? monitor->property("updates").toInt() - updatesBefore : 0) << " panel_busy_ms "
+            << (monitor ? monitor->property("busyMs").toDouble() - busyBefore : 0) << " panel_visible "
+            << (monitor && monitor->isVisible() ? 1 : 0) << "\n";
+        ok = true;
+      }
     }
     else if (monitor && verb == "click")
     {

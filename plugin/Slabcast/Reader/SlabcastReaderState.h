@@ -1,0 +1,91 @@
+// What a vtkSlabcastReader keeps between executions: the descriptor, the pool
+// of slab mappings, the ranks' last agreement with its pins, what the last
+// output shows, and the live state its modification time follows. Private to
+// the reader's files (vtkSlabcastReader.cxx).
+#ifndef SlabcastReaderState_h
+#define SlabcastReaderState_h
+
+#include "SlabcastArrays.h"
+#include "vtkSlabcastReader.h"
+#include "vtkTimeStamp.h"
+
+#include "slabcast/descriptor.h"
+#include "slabcast/live_slabs.h"
+#include "slabcast/publication.h"
+#include "slabcast/slab_figures.h"
+#include "slabcast/slab_pool.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+class vtkSlabcastReader::vtkInternals
+{
+public:
+  slabcast::Descriptor Descriptor;
+  bool HaveDescriptor = false;
+  std::string DescriptorPath;
+  slabcast::SlabPool Pool;
+  std::vector<slabcast::SlabMappingPtr> Used; // slabs behind the last output, ascending index
+
+  slabcast_vtk::RangeCache Ranges; // of the last whole step shown
+  // What the last output shows of each slab it reads (for StreamFigures): the
+  // publication, or for a step being written (Newest data) its step alone.
+  std::map<int, slabcast::Publication> Shown;
+  // The whole stream's rate and loss over every rank's slabs, as of the last
+  // Refresh (gathered there: it is collective), for the output's field data.
+  slabcast::SlabFigures StreamTotals;
+
+  // The ranks' last agreement (Refresh): the step, pinned on every slab this
+  // rank sees, until the next agreement replaces it.
+  bool HaveAgreement = false;
+  std::map<int, slabcast::PinnedPublicationPtr> AgreedPins;
+  // What the last Refresh looked at, and the digest taken before it looked:
+  // news from then on (a slab publishing while the ranks agreed included) is
+  // news to the next poll.
+  bool Refreshed = false;
+  std::vector<slabcast::SlabMappingPtr> Visible;
+  std::uint64_t SignatureAtRefresh = 0;
+
+  // Live state: a digest of what the last execution saw (slabcast::live_signature),
+  // compared against the shared memory now. Attempted: some execution (even a
+  // failed one) happened.
+  bool Attempted = false;
+  slabcast::LiveFollow Follow = slabcast::LiveFollow::Publications;
+  std::uint64_t SignatureAtExecute = 0;
+  std::uint64_t SignatureSeenByMTime = 0;
+  vtkTimeStamp LiveTime;
+
+  std::uint64_t Signature() const
+  {
+    return slabcast::live_signature(this->DescriptorPath, this->Used, this->Follow);
+  }
+
+  void RecordExecution()
+  {
+    this->Attempted = true;
+    this->SignatureAtExecute = this->Signature();
+    this->SignatureSeenByMTime = this->SignatureAtExecute;
+  }
+
+  // Every slab of the descriptor this process can open, by index.
+  std::map<int, slabcast::SlabMappingPtr> VisibleSlabs()
+  {
+    std::map<int, slabcast::SlabMappingPtr> slabs;
+    for (const auto& e : this->Descriptor.slabs)
+    {
+      try
+      {
+        slabs[e.index] = this->Pool.get(this->Descriptor, this->DescriptorPath, e);
+      }
+      catch (const std::exception&)
+      {
+        // Missing or damaged: RequestData names it if this rank reads it.
+      }
+    }
+    return slabs;
+  }
+};
+
+#endif
