@@ -150,6 +150,42 @@ def corrupt(path, how):
     run([env_path("SLABCAST_TEST_WRITER"), "corrupt", "--file", path, "--how", how])
 
 
+@contextlib.contextmanager
+def pvserver(directory, env, ranks=2):
+    """`mpirun -np RANKS pvserver` on a free TCP port, offscreen; yields the
+    port once it accepts connections, and stops it (it also ends by itself
+    when its only client leaves)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    cmd = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), PVSERVER,
+           "--server-port=%d" % port, "--force-offscreen-rendering"]
+    log("$ " + " ".join(cmd))
+    logfile = open(os.path.join(directory, "pvserver.log"), "w+")
+    server = subprocess.Popen(cmd, env=env, stdout=logfile, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while "Accepting connection" not in open(logfile.name).read():
+            check(server.poll() is None and time.monotonic() < deadline, "pvserver did not start:\n" +
+                  open(logfile.name).read())
+            time.sleep(0.2)
+        yield port
+        try:
+            server.wait(timeout=30)  # ends when its client leaves
+        except subprocess.TimeoutExpired:
+            pass
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        logfile.close()
+
+
 def free_udp_ports(count):
     """Ports free right now on loopback (bound, then released)."""
     socks, ports = [], []

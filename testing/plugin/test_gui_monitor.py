@@ -19,7 +19,6 @@ import contextlib
 import csv
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -82,36 +81,6 @@ def check_quiet(log, proc):
     t.check(not noisy, "ParaView logged warnings or errors:\n" + "\n".join(noisy[:5]))
 
 
-@contextlib.contextmanager
-def pvserver(directory, env):
-    """`mpirun -np 2 pvserver` on a free port; yields the GUI's --server-url."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    cmd = [t.MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2", t.PVSERVER,
-           "--server-port=%d" % port, "--force-offscreen-rendering"]
-    t.log("$ " + " ".join(cmd))
-    log = open(os.path.join(directory, "pvserver.log"), "w+")
-    server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while "Accepting connection" not in open(log.name).read():
-            t.check(server.poll() is None and time.monotonic() < deadline, "pvserver did not start:\n" +
-                    open(log.name).read())
-            time.sleep(0.2)
-        yield "--server-url=cs://localhost:%d" % port
-    finally:
-        if server.poll() is None:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-        log.close()
-
-
 def body():
     remote = len(sys.argv) > 1 and sys.argv[1] == "pvserver"
     with t.shm_dir("monitor") as d, t.xvfb(fbdir=d) as display, contextlib.ExitStack() as stack:
@@ -119,7 +88,8 @@ def body():
         stats = os.path.join(d, "receive.json")
         with t.streaming_pipeline(d, dataset, "monitor", DIMS, DEPTH, interval=0.5, rate=RATE,
                                   receive_args=["--stats-json", stats]) as descriptor:
-            server_url = [stack.enter_context(pvserver(d, t.paraview_env(display)))] if remote else []
+            server_url = (["--server-url=cs://localhost:%d" % stack.enter_context(t.pvserver(d, t.paraview_env(display)))]
+                          if remote else [])
             with gui(d, display, descriptor, server_url) as (probe, log, proc):
                 deadline = time.monotonic() + 120
                 state = wait_state(probe, "its table", lambda s: s.get("visible") and len(s.get("rows", [])) == 3
