@@ -95,6 +95,8 @@ def body():
                 state = wait_state(probe, "its table", lambda s: s.get("visible") and len(s.get("rows", [])) == 3
                                    and s.get("chartPoints", 0) > 0, deadline)
                 t.check(state["title"] == "Slabcast Stream Monitor", "title %r" % state["title"])
+                t.check("Slabcast Stream Monitor" in state.get("viewMenu", []),
+                        "View menu: %s" % state.get("viewMenu"))
                 t.check([row[0] for row in state["rows"]] == ["0", "1", "all"],
                         "rows %s, want slabs 0, 1 and all" % [row[0] for row in state["rows"]])
                 for name in ("Shown", "Receiving", "Gbit/s", "Loss %", "Age", "Complete", "Packets", "Rejected",

@@ -12,6 +12,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QMenu>
 #include <QMetaObject>
 #include <QTableWidget>
 #include <QTextStream>
@@ -176,6 +177,24 @@ void pqSlabcastTestProbe::writeState()
   state["time"] = QDateTime::currentMSecsSinceEpoch() / 1000.0;
   QDockWidget* monitor = Monitor();
   state["found"] = monitor != nullptr;
+  // What the main window's View menu offers (the panel must be there).
+  QJsonArray viewMenu;
+  for (QWidget* top : QApplication::topLevelWidgets())
+  {
+    for (QMenu* menu : top->findChildren<QMenu*>())
+    {
+      if (menu->title().remove('&') == "View")
+      {
+        // As when a user opens it: ParaView fills its panel list then.
+        QMetaObject::invokeMethod(menu, "aboutToShow", Qt::DirectConnection);
+        for (QAction* action : menu->actions())
+        {
+          viewMenu.append(action->text().remove('&'));
+        }
+      }
+    }
+  }
+  state["viewMenu"] = viewMenu;
   if (monitor)
   {
     state["visible"] = monitor->isVisible();
