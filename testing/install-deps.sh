@@ -13,8 +13,8 @@ packages=(
   # ParaView plugin SDK: Debian 12 ships ParaView 5.11 with its development files
   paraview paraview-dev python3-paraview
   libdouble-conversion-dev liblz4-dev libutfcpp-dev libopenmpi-dev
-  # tests and demo: rendering without a display, MPI ranks, network peers
-  python3 xvfb openmpi-bin iproute2 iperf3 xxhash rsync
+  # tests and demo: rendering without a display, MPI ranks, network peers, plots (slabcast plot)
+  python3 xvfb openmpi-bin iproute2 iperf3 xxhash rsync python3-matplotlib
 )
 # `--bench` (make bench): the data mover's peers, an ssh server for rsync and
 # scp between namespaces, and GridFTP (its server runs only inside the benchmark).
