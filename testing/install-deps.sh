@@ -18,8 +18,8 @@ packages=(
   qtbase5-dev qttools5-dev libqt5svg5-dev libqt5opengl5-dev libhdf5-openmpi-dev libnetcdf-dev libglew-dev
   libxml2-dev libboost-dev libogg-dev libtheora-dev libtiff-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libavdevice-dev
-  # tests and demo: rendering without a display, MPI ranks, network peers
-  python3 xvfb openmpi-bin iproute2 iperf3 xxhash rsync
+  # tests and demo: rendering without a display, MPI ranks, network peers, plots (slabcast plot)
+  python3 xvfb openmpi-bin iproute2 iperf3 xxhash rsync python3-matplotlib
 )
 # `--bench` (make bench): the data mover's peers, an ssh server for rsync and
 # scp between namespaces, and GridFTP (its server runs only inside the benchmark).

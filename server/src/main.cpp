@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     slabcast::register_clean(app, run);
     slabcast::register_demo(app, run);
     slabcast::register_plan(app, run);
+    slabcast::register_plot(app, run);
     slabcast::register_tune(app, run);
     slabcast::register_keygen(app, run);
     slabcast::register_serve(app, run);

@@ -66,12 +66,21 @@ class DemoTest(unittest.TestCase):
             shown = re.findall(r"frame \d+: step (\d+)", f.read())
         self.assertGreater(len(set(shown)), 1, "the renderer showed one step only")
         self.assertEqual(glob.glob("/dev/shm/slabcast-demo-%d*" % self.port), [], "the demo left shared memory behind")
+        self.assert_plots(out, "full")
         if shutil.which("ffmpeg"):
             video = os.path.join(out, "demo.mp4")
             self.assertTrue(os.path.exists(video) and os.path.getsize(video) > 1000, "no video although ffmpeg is here")
 
+    def assert_plots(self, out, side):
+        """The run's figures (`slabcast plot`, tested in e2e_plot) from its roles' --stats-json."""
+        for figure in ("throughput", "loss", "latency"):
+            path = os.path.join(out, "plots", "%s-%s.png" % (side, figure))
+            self.assertTrue(os.path.getsize(path) > 1000 if os.path.exists(path) else False, path + " not written")
+
     def test_head_to_head_shows_both_volumes_in_one_frame(self):
         out, text = self.run_demo("--head-to-head", "--streams", "8")
+        self.assert_plots(out, "full")
+        self.assert_plots(out, "eighth")
         self.assertRegex(text, r"full: step \d+ .* \| eighth: step \d+")
         frames = sorted(glob.glob(os.path.join(out, "frames", "*.png")))
         self.assertGreaterEqual(len(frames), 2, text)

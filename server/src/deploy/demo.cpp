@@ -8,6 +8,7 @@
 #include "deploy/demo_dataset.h"
 #include "deploy/demo_options.h"
 #include "deploy/demo_plan.h"
+#include "deploy/plot.h"
 #include "host/child_process.h"
 #include "host/key_file.h"
 #include "host/option_checks.h"
@@ -72,9 +73,8 @@ public:
         const DemoDataset dataset = prepare_demo_dataset(o_, dims_, build_);
         dataset_ = dataset.directory;
         range_ = dataset.range;
-        // A fresh run owns its output folder: old logs and frames would mislead.
-        fs::remove_all(o_.out + "/logs");
-        fs::remove_all(o_.out + "/frames");
+        // A fresh run owns its output folder: old logs, frames and plots would mislead.
+        for (const char* old : {"/logs", "/frames", "/plots"}) fs::remove_all(o_.out + old);
         fs::create_directories(o_.out + "/logs");
         // A fresh key for this run: the syncs are authenticated, as they should be anywhere.
         fs::remove(key_file());
@@ -154,18 +154,16 @@ private:
     }
 
     // Every role but the controller, as the planner has them, with what the
-    // demo adds: figures in JSON for its own progress line, and shufflers that
-    // wait for their stager's first copy.
+    // demo adds: figures in JSON for its own progress line and its plots, and
+    // shufflers that wait for their stager's first copy.
     void start_roles() {
         const std::string self = fs::read_symlink("/proc/self/exe").string();
         for (RoleCommand c : plan_roles(deployment_)) {
             c.argv[0] = self;
             std::string label = c.role == "control" ? "control" : c.volume + "-" + c.role;
             if (c.role == "shuffle") label += std::to_string(c.stream);
-            if (c.role == "receive" || c.role == "control") {
-                c.argv.push_back("--stats-json");
-                c.argv.push_back(o_.out + "/logs/" + label + ".json");
-            }
+            c.argv.push_back("--stats-json");
+            c.argv.push_back(o_.out + "/logs/" + label + ".json");
             if (c.role == "receive" && o_.keep_shm) c.argv.push_back("--keep");
             if (c.role == "shuffle") {
                 c.argv.push_back("--wait-staged-ms");
@@ -332,6 +330,7 @@ private:
                                                   log("ffmpeg"));
             if (!ff.wait_for(120000) || ff.exit_status() != 0) video.clear();
         }
+        plot_demo_run(o_.out, sides_);
         for (const DemoSide& s : sides_) {
             const std::string line = last_line(log(s.name + "-receive"), "Gbit/s");
             if (!line.empty()) spdlog::info("demo: {} last status: {}", s.name, line.substr(line.find("receive:")));

@@ -17,6 +17,7 @@ void register_receive(CLI::App& root, RoleMain& run);
 void register_clean(CLI::App& root, RoleMain& run);
 void register_demo(CLI::App& root, RoleMain& run);
 void register_plan(CLI::App& root, RoleMain& run);
+void register_plot(CLI::App& root, RoleMain& run);
 void register_tune(CLI::App& root, RoleMain& run);
 void register_keygen(CLI::App& root, RoleMain& run);
 void register_serve(CLI::App& root, RoleMain& run);
