@@ -108,21 +108,22 @@ def field_range(reader, name, default=(0.0, 0.0)):
 
 
 def step_caption(reader, frame_ms=None):
-    """'step 40 | 100.0% arrived | 120 ms old | 2.01 Gbit/s | loss 0.000% |
-    frame 35 ms', from the output's field data (the least complete slab, the
-    oldest age over every rank; the whole stream's rate and the loss of its
-    last finished step, gathered from every rank) and the last frame's time."""
+    """Two lines, 'step 40, 100.0% arrived, 120 ms old' and '2.01 Gbit/s,
+    loss 0.000%, frame 35 ms', from the output's field data (the least
+    complete slab, the oldest age over every rank; the whole stream's rate and
+    the loss of its last finished step, gathered from every rank) and the
+    last frame's time."""
     step = int(field_range(reader, "Step", (-1, -1))[0])
     if step < 0:
         return "waiting for the first step"
     complete = 100.0 * field_range(reader, "Completeness")[0]
-    stream = "%.2f Gbit/s | loss %.3f%%" % (field_range(reader, "StreamGbps")[1],
-                                            field_range(reader, "StreamLossPercent")[1])
-    frame = "" if frame_ms is None else " | frame %.0f ms" % frame_ms
+    stream = "%.2f Gbit/s, loss %.3f%%" % (field_range(reader, "StreamGbps")[1],
+                                           field_range(reader, "StreamLossPercent")[1])
+    frame = "" if frame_ms is None else ", frame %.0f ms" % frame_ms
     if int(field_range(reader, "WholeStep", (1, 1))[0]) == 0:
-        return "step %d | being written | %.1f%% arrived | %s%s" % (step, complete, stream, frame)
+        return "step %d, being written, %.1f%% arrived\n%s%s" % (step, complete, stream, frame)
     age = field_range(reader, "StepAgeMs")[1]
-    return "step %d | %.1f%% arrived | %s old | %s%s" % (
+    return "step %d, %.1f%% arrived, %s old\n%s%s" % (
         step, complete, "%.0f ms" % age if age < 10000 else "%.0f s" % (age / 1000), stream, frame)
 
 
@@ -144,7 +145,9 @@ def show_frame_extras(reader, view, args):
     caption = Text(Text=step_caption(reader))
     shown = Show(caption, view)
     shown.WindowLocation = "Upper Left Corner"
-    shown.FontSize = 18
+    # About 40 characters a line: sized to the view, 18 points at 800 wide.
+    shown.FontSize = max(10, min(24, int(view.ViewSize[0]) // 44))
+    shown.Justification = "Left"
     shown.Color = [0.9, 0.9, 0.9]
     return caption
 
@@ -301,7 +304,8 @@ def main(argv):
             SaveScreenshot(args.save % frame if "%" in args.save else args.save, view,
                            ImageResolution=[width, height])
         print("frame %d: step %d, %.1f ms%s%s" % (frame, step, frame_ms, " (new step)" if new and frame else "",
-                                                  " | caption: " + text if text else ""), flush=True)
+                                                  " | caption: " + text.replace("\n", " / ") if text else ""),
+              flush=True)
         frame += 1
         if args.frames and frame >= args.frames:
             break

@@ -65,8 +65,8 @@ def body():
             check_overlay(d, descriptor, display, last)
 
 
-CAPTION = re.compile(r"frame \d+: step (-?\d+), .*\| caption: step (\d+) \| [\d.]+% arrived \| \d+ m?s old \| "
-                     r"([\d.]+) Gbit/s \| loss ([\d.]+)%( \| frame \d+ ms)?$")
+CAPTION = re.compile(r"frame \d+: step (-?\d+), .*\| caption: step (\d+), [\d.]+% arrived, \d+ m?s old / "
+                     r"([\d.]+) Gbit/s, loss ([\d.]+)%(, frame \d+ ms)?$")
 
 
 def check_captions(lines):
