@@ -23,9 +23,11 @@ class Deployment:
     """Every role of one sender host and one receiver host, on loopback."""
 
     def __init__(self, ws, dataset, rate="500M", name="e2e", wait_staged_ms=2000, order="scan", key_file=None,
-                 stage_from=None):
+                 stage_from=None, wire="quad"):
         """stage_from: (HOST:PORT, dataset path beneath that server's root): the
-        stager pulls the steps from a `slabcast serve --allow-pull` there."""
+        stager pulls the steps from a `slabcast serve --allow-pull` there.
+        wire: the shufflers' packet format, one for all or a list, one a stream."""
+        wires = wire if isinstance(wire, list) else [wire] * STREAMS
         self.ws, self.dataset, self.name = ws, dataset, name
         self.auth = ["--key-file", key_file] if key_file else []
         sync_from = self.auth + (["--controller", "127.0.0.1"] if key_file else [])
@@ -51,7 +53,8 @@ class Deployment:
             self.shufflers.append(ws.start("shuffle%d" % k, [
                 "shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % self.data_ports[k], "--staging", ws.staging,
                 "--dataset", dataset, "--slab-depth", str(DEPTH), "--sync", "127.0.0.1:%d" % self.sync_ports[k],
-                "--rate", rate, "--wait-staged-ms", str(wait_staged_ms), "--order", order, "--stats-json", path]
+                "--rate", rate, "--wait-staged-ms", str(wait_staged_ms), "--order", order, "--wire", wires[k],
+                "--stats-json", path]
                 + sync_from))
         wait_for(lambda: all("sync on" in s.text() for s in self.shufflers), what="the shufflers to start")
 
@@ -218,6 +221,26 @@ class PipelineTest(unittest.TestCase):
         self.assertEqual(set(d.stop_all().values()), {0})
         reports = [e for e in read_json_lines(d.recv_json) if e.get("kind") == "step"]
         self.assertTrue(all(r["complete"] and r["duplicates"] == 0 for r in reports), reports)
+
+    def test_run_packets_arrive_bit_for_bit_beside_quad_packets(self):
+        # Half the streams in run packets, half in quad packets, into one receiver.
+        wires = ["run", "quad"] * (STREAMS // 2) + ["run"] * (STREAMS % 2)
+        d = Deployment(self.ws, self.dataset, wire=wires)
+        d.control("--steps", "1-2")
+        wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
+                 what="step 2 at every slab")
+        self.assert_slabs_equal_step(d, 2)
+        self.assertEqual(set(d.stop_all().values()), {0})
+        reports = [e for e in read_json_lines(d.recv_json) if e.get("kind") == "step"]
+        self.assertEqual(len(reports), 2 * STREAMS)
+        for r in reports:
+            self.assertTrue(r["complete"] and r["duplicates"] == 0 and r["rejected"] == 0, r)
+            self.assertEqual(r["ghost_records"], 0 if r["stream"] == 0 else DIMS[0] * DIMS[1])
+        # A run packet carries 2233 values, a quad packet 560: about 4x fewer packets a step.
+        per_step = {r["stream"]: r["packets"] for r in reports if r["step"] == 2}
+        values = DIMS[0] * DIMS[1] * (DEPTH + 1)
+        for k in range(1, STREAMS):
+            self.assertEqual(per_step[k], -(-values // (2233 if wires[k] == "run" else 560)), (k, per_step))
 
     def test_controller_step_change_abandons_the_old_step(self):
         # 20 Mbit/s: a slab takes ~0.45 s, the controller moves on every 0.15 s.

@@ -1,6 +1,8 @@
 // libFuzzer harness: any datagram into the receiver's store path, against a
-// real slab in /dev/shm. ASan catches a write outside the slab; the checks
-// below catch accounting that stops adding up.
+// real slab in /dev/shm: quad packets and run packets (docs/wire-format.md;
+// the corpus holds both, so the run packet's magic is there to mutate from).
+// ASan catches a write outside the slab; the checks below catch accounting
+// that stops adding up.
 #include "receive/slab_receiver.h"
 
 #include "slabcast/quad_packet.h"

@@ -50,8 +50,15 @@ def parse_route(text):
     return parse_hostport(listen), parse_hostport(dest)
 
 
+RUN_MAGIC = struct.unpack("<i", b"SCR\x80")[0]
+
+
 def quad_records(data):
-    """Records in a slabcast quad packet (0 for anything else)."""
+    """Values in a slabcast data packet: a quad packet's records, or a run
+    packet's count (docs/wire-format.md); 0 for anything else."""
+    if len(data) >= 36 and struct.unpack_from("<i", data, 0)[0] == RUN_MAGIC:
+        n = struct.unpack_from("<i", data, 28)[0]
+        return n if 0 <= n <= (len(data) - 36) // 4 else 0
     if len(data) < 8:
         return 0
     n = struct.unpack_from("<i", data, 4)[0]

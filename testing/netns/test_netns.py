@@ -5,7 +5,8 @@ netns_testbed.py for the picture). Every role is bound to its own host's
 address; syncs are authenticated and accepted only from the controller's host;
 the receiver accepts data only from the sender's host.
 
-Shows: every value that arrived is the right one at the right place (the rest
+Streams 1 and 3 send run packets, 0 and 2 the paper's quad packets. Shows:
+every value that arrived is the right one at the right place (the rest
 still hold the step before); the loss the receiver reports is within 0.1
 percentage point of what the relay dropped (and near what was asked for); a
 packet from another host is counted and dropped; the last, lossy step still
@@ -25,11 +26,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
 import netns_testbed as tb  # noqa: E402
-from slabcast_testlib import (SLABCAST, Workspace, read_json_lines, read_slab_header, read_slab_values,  # noqa: E402
-                              source_planes, wait_for, unittest_main)
+from slabcast_testlib import (SLABCAST, Workspace, read_json_lines, read_slab_ages, read_slab_header,  # noqa: E402
+                              read_slab_values, source_planes, wait_for, unittest_main)
 
 DIMS, DEPTH, STREAMS = (128, 128, 64), 16, 4
 DATA_PORT, SYNC_PORT, STAGER_PORT = 9000, 9100, 9200
+WIRES = ("quad", "run", "quad", "run")  # both packet formats through the same lossy WAN, into one receiver
 RATE = "50M"  # per stream: 200 Mbit/s through the relay, well within what it forwards without loss
 LOSS_LEVELS = (0.01, 0.05, 0.10)
 STEPS_PER_LEVEL = 2
@@ -79,7 +81,7 @@ class NetnsTest(unittest.TestCase):
         self.shufflers = [ws.start("shuffle%d" % k, [
             "shuffle", "--stream", str(k), "--bind", tb.SENDER, "--to", "%s:%d" % (tb.WAN_SENDER_SIDE, DATA_PORT + k),
             "--staging", ws.staging, "--dataset", self.dataset, "--slab-depth", str(DEPTH),
-            "--sync", "%s:%d" % (tb.SENDER, SYNC_PORT + k), "--rate", RATE] + auth,
+            "--sync", "%s:%d" % (tb.SENDER, SYNC_PORT + k), "--rate", RATE, "--wire", WIRES[k]] + auth,
             prefix=bed.prefix("sender")) for k in range(STREAMS)]
         wait_for(lambda: all("sync on" in s.text() for s in self.shufflers), what="the shufflers to start")
 
@@ -118,9 +120,17 @@ class NetnsTest(unittest.TestCase):
             want = floats(source_planes(self.dataset, self.files[step], DIMS, h["stored_z_begin"], h["z_end"]))
             old = before[k] if before else array.array("f", bytes(len(got) * 4))
             self.assertEqual(len(got), len(want))
-            wrong = sum(1 for g, w, o in zip(got, want, old) if g != w and g != o)
-            self.assertEqual(wrong, 0, "slab %d, step %d: %d values are neither this step's nor the last" % (
-                k, step, wrong))
+            bad = [i for i, (g, w, o) in enumerate(zip(got, want, old)) if g != w and g != o]
+            if bad:  # what a person needs to tell which rule broke
+                ages = read_slab_ages(path)
+                plane = DIMS[0] * DIMS[1]
+                detail = ["value %d (plane %d, y %d, x %d): got %r, this step %r, last %r, age %d" % (
+                    i, h["stored_z_begin"] + i // plane, (i % plane) // DIMS[0], i % DIMS[0], got[i], want[i], old[i],
+                    ages[i] if i < len(ages) else -1) for i in bad[:8]]
+                self.fail("slab %d, step %d: %d values are neither this step's nor the last:\n%s\n"
+                          "publications: %s\nreceiver log:\n%s" % (
+                              k, step, len(bad), "\n".join(detail), h["publications_of"],
+                              "\n".join(self.receiver.text().splitlines()[-30:])))
             arrived = sum(1 for g, w in zip(got, want) if g == w)
             self.assertGreater(arrived, 0.8 * len(got), "slab %d, step %d: only %d values arrived" % (k, step, arrived))
             now.append(got)
@@ -153,11 +163,12 @@ class NetnsTest(unittest.TestCase):
         self.render_last_step()
         self.assertEqual(self.receiver.stop(), 0)
         reports = [e for e in read_json_lines(self.recv_json) if e.get("kind") == "step"]
+        impaired = [{"duplicated": 0, "reordered": 0, "duplicates": 0} for _ in range(STREAMS)]
         for loss, steps, relay in relays:
-            for route in relay["routes"]:
+            for k, route in enumerate(relay["routes"]):
                 self.assertEqual(route["kernel_dropped"], 0, "the relay itself lost datagrams: %s" % route)
-                self.assertGreater(route["duplicated"], 0, route)
-                self.assertGreater(route["reordered"], 0, route)
+                impaired[k]["duplicated"] += route["duplicated"]
+                impaired[k]["reordered"] += route["reordered"]
             for k in range(STREAMS):
                 route = relay["routes"][k]
                 mine = [r for r in reports if r["stream"] == k and r["step"] in steps]
@@ -177,9 +188,18 @@ class NetnsTest(unittest.TestCase):
                 # included. (The relay's drops are exact per block of 100 datagrams, so its figure strays
                 # from the level asked for only through the last, partial block.)
                 self.assertLess(abs(received_loss - relay_loss), 0.1)
-                self.assertLess(abs(relay_loss - 100 * loss), 1.0, "the relay did not drop what it was asked to")
+                # A run packet holds 4x the values of a quad packet, so a run stream sends 4x fewer
+                # datagrams and the relay's last, partial block of 100 weighs more.
+                asked = 1.0 if WIRES[k] == "quad" else max(1.0, 1.5 * 100.0 * 100 * loss / route["datagrams"])
+                self.assertLess(abs(relay_loss - 100 * loss), asked, "the relay did not drop what it was asked to")
                 self.assertEqual(sum(r["rejected"] + r["stale"] for r in mine), 0)
-                self.assertGreater(sum(r["duplicates"] for r in mine), 0)
+                impaired[k]["duplicates"] += sum(r["duplicates"] for r in mine)
+        # Over the three levels every route was duplicated and reordered, and the receiver saw the duplicates
+        # (1% of a run stream's ~250 datagrams a level is a few; of a quad stream's ~1000, ten).
+        for k, seen in enumerate(impaired):
+            self.assertGreater(seen["duplicated"], 0, (k, seen))
+            self.assertGreater(seen["reordered"], 0, (k, seen))
+            self.assertGreater(seen["duplicates"], 0, (k, seen))
 
     def render_last_step(self):
         """The last, 10%-lossy step, rendered by ParaView from the receiver's slabs."""

@@ -1,9 +1,11 @@
 #include "shuffle/slab_walker.h"
 
 #include "slabcast/quad_packet.h"
+#include "slabcast/run_packet.h"
 
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -76,4 +78,32 @@ TEST_CASE("a walker restarts from the beginning after reset") {
     CHECK(w.fill(p.data(), volume.data()) == 512);
     CHECK(parse_send_order("morton") == SendOrder::Morton);
     CHECK_THROWS_WITH(parse_send_order("random"), Catch::Contains("expected scan or morton"));
+}
+
+TEST_CASE("run packets cover the slab once, in order, 2233 values at most, and need scan order") {
+    const Dims d{100, 30, 12};
+    std::vector<float> volume(static_cast<std::size_t>(d.count()));
+    for (std::size_t i = 0; i < volume.size(); ++i) volume[i] = static_cast<float>(i);
+    SlabWalker w(d, 3, 8, SendOrder::Scan, WireFormat::Run);  // planes 3..7
+    CHECK(w.total_packets() == (5 * 3000 + 2232) / 2233);
+    std::vector<std::uint8_t> p(run::kMaxPacketBytes);
+    std::int64_t next = 3 * d.plane();
+    std::uint64_t packets = 0;
+    while (const int n = w.fill_run(p.data(), volume.data(), 9, 1)) {
+        run::Header h;
+        REQUIRE(run::parse_header(p.data(), run::packet_bytes(n), h) == run::ParseResult::Ok);
+        CHECK((h.step == 9 && h.slab == 1 && h.count == n));
+        CHECK(volume_offset(d, h.x, h.y, h.z) == next);
+        CHECK(n <= run::kMaxValues);
+        std::vector<float> got(static_cast<std::size_t>(n));
+        std::memcpy(got.data(), run::payload(p.data()), got.size() * 4);
+        for (int i = 0; i < n; ++i) REQUIRE(got[static_cast<std::size_t>(i)] == static_cast<float>(next + i));
+        next += n;
+        ++packets;
+    }
+    CHECK(next == 8 * d.plane());
+    CHECK(packets == w.total_packets());
+    CHECK_THROWS_WITH(SlabWalker(d, 0, 8, SendOrder::Morton, WireFormat::Run), Catch::Contains("scan order only"));
+    CHECK(parse_wire_format("run") == WireFormat::Run);
+    CHECK_THROWS_WITH(parse_wire_format("zip"), Catch::Contains("expected quad or run"));
 }

@@ -3,6 +3,7 @@
 #include "slabcast/clock.h"
 #include "slabcast/publication.h"
 #include "slabcast/quad_packet.h"
+#include "slabcast/run_packet.h"
 
 #include <unistd.h>
 
@@ -98,11 +99,10 @@ bool SlabReceiver::is_scan_run(const std::uint8_t* packet, int n) const {
     return true;
 }
 
-bool SlabReceiver::starts_slab(const std::uint8_t* packet) const {
+bool SlabReceiver::starts_slab(std::int64_t x, std::int64_t y, std::int64_t z) const {
     // Both send orders begin at (0, 0) of the first plane sent: the ghost plane,
     // or the first owned plane for a sender that sends no ghost plane.
-    const quad::Record r = quad::read_record(packet, 0);
-    return r.x == 0 && r.y == 0 && (r.z == geometry_.stored_z_begin || r.z == geometry_.z_begin);
+    return x == 0 && y == 0 && (z == geometry_.stored_z_begin || z == geometry_.z_begin);
 }
 
 bool SlabReceiver::is_stale(std::int64_t batch, std::int64_t now_ns) const {
@@ -111,37 +111,71 @@ bool SlabReceiver::is_stale(std::int64_t batch, std::int64_t now_ns) const {
     return false;
 }
 
-PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns) {
+bool SlabReceiver::read_quad(const std::uint8_t* packet, std::size_t length, Arrival& a) const {
     quad::Header h;
     // Steps are numbered from 0; a negative batch is as malformed as a bad length.
-    if (quad::parse_header(packet, length, h) != quad::ParseResult::Ok || h.batch < 0) {
-        ++total_rejected_;
-        ++current_.rejected;
-        return PacketVerdict::Rejected;
-    }
+    if (quad::parse_header(packet, length, h) != quad::ParseResult::Ok || h.batch < 0) return false;
+    const quad::Record first = quad::read_record(packet, 0);
+    a.step = h.batch;
+    a.starts_slab = starts_slab(first.x, first.y, first.z);
+    a.count = h.n;
     // Scan order, the default, sends runs of consecutive values: checked and
     // stored as a block. Anything else is checked and stored value by value.
-    const bool run = is_scan_run(packet, h.n);
-    if (!run && !inside(packet, h.n)) {
+    a.run = is_scan_run(packet, h.n);
+    if (!a.run) {
+        a.records = packet;
+        return inside(packet, h.n);
+    }
+    a.first = slab_offset(dims_, geometry_, first.x, first.y, first.z);
+    a.values = packet + quad::kHeaderBytes + 12;  // the value of record 0
+    a.stride = quad::kRecordBytes;
+    return true;
+}
+
+bool SlabReceiver::read_run(const std::uint8_t* packet, std::size_t length, Arrival& a) const {
+    run::Header h;
+    if (run::parse_header(packet, length, h) != run::ParseResult::Ok) return false;
+    if (h.slab != geometry_.index) return false;  // another stream's slab
+    // Its first voxel inside the stored planes, and the whole run inside the
+    // slab's stored values (64-bit sums: a count cannot wrap past the end).
+    if (h.x < 0 || h.x >= dims_.nx || h.y < 0 || h.y >= dims_.ny || h.z < geometry_.stored_z_begin ||
+        h.z >= geometry_.z_end)
+        return false;
+    const std::int64_t first = slab_offset(dims_, geometry_, h.x, h.y, h.z);
+    if (first + std::int64_t{h.count} > static_cast<std::int64_t>(slab_.value_count())) return false;
+    a.step = h.step;
+    a.starts_slab = starts_slab(h.x, h.y, h.z);
+    a.run = true;
+    a.first = first;
+    a.values = run::payload(packet);
+    a.stride = sizeof(float);
+    a.count = h.count;
+    return true;
+}
+
+PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns) {
+    Arrival a;
+    const bool ok = run::is_run_packet(packet, length) ? read_run(packet, length, a) : read_quad(packet, length, a);
+    if (!ok) {
         ++total_rejected_;
         ++current_.rejected;
         return PacketVerdict::Rejected;
     }
-    if (h.batch != current_.step || !active_) {
+    if (a.step != current_.step || !active_) {
         // A step the controller comes back to starts again with its first
         // packet; any other packet of a step replaced moments ago is late.
-        if (is_stale(h.batch, now_ns) && !starts_slab(packet)) {
+        if (is_stale(a.step, now_ns) && !a.starts_slab) {
             ++total_stale_;
             ++current_.stale;
             return PacketVerdict::Stale;
         }
         // A late packet of the step just published starts nothing either.
-        if (h.batch == current_.step && !starts_slab(packet)) {
+        if (a.step == current_.step && !a.starts_slab) {
             ++total_stale_;
             ++current_.stale;
             return PacketVerdict::Stale;
         }
-        begin_step(h.batch, now_ns);
+        begin_step(a.step, now_ns);
     }
     last_packet_ns_ = now_ns;
     if (writing_ < 0) {  // every buffer was in use when the step began
@@ -152,11 +186,8 @@ PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t lengt
     ++total_packets_;
     ++current_.packets;
 
-    if (run) {
-        const quad::Record first = quad::read_record(packet, 0);
-        store_run(packet, h.n, slab_offset(dims_, geometry_, first.x, first.y, first.z));
-    }
-    else store_scattered(packet, h.n);
+    if (a.run) store_run(a);
+    else store_scattered(a.records, a.count);
     if (ready_to_publish()) end_step(true);
     return PacketVerdict::Stored;
 }
@@ -194,11 +225,15 @@ void SlabReceiver::store_scattered(const std::uint8_t* packet, int n) {
     count(fresh, fresh_ghost, dups);
 }
 
-void SlabReceiver::store_run(const std::uint8_t* packet, int n, std::int64_t first) {
-    const std::uint8_t* v = packet + quad::kHeaderBytes + 12;  // the value of record 0
-    float* out = values_ + first;
-    for (int i = 0; i < n; ++i) std::memcpy(out + i, v + quad::kRecordBytes * static_cast<std::size_t>(i), 4);
-    const std::int64_t end = first + n;
+void SlabReceiver::store_run(const Arrival& a) {
+    float* out = values_ + a.first;
+    if (a.stride == sizeof(float)) {
+        std::memcpy(out, a.values, sizeof(float) * static_cast<std::size_t>(a.count));
+    } else {
+        for (int i = 0; i < a.count; ++i) std::memcpy(out + i, a.values + a.stride * static_cast<std::size_t>(i), 4);
+    }
+    const std::int64_t first = a.first;
+    const std::int64_t end = first + a.count;
     // Ghost planes come first in the slab, then the owned ones.
     const std::int64_t split = std::clamp(owned_begin_, first, end);
     const std::uint64_t ghost_dups = holes_.mark_range(first, split);

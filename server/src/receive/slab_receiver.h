@@ -1,4 +1,5 @@
-// The receiver's core for one stream: validates each quad packet, tracks which
+// The receiver's core for one stream: validates each quad or run packet
+// (docs/wire-format.md; both on the same port, always), tracks which
 // step is being written, places values at their offsets in the slab, and keeps
 // the per-step accounting (distinct records, duplicates, loss). Nothing outside
 // the slab is ever written: a packet with any coordinate outside the stream's
@@ -88,13 +89,29 @@ public:
     const StepHoles& holes() const { return holes_; }
 
 private:
+    // What a datagram brings, in either wire format, once checked: its step,
+    // whether it starts the slab, and its values: a contiguous run at slab
+    // offset `first` (`stride` bytes from one value to the next), or quad
+    // records scattered over the slab.
+    struct Arrival {
+        std::int64_t step = -1;
+        bool starts_slab = false;
+        bool run = false;
+        std::int64_t first = 0;
+        const std::uint8_t* values = nullptr;
+        std::size_t stride = 0;
+        int count = 0;
+        const std::uint8_t* records = nullptr;  // quad records, when not a run
+    };
+    bool read_quad(const std::uint8_t* packet, std::size_t length, Arrival& a) const;
+    bool read_run(const std::uint8_t* packet, std::size_t length, Arrival& a) const;
     bool inside(const std::uint8_t* packet, int n) const;
     bool is_scan_run(const std::uint8_t* packet, int n) const;
-    void store_run(const std::uint8_t* packet, int n, std::int64_t first);
+    void store_run(const Arrival& a);
     void store_scattered(const std::uint8_t* packet, int n);
     void count(std::uint64_t fresh, std::uint64_t fresh_ghost, std::uint64_t dups);
     bool is_stale(std::int64_t batch, std::int64_t now_ns) const;
-    bool starts_slab(const std::uint8_t* packet) const;
+    bool starts_slab(std::int64_t x, std::int64_t y, std::int64_t z) const;
     bool ghost_complete() const { return current_.ghost_records == ghost_values_; }
     bool ready_to_publish() const;
     void begin_step(std::int64_t step, std::int64_t now_ns);

@@ -16,6 +16,7 @@
 #include "slabcast/control_packets.h"
 #include "slabcast/dataset.h"
 #include "slabcast/quad_packet.h"
+#include "slabcast/run_packet.h"
 #include "slabcast/units.h"
 #include "slabcast/clock.h"
 #include "slabcast/pacer.h"
@@ -44,6 +45,7 @@ struct ShuffleOptions {
     std::string sync;
     std::string rate = "2.81G";
     std::string order = "scan";
+    std::string wire = "quad";  // quad (the paper's packets) or run
     int ghost_planes = 1;
     int sndbuf_mb = 16;
     int batch = 28;
@@ -63,10 +65,10 @@ class Shuffler {
 public:
     Shuffler(const ShuffleOptions& o, StatusReporter& status)
         : o_(o), status_(status), dataset_(read_dataset(o.dataset)), pacer_(parse_rate_bps(o.rate)),
-          order_(parse_send_order(o.order)),
+          order_(parse_send_order(o.order)), wire_(parse_wire_format(o.wire)),
           gate_(fmt::format("shuffle {}", o.stream), o.key_file, o.controller) {
         geometry_ = slab_geometry(dataset_.dims, o.slab_depth, o.stream, o.ghost_planes);
-        walker_.emplace(dataset_.dims, geometry_.stored_z_begin, geometry_.z_end, order_);
+        walker_.emplace(dataset_.dims, geometry_.stored_z_begin, geometry_.z_end, order_, wire_);
 
         const Endpoint to = parse_endpoint(o.to);
         data_ = Socket(open_udp_socket(to.addr.ss_family));
@@ -99,11 +101,11 @@ public:
             const std::string nic = interface_of_address(address_only(local));
             if (!nic.empty() && nic != "lo") warn_limits(fmt::format("shuffle {}", o.stream), {check_mtu(nic)});
         }
-        spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {} packets a step), {} order, {} to {}, "
+        spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {} {} packets a step), {} order, {} to {}, "
                      "sync on {}",
                      o.stream, geometry_.stored_z_begin, geometry_.z_end - 1, to_string(dataset_.dims),
-                     walker_->total_records(), walker_->total_packets(), o.order, format_rate(parse_rate_bps(o.rate)),
-                     o.to, o.sync);
+                     walker_->total_records(), walker_->total_packets(), o.wire, o.order,
+                     format_rate(parse_rate_bps(o.rate)), o.to, o.sync);
     }
 
     ShuffleCounters& counters() { return counters_; }
@@ -234,11 +236,13 @@ private:
         prefault_ahead();
         for (; count < batch_; ++count) {
             std::uint8_t* p = packets_.data() + bytes;
-            const int n = walker_->fill(p, step_->values());
+            const bool runs = wire_ == WireFormat::Run;  // both formats' full packets are 8968 bytes
+            const int n = runs ? walker_->fill_run(p, step_->values(), last_sync_->step, o_.stream)
+                               : walker_->fill(p, step_->values());
             if (n == 0) break;
             records_in_step_ += static_cast<std::uint64_t>(n);
-            quad::write_header(p, last_sync_->step, n);
-            bytes += quad::packet_bytes(n);
+            if (!runs) quad::write_header(p, last_sync_->step, n);
+            bytes += runs ? run::packet_bytes(n) : quad::packet_bytes(n);
         }
         if (count == 0) {
             end_step(control::ReplyKind::Finished);
@@ -303,6 +307,7 @@ private:
     std::optional<SlabWalker> walker_;
     Pacer pacer_;
     SendOrder order_;
+    WireFormat wire_;
     std::size_t prefaulted_to_ = 0;      // staged bytes mapped so far
     std::uint64_t records_in_step_ = 0;  // values packed so far this step
     Socket data_, sync_;
@@ -365,6 +370,11 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
     c->add_option("--controller", o->controller, "accept syncs only from these addresses/CIDRs, e.g. 10.0.0.5");
     c->add_option("--rate", o->rate, "send rate of UDP payload, e.g. 2.81G; 0 = unlimited")->capture_default_str();
     c->add_option("--order", o->order, "scan (z-slab scan order) or morton (z-order)")->capture_default_str();
+    c->add_option("--wire", o->wire,
+                  "data packets: quad (the paper's 16 bytes a value) or run (a run of values, 4 bytes each; "
+                  "scan order)")
+        ->check(CLI::IsMember({"quad", "run"}))
+        ->capture_default_str();
     c->add_option("--ghost-planes", o->ghost_planes, "also send this many planes below the slab (0 or 1)")
         ->check(CLI::Range(0, 1))
         ->capture_default_str();

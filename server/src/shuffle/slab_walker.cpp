@@ -1,6 +1,7 @@
 #include "shuffle/slab_walker.h"
 
 #include "slabcast/quad_packet.h"
+#include "slabcast/run_packet.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,13 +15,42 @@ SendOrder parse_send_order(const std::string& text) {
     throw std::invalid_argument("order '" + text + "': expected scan or morton");
 }
 
-SlabWalker::SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order)
-    : dims_(dims), z_begin_(z_begin), z_end_(z_end), order_(order),
+WireFormat parse_wire_format(const std::string& text) {
+    if (text == "quad") return WireFormat::Quad;
+    if (text == "run") return WireFormat::Run;
+    throw std::invalid_argument("wire '" + text + "': expected quad or run");
+}
+
+SlabWalker::SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order, WireFormat wire)
+    : dims_(dims), z_begin_(z_begin), z_end_(z_end), order_(order), wire_(wire),
       total_(static_cast<std::uint64_t>(dims.plane() * (z_end - z_begin))) {
+    if (wire == WireFormat::Run && order != SendOrder::Scan)
+        throw std::invalid_argument("run packets are sent in scan order only (--order scan); "
+                                    "Morton order needs quad packets (--wire quad)");
     reset();
 }
 
-std::uint64_t SlabWalker::total_packets() const { return (total_ + quad::kMaxRecords - 1) / quad::kMaxRecords; }
+int SlabWalker::fill_run(std::uint8_t* packet, const float* volume, std::int32_t step, std::int32_t slab) {
+    const std::int64_t i = next_linear_;
+    const int n = static_cast<int>(std::min<std::int64_t>(run::kMaxValues, static_cast<std::int64_t>(total_) - i));
+    if (n <= 0) return 0;
+    run::Header h;
+    h.step = step;
+    h.slab = slab;
+    h.x = static_cast<std::int32_t>(i % dims_.nx);
+    h.y = static_cast<std::int32_t>((i / dims_.nx) % dims_.ny);
+    h.z = static_cast<std::int32_t>(z_begin_ + i / dims_.plane());
+    h.count = n;
+    // The values as the staged step holds them: one copy, no per-value work.
+    std::memcpy(run::write_header(packet, h), volume + z_begin_ * dims_.plane() + i, sizeof(float) * static_cast<std::size_t>(n));
+    next_linear_ += n;
+    return n;
+}
+
+std::uint64_t SlabWalker::total_packets() const {
+    const std::uint64_t per = wire_ == WireFormat::Run ? run::kMaxValues : quad::kMaxRecords;
+    return (total_ + per - 1) / per;
+}
 
 void SlabWalker::reset() {
     next_linear_ = 0;

@@ -16,15 +16,27 @@ namespace slabcast {
 enum class SendOrder { Scan, Morton };
 SendOrder parse_send_order(const std::string& text);  // "scan" | "morton"
 
+// The data packets' format (docs/wire-format.md): the paper's quad packets, or
+// run packets (a contiguous run of the slab's values, its first voxel once).
+enum class WireFormat { Quad, Run };
+WireFormat parse_wire_format(const std::string& text);  // "quad" | "run"
+
 class SlabWalker {
 public:
-    // Walks planes [z_begin, z_end) of a volume of `dims`.
-    SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order);
+    // Walks planes [z_begin, z_end) of a volume of `dims`, in `wire` packets.
+    // Run packets follow scan order only (throws std::invalid_argument otherwise).
+    SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order,
+               WireFormat wire = WireFormat::Quad);
 
     void reset();
-    // Packs up to 560 records (coordinates + values read from the whole-volume
-    // array `volume`) after the header of `packet`; returns how many, 0 at the end.
+    // Quad packets: packs up to 560 records (coordinates + values read from the
+    // whole-volume array `volume`) after the header of `packet`; returns how
+    // many, 0 at the end. The caller writes the header.
     int fill(std::uint8_t* packet, const float* volume);
+    // Run packets: the next run of up to 2233 values as a whole packet of step
+    // `step` for slab `slab` (header included); returns how many values, 0 at
+    // the end. Its size is run::packet_bytes of that.
+    int fill_run(std::uint8_t* packet, const float* volume, std::int32_t step, std::int32_t slab);
 
     std::uint64_t total_records() const { return total_; }
     std::uint64_t total_packets() const;
@@ -39,6 +51,7 @@ private:
     Dims dims_;
     std::int64_t z_begin_, z_end_;
     SendOrder order_;
+    WireFormat wire_;
     std::uint64_t total_;
     std::int64_t next_linear_ = 0;  // scan order: next index from the first plane
     std::vector<Node> stack_;       // morton order: octree nodes still to visit
