@@ -109,7 +109,11 @@ class NetnsTest(unittest.TestCase):
 
     def check_slabs(self, step, before):
         """Every value is this step's (arrived) or the previous content (lost);
-        returns the values per slab for the next check."""
+        returns the values per slab for the next check. A ghost-plane value
+        the stream lost may also come from the slab below's publication of
+        this step (the receiver hands its top plane on), whose own losses hold
+        that slab's previous content."""
+        plane = DIMS[0] * DIMS[1]
         now = []
         for k in range(STREAMS):
             path = os.path.join(self.ws.shm, "wan.slab%d" % k)
@@ -120,10 +124,11 @@ class NetnsTest(unittest.TestCase):
             want = floats(source_planes(self.dataset, self.files[step], DIMS, h["stored_z_begin"], h["z_end"]))
             old = before[k] if before else array.array("f", bytes(len(got) * 4))
             self.assertEqual(len(got), len(want))
-            bad = [i for i, (g, w, o) in enumerate(zip(got, want, old)) if g != w and g != o]
+            below = before[k - 1][-plane:] if before and k > 0 else []
+            bad = [i for i, (g, w, o) in enumerate(zip(got, want, old))
+                   if g != w and g != o and not (i < len(below) and g == below[i])]
             if bad:  # what a person needs to tell which rule broke
                 ages = read_slab_ages(path)
-                plane = DIMS[0] * DIMS[1]
                 detail = ["value %d (plane %d, y %d, x %d): got %r, this step %r, last %r, age %d" % (
                     i, h["stored_z_begin"] + i // plane, (i % plane) // DIMS[0], i % DIMS[0], got[i], want[i], old[i],
                     ages[i] if i < len(ages) else -1) for i in bad[:8]]
