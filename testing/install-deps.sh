@@ -8,6 +8,8 @@ packages=(
   cmake g++ make pkg-config
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libnuma-dev catch2 libfftw3-dev
   libsodium-dev libxxhash-dev libbenchmark-dev
+  # run-packet codecs (issue 19): ZFP fixed-rate, and LZ4 for the lossless codec
+  libzfp-dev
   # fuzzing: clang's libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
   # ParaView plugin SDK: Debian 12 ships ParaView 5.11 with its development files

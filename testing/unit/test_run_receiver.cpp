@@ -1,16 +1,19 @@
 // Run packets into the receiver's core, against real shared memory: a step
 // sent as runs (crossing from the ghost plane into the owned planes) lands
-// exactly, run and quad packets mix in one step, duplicates count, and every
-// run that names another slab or reaches outside this one is rejected whole.
+// exactly, run and quad packets mix in one step, duplicates count, every
+// codec's runs land, and every run that names another slab, reaches outside
+// this one or does not decode is rejected whole.
 #include "receive/slab_receiver.h"
 #include "temp_shm_dir.h"
 
 #include "slabcast/publication.h"
 #include "slabcast/quad_packet.h"
-#include "slabcast/run_packet.h"
+#include "slabcast/run_codec.h"
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <string>
 #include <vector>
 
 using namespace slabcast;
@@ -43,6 +46,24 @@ struct RunFixture {
         std::vector<std::uint8_t> p(run::packet_bytes(count));
         float* v = reinterpret_cast<float*>(run::write_header(p.data(), h));
         for (int i = 0; i < count; ++i) v[i] = value_at(step, linear + i);
+        return p;
+    }
+    // The same run through a codec's encoder; `count` is what it fitted.
+    std::vector<std::uint8_t> coded_packet(const std::string& codec, int step, std::int64_t first, int& count) const {
+        run::RunEncoder e(run::parse_codec(codec));
+        std::vector<float> values(static_cast<std::size_t>(stored - first));
+        const std::int64_t linear = geometry.stored_z_begin * kDims.plane() + first;
+        for (std::size_t i = 0; i < values.size(); ++i) values[i] = value_at(step, linear + static_cast<std::int64_t>(i));
+        run::Header h;
+        h.step = step;
+        h.slab = 1;
+        h.x = static_cast<std::int32_t>(linear % kDims.nx);
+        h.y = static_cast<std::int32_t>((linear / kDims.nx) % kDims.ny);
+        h.z = static_cast<std::int32_t>(linear / kDims.plane());
+        std::vector<std::uint8_t> p(run::kMaxPacketBytes);
+        const run::RunEncoder::Packet got = e.encode(values.data(), static_cast<std::int64_t>(values.size()), h, p.data());
+        p.resize(got.bytes);
+        count = got.count;
         return p;
     }
     PacketVerdict send(const std::vector<std::uint8_t>& p) { return receiver.handle(p.data(), p.size(), 1'000'000'000); }
@@ -124,4 +145,33 @@ TEST_CASE_METHOD(RunFixture, "a run that names another slab or reaches outside t
     CHECK(receiver.total_packets() == 0);
     for (int b = 0; b < slab.buffers(); ++b)
         for (std::size_t i = 0; i < slab.value_count(); ++i) REQUIRE(slab.values(b)[i] == 0.0f);
+}
+
+TEST_CASE_METHOD(RunFixture, "lz4 and zfp runs land where raw ones would; one that does not decode writes nothing") {
+    int count = 0;
+    SECTION("lz4: exact") {
+        std::vector<std::uint8_t> p = coded_packet("lz4", 2, 0, count);
+        REQUIRE(p[5] == static_cast<std::uint8_t>(run::Codec::Lz4));
+        REQUIRE(count == stored);  // the whole slab in one packet
+        std::vector<std::uint8_t> broken = p;
+        broken[28] ^= 1;  // a count the payload does not decode to
+        CHECK(send(broken) == PacketVerdict::Rejected);
+        for (std::size_t i = 0; i < slab.value_count(); ++i) REQUIRE(slab.values(0)[i] == 0.0f);
+        CHECK(send(p) == PacketVerdict::Stored);
+        REQUIRE(reports.size() == 1);
+        CHECK(reports[0].complete);
+        CHECK(exact(2));
+    }
+    SECTION("zfp:16: within its error, one packet for the slab") {
+        std::vector<std::uint8_t> p = coded_packet("zfp:16", 2, 0, count);
+        REQUIRE(count == stored);
+        CHECK(send(p) == PacketVerdict::Stored);
+        REQUIRE(reports.size() == 1);
+        CHECK(reports[0].records == 128);
+        const float* v = shown();
+        for (std::int64_t i = 0; i < stored; ++i) {
+            const float want = value_at(2, geometry.stored_z_begin * kDims.plane() + i);
+            REQUIRE(std::fabs(v[i] - want) <= want * 0x1p-10f);
+        }
+    }
 }

@@ -89,9 +89,13 @@ TEST_CASE("run packets cover the slab once, in order, 2233 values at most, and n
     std::vector<std::uint8_t> p(run::kMaxPacketBytes);
     std::int64_t next = 3 * d.plane();
     std::uint64_t packets = 0;
-    while (const int n = w.fill_run(p.data(), volume.data(), 9, 1)) {
+    for (;;) {
+        const run::RunEncoder::Packet packet = w.fill_run(p.data(), volume.data(), 9, 1);
+        const int n = packet.count;
+        if (n == 0) break;
+        CHECK(packet.bytes == run::packet_bytes(n));
         run::Header h;
-        REQUIRE(run::parse_header(p.data(), run::packet_bytes(n), h) == run::ParseResult::Ok);
+        REQUIRE(run::parse_header(p.data(), packet.bytes, h) == run::ParseResult::Ok);
         CHECK((h.step == 9 && h.slab == 1 && h.count == n));
         CHECK(volume_offset(d, h.x, h.y, h.z) == next);
         CHECK(n <= run::kMaxValues);

@@ -3,7 +3,7 @@
 #include "slabcast/clock.h"
 #include "slabcast/publication.h"
 #include "slabcast/quad_packet.h"
-#include "slabcast/run_packet.h"
+#include "slabcast/run_codec.h"
 
 #include <unistd.h>
 
@@ -132,7 +132,7 @@ bool SlabReceiver::read_quad(const std::uint8_t* packet, std::size_t length, Arr
     return true;
 }
 
-bool SlabReceiver::read_run(const std::uint8_t* packet, std::size_t length, Arrival& a) const {
+bool SlabReceiver::read_run(const std::uint8_t* packet, std::size_t length, Arrival& a) {
     run::Header h;
     if (run::parse_header(packet, length, h) != run::ParseResult::Ok) return false;
     if (h.slab != geometry_.index) return false;  // another stream's slab
@@ -143,11 +143,14 @@ bool SlabReceiver::read_run(const std::uint8_t* packet, std::size_t length, Arri
         return false;
     const std::int64_t first = slab_offset(dims_, geometry_, h.x, h.y, h.z);
     if (first + std::int64_t{h.count} > static_cast<std::int64_t>(slab_.value_count())) return false;
+    // Decoded apart from the slab: a payload that does not decode writes nothing.
+    const float* values = decoder_.decode(h, run::payload(packet));
+    if (!values) return false;
     a.step = h.step;
     a.starts_slab = starts_slab(h.x, h.y, h.z);
     a.run = true;
     a.first = first;
-    a.values = run::payload(packet);
+    a.values = reinterpret_cast<const std::uint8_t*>(values);
     a.stride = sizeof(float);
     a.count = h.count;
     return true;

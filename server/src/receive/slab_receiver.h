@@ -1,5 +1,6 @@
 // The receiver's core for one stream: validates each quad or run packet
-// (docs/wire-format.md; both on the same port, always), tracks which
+// (docs/wire-format.md; both on the same port, always, and run packets in any
+// codec, each decoding on its own), tracks which
 // step is being written, places values at their offsets in the slab, and keeps
 // the per-step accounting (distinct records, duplicates, loss). Nothing outside
 // the slab is ever written: a packet with any coordinate outside the stream's
@@ -16,6 +17,7 @@
 #include "receive/ghost_handoff.h"
 #include "receive/step_holes.h"
 
+#include "slabcast/run_codec.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/volume.h"
 
@@ -104,7 +106,7 @@ private:
         const std::uint8_t* records = nullptr;  // quad records, when not a run
     };
     bool read_quad(const std::uint8_t* packet, std::size_t length, Arrival& a) const;
-    bool read_run(const std::uint8_t* packet, std::size_t length, Arrival& a) const;
+    bool read_run(const std::uint8_t* packet, std::size_t length, Arrival& a);
     bool inside(const std::uint8_t* packet, int n) const;
     bool is_scan_run(const std::uint8_t* packet, int n) const;
     void store_run(const Arrival& a);
@@ -132,6 +134,7 @@ private:
     std::unique_ptr<GhostHandoff> ghost_from_;
     bool expect_ghost_ = false;
     StepFinished on_finished_;
+    run::RunDecoder decoder_;  // run packets' payloads (lz4, zfp)
 
     StepHoles holes_;
     StepReport current_;

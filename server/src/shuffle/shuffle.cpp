@@ -16,11 +16,12 @@
 #include "slabcast/control_packets.h"
 #include "slabcast/dataset.h"
 #include "slabcast/quad_packet.h"
-#include "slabcast/run_packet.h"
+#include "slabcast/run_codec.h"
 #include "slabcast/units.h"
 #include "slabcast/clock.h"
 #include "slabcast/pacer.h"
 
+#include <netinet/udp.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -46,6 +47,7 @@ struct ShuffleOptions {
     std::string rate = "2.81G";
     std::string order = "scan";
     std::string wire = "quad";  // quad (the paper's packets) or run
+    std::string codec = "none";  // run packets' payload: none, lz4, zfp:RATE
     int ghost_planes = 1;
     int sndbuf_mb = 16;
     int batch = 28;
@@ -68,7 +70,8 @@ public:
           order_(parse_send_order(o.order)), wire_(parse_wire_format(o.wire)),
           gate_(fmt::format("shuffle {}", o.stream), o.key_file, o.controller) {
         geometry_ = slab_geometry(dataset_.dims, o.slab_depth, o.stream, o.ghost_planes);
-        walker_.emplace(dataset_.dims, geometry_.stored_z_begin, geometry_.z_end, order_, wire_);
+        walker_.emplace(dataset_.dims, geometry_.stored_z_begin, geometry_.z_end, order_, wire_,
+                        run::parse_codec(o.codec));
 
         const Endpoint to = parse_endpoint(o.to);
         data_ = Socket(open_udp_socket(to.addr.ss_family));
@@ -101,10 +104,11 @@ public:
             const std::string nic = interface_of_address(address_only(local));
             if (!nic.empty() && nic != "lo") warn_limits(fmt::format("shuffle {}", o.stream), {check_mtu(nic)});
         }
-        spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {} {} packets a step), {} order, {} to {}, "
+        spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {}{} {} packets a step{}), {} order, {} to {}, "
                      "sync on {}",
                      o.stream, geometry_.stored_z_begin, geometry_.z_end - 1, to_string(dataset_.dims),
-                     walker_->total_records(), walker_->total_packets(), o.wire, o.order,
+                     walker_->total_records(), walker_->fixed_packet_bytes() ? "" : "at most ",
+                     walker_->total_packets(), o.wire, wire_ == WireFormat::Run ? ", codec " + o.codec : "", o.order,
                      format_rate(parse_rate_bps(o.rate)), o.to, o.sync);
     }
 
@@ -227,40 +231,71 @@ private:
         prefaulted_to_ = to;
     }
 
+    // Packs the next packet of the step at `p`; its size, 0 at the step's end.
+    std::size_t pack(std::uint8_t* p) {
+        int n = 0;
+        std::size_t size = 0;
+        if (wire_ == WireFormat::Run) {
+            const run::RunEncoder::Packet packet = walker_->fill_run(p, step_->values(), last_sync_->step, o_.stream);
+            n = packet.count;
+            size = packet.bytes;
+        } else {
+            n = walker_->fill(p, step_->values());
+            if (n > 0) quad::write_header(p, last_sync_->step, n);
+            size = quad::packet_bytes(n);
+        }
+        if (n == 0) return 0;
+        records_in_step_ += static_cast<std::uint64_t>(n);
+        return size;
+    }
+
     void send_batch() {
-        // Pack up to `batch` packets straight from the staged step, back to back:
-        // every packet but a step's last is a full 8968 bytes, so consecutive
-        // packets form valid GSO super-datagrams.
+        // Pack up to `batch` packets straight from the staged step, back to back.
         int count = 0;
         std::size_t bytes = 0;
+        sizes_.clear();
         prefault_ahead();
         for (; count < batch_; ++count) {
-            std::uint8_t* p = packets_.data() + bytes;
-            const bool runs = wire_ == WireFormat::Run;  // both formats' full packets are 8968 bytes
-            const int n = runs ? walker_->fill_run(p, step_->values(), last_sync_->step, o_.stream)
-                               : walker_->fill(p, step_->values());
-            if (n == 0) break;
-            records_in_step_ += static_cast<std::uint64_t>(n);
-            if (!runs) quad::write_header(p, last_sync_->step, n);
-            bytes += runs ? run::packet_bytes(n) : quad::packet_bytes(n);
+            const std::size_t size = pack(packets_.data() + bytes);
+            if (size == 0) break;
+            sizes_.push_back(size);
+            bytes += size;
         }
         if (count == 0) {
             end_step(control::ReplyKind::Finished);
             return;
         }
-        // One message per packet, or per kGsoPackets packets that the kernel cuts
-        // into 8968-byte datagrams (UDP_SEGMENT set on the socket).
-        const int per_message = gso_ ? kGsoPackets : 1;
+        // One message per packet, or with GSO up to kGsoPackets packets of one
+        // size (the last may be shorter) that the kernel cuts into datagrams
+        // again: quad packets and run packets of codec none or zfp are all of
+        // one size but a step's last; lz4 packets vary, and go one a message.
         iov_.clear();
-        for (int i = 0; i < count; i += per_message) {
-            const std::size_t from = static_cast<std::size_t>(i) * quad::kMaxPacketBytes;
-            const std::size_t to = std::min(bytes, static_cast<std::size_t>(i + per_message) * quad::kMaxPacketBytes);
-            iov_.push_back(iovec{packets_.data() + from, to - from});
+        segments_.clear();
+        for (std::size_t i = 0, at = 0; i < sizes_.size();) {
+            const std::size_t segment = sizes_[i];
+            std::size_t j = i + 1, length = segment;
+            while (gso_ && j < sizes_.size() && j - i < kGsoPackets && sizes_[j - 1] == segment && sizes_[j] <= segment)
+                length += sizes_[j++];
+            iov_.push_back(iovec{packets_.data() + at, length});
+            segments_.push_back(j - i > 1 ? static_cast<std::uint16_t>(segment) : 0);
+            at += length;
+            i = j;
         }
         msgs_.assign(iov_.size(), mmsghdr{});
+        controls_.resize(iov_.size());
         for (std::size_t i = 0; i < iov_.size(); ++i) {
-            msgs_[i].msg_hdr.msg_iov = &iov_[i];
-            msgs_[i].msg_hdr.msg_iovlen = 1;
+            msghdr& m = msgs_[i].msg_hdr;
+            m.msg_iov = &iov_[i];
+            m.msg_iovlen = 1;
+            if (segments_[i] == 0) continue;
+            // The segment size for this message: UDP_SEGMENT as ancillary data.
+            m.msg_control = controls_[i].bytes;
+            m.msg_controllen = sizeof controls_[i].bytes;
+            cmsghdr* c = CMSG_FIRSTHDR(&m);
+            c->cmsg_level = SOL_UDP;
+            c->cmsg_type = UDP_SEGMENT;
+            c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+            std::memcpy(CMSG_DATA(c), &segments_[i], sizeof(std::uint16_t));
         }
         pacer_.wait_to_send(bytes);
         std::size_t done = 0;
@@ -315,6 +350,13 @@ private:
     bool gso_ = false;
     int batch_ = 1;  // packets per sendmmsg
     std::vector<std::uint8_t> packets_;
+    std::vector<std::size_t> sizes_;            // of the packets in packets_
+    std::vector<std::uint16_t> segments_;       // per message: GSO segment size, 0 for one datagram
+    union Control {
+        char bytes[CMSG_SPACE(sizeof(std::uint16_t))];
+        cmsghdr align;
+    };
+    std::vector<Control> controls_;
     std::vector<iovec> iov_;
     std::vector<mmsghdr> msgs_;
     std::optional<StagedStep> step_;
@@ -374,6 +416,18 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
                   "data packets: quad (the paper's 16 bytes a value) or run (a run of values, 4 bytes each; "
                   "scan order)")
         ->check(CLI::IsMember({"quad", "run"}))
+        ->capture_default_str();
+    c->add_option("--codec", o->codec,
+                  "run packets' payload: none (raw float32), lz4 (lossless, byte-shuffled LZ4) or zfp:RATE "
+                  "(lossy ZFP fixed rate, RATE bits a value, 4..32); each packet decodes alone")
+        ->check([](const std::string& text) {
+            try {
+                run::parse_codec(text);
+                return std::string();
+            } catch (const std::invalid_argument& e) {
+                return std::string(e.what());
+            }
+        })
         ->capture_default_str();
     c->add_option("--ghost-planes", o->ghost_planes, "also send this many planes below the slab (0 or 1)")
         ->check(CLI::Range(0, 1))

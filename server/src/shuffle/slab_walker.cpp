@@ -21,35 +21,46 @@ WireFormat parse_wire_format(const std::string& text) {
     throw std::invalid_argument("wire '" + text + "': expected quad or run");
 }
 
-SlabWalker::SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order, WireFormat wire)
+SlabWalker::SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order, WireFormat wire,
+                       run::CodecChoice codec)
     : dims_(dims), z_begin_(z_begin), z_end_(z_end), order_(order), wire_(wire),
       total_(static_cast<std::uint64_t>(dims.plane() * (z_end - z_begin))) {
     if (wire == WireFormat::Run && order != SendOrder::Scan)
         throw std::invalid_argument("run packets are sent in scan order only (--order scan); "
                                     "Morton order needs quad packets (--wire quad)");
+    if (wire == WireFormat::Quad && codec.codec != run::Codec::None)
+        throw std::invalid_argument("codec " + run::to_string(codec) + " needs run packets (--wire run)");
+    if (wire == WireFormat::Run) encoder_.emplace(codec);
     reset();
 }
 
-int SlabWalker::fill_run(std::uint8_t* packet, const float* volume, std::int32_t step, std::int32_t slab) {
+run::RunEncoder::Packet SlabWalker::fill_run(std::uint8_t* packet, const float* volume, std::int32_t step,
+                                             std::int32_t slab) {
     const std::int64_t i = next_linear_;
-    const int n = static_cast<int>(std::min<std::int64_t>(run::kMaxValues, static_cast<std::int64_t>(total_) - i));
-    if (n <= 0) return 0;
+    const std::int64_t left = static_cast<std::int64_t>(total_) - i;
+    if (left <= 0) return {};
     run::Header h;
     h.step = step;
     h.slab = slab;
     h.x = static_cast<std::int32_t>(i % dims_.nx);
     h.y = static_cast<std::int32_t>((i / dims_.nx) % dims_.ny);
     h.z = static_cast<std::int32_t>(z_begin_ + i / dims_.plane());
-    h.count = n;
-    // The values as the staged step holds them: one copy, no per-value work.
-    std::memcpy(run::write_header(packet, h), volume + z_begin_ * dims_.plane() + i, sizeof(float) * static_cast<std::size_t>(n));
-    next_linear_ += n;
-    return n;
+    // The values as the staged step holds them, encoded straight into the packet.
+    const run::RunEncoder::Packet p = encoder_->encode(volume + z_begin_ * dims_.plane() + i, left, h, packet);
+    next_linear_ += p.count;
+    return p;
 }
 
 std::uint64_t SlabWalker::total_packets() const {
-    const std::uint64_t per = wire_ == WireFormat::Run ? run::kMaxValues : quad::kMaxRecords;
+    // lz4 packets carry at least as many values as raw ones (or are raw).
+    const std::uint64_t per = wire_ == WireFormat::Quad ? quad::kMaxRecords
+                              : encoder_->fixed_packet_bytes() ? static_cast<std::uint64_t>(encoder_->most_values())
+                                                               : run::kMaxValues;
     return (total_ + per - 1) / per;
+}
+
+std::size_t SlabWalker::fixed_packet_bytes() const {
+    return wire_ == WireFormat::Quad ? quad::kMaxPacketBytes : encoder_->fixed_packet_bytes();
 }
 
 void SlabWalker::reset() {

@@ -8,16 +8,18 @@ const char* to_string(ParseResult r) {
     case ParseResult::TooShort: return "shorter than the 36-byte header";
     case ParseResult::BadMagic: return "not a run packet (magic)";
     case ParseResult::BadVersion: return "unknown run packet version";
-    case ParseResult::BadCodec: return "unknown codec";
-    case ParseResult::BadCount: return "value count outside 1..2233";
-    case ParseResult::BadLength: return "length is not 36 + payload bytes, or the payload is not 4 bytes a value";
+    case ParseResult::BadCodec: return "unknown codec, or a parameter the codec does not take";
+    case ParseResult::BadCount: return "value count outside 1..the codec's most a packet";
+    case ParseResult::BadLength: return "length is not 36 + payload bytes, or the payload's size is not the codec's";
     case ParseResult::BadStep: return "negative step";
     }
     return "unknown";
 }
 
 std::uint8_t* write_header(std::uint8_t* packet, const Header& h) {
-    const std::uint32_t payload = static_cast<std::uint32_t>(sizeof(float)) * static_cast<std::uint32_t>(h.count);
+    const std::uint32_t payload = h.payload_bytes != 0 ? h.payload_bytes
+                                                       : static_cast<std::uint32_t>(sizeof(float)) *
+                                                             static_cast<std::uint32_t>(h.count);
     const auto codec = static_cast<std::uint8_t>(h.codec);
     std::memcpy(packet, &kMagic, 4);
     std::memcpy(packet + 4, &h.version, 1);
@@ -48,13 +50,20 @@ ParseResult parse_header(const std::uint8_t* packet, std::size_t length, Header&
     std::memcpy(&out.count, packet + 28, 4);
     std::memcpy(&out.payload_bytes, packet + 32, 4);
     if (out.version != kVersion) return ParseResult::BadVersion;
-    if (codec != static_cast<std::uint8_t>(Codec::None)) return ParseResult::BadCodec;
     out.codec = static_cast<Codec>(codec);
-    if (out.count < 1 || out.count > kMaxValues) return ParseResult::BadCount;
+    const int most = codec <= static_cast<std::uint8_t>(Codec::Zfp) ? max_values(out.codec, out.codec_parameter) : 0;
+    if (most == 0) return ParseResult::BadCodec;
+    if (out.count < 1 || out.count > most) return ParseResult::BadCount;
     // 64-bit sums: a hostile payload_bytes cannot wrap the comparison.
-    if (std::uint64_t{out.payload_bytes} != sizeof(float) * static_cast<std::uint64_t>(out.count) ||
-        std::uint64_t{length} != kHeaderBytes + std::uint64_t{out.payload_bytes})
-        return ParseResult::BadLength;
+    const std::uint64_t payload = out.payload_bytes;
+    if (std::uint64_t{length} != kHeaderBytes + payload) return ParseResult::BadLength;
+    bool size_ok = false;
+    switch (out.codec) {
+    case Codec::None: size_ok = payload == sizeof(float) * static_cast<std::uint64_t>(out.count); break;
+    case Codec::Lz4: size_ok = payload >= 1 && payload <= kMaxPayloadBytes; break;
+    case Codec::Zfp: size_ok = payload == zfp_payload_bytes(out.count, out.codec_parameter); break;
+    }
+    if (!size_ok) return ParseResult::BadLength;
     if (out.step < 0) return ParseResult::BadStep;
     return ParseResult::Ok;
 }
