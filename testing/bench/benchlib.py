@@ -121,14 +121,16 @@ def summarize(shuffle_json, recv_json):
             "loss": loss, "packets": sum(e["packets_sent"] for e in sent), "steps": len(reports), "windows": windows}
 
 
-def iperf3(seconds, rate="0", length=8972):
-    """iperf3 UDP, client on SENDER_CPU, server on RECEIVER_CPU."""
+def iperf3(seconds, rate="0", length=8972, total_bytes=None):
+    """iperf3 UDP, client on SENDER_CPU, server on RECEIVER_CPU; for `seconds`,
+    or until it has sent `total_bytes` when given."""
     port = lib.free_udp_ports(1)[0]
     server = subprocess.Popen(["taskset", "-c", str(RECEIVER_CPU), "iperf3", "-s", "-1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     out = subprocess.run(["taskset", "-c", str(SENDER_CPU), "iperf3", "-c", "127.0.0.1", "-p", str(port), "-u",
-                          "-b", rate, "-l", str(length), "-w", "64M", "-t", str(seconds), "-J"],
+                          "-b", rate, "-l", str(length), "-w", "64M", "-J"]
+                         + (["-n", str(total_bytes)] if total_bytes else ["-t", str(seconds)]),
                          capture_output=True, text=True, timeout=seconds + 30)
     server.wait(10)
     result = json.loads(out.stdout)

@@ -1,6 +1,7 @@
 """End to end on loopback: stage + 4 shufflers + controller + receiver as
 separate processes, a generated 64^3 volume of several steps in 4 slabs."""
 
+import array
 import json
 import os
 import shutil
@@ -23,11 +24,13 @@ class Deployment:
     """Every role of one sender host and one receiver host, on loopback."""
 
     def __init__(self, ws, dataset, rate="500M", name="e2e", wait_staged_ms=2000, order="scan", key_file=None,
-                 stage_from=None, wire="quad"):
+                 stage_from=None, wire="quad", codec="none"):
         """stage_from: (HOST:PORT, dataset path beneath that server's root): the
         stager pulls the steps from a `slabcast serve --allow-pull` there.
-        wire: the shufflers' packet format, one for all or a list, one a stream."""
+        wire, codec: the shufflers' packet format and run packets' codec, one
+        for all or a list, one a stream."""
         wires = wire if isinstance(wire, list) else [wire] * STREAMS
+        codecs = codec if isinstance(codec, list) else [codec] * STREAMS
         self.ws, self.dataset, self.name = ws, dataset, name
         self.auth = ["--key-file", key_file] if key_file else []
         sync_from = self.auth + (["--controller", "127.0.0.1"] if key_file else [])
@@ -54,6 +57,7 @@ class Deployment:
                 "shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % self.data_ports[k], "--staging", ws.staging,
                 "--dataset", dataset, "--slab-depth", str(DEPTH), "--sync", "127.0.0.1:%d" % self.sync_ports[k],
                 "--rate", rate, "--wait-staged-ms", str(wait_staged_ms), "--order", order, "--wire", wires[k],
+                "--codec", codecs[k],
                 "--stats-json", path]
                 + sync_from))
         wait_for(lambda: all("sync on" in s.text() for s in self.shufflers), what="the shufflers to start")
@@ -241,6 +245,51 @@ class PipelineTest(unittest.TestCase):
         values = DIMS[0] * DIMS[1] * (DEPTH + 1)
         for k in range(1, STREAMS):
             self.assertEqual(per_step[k], -(-values // (2233 if wires[k] == "run" else 560)), (k, per_step))
+
+    def test_every_codec_arrives_exact_or_within_zfp_error_into_one_receiver(self):
+        # One receiver takes lz4, zfp:12, raw runs and quad packets at once.
+        wires, codecs = ["run", "run", "quad", "run"], ["lz4", "zfp:12", "none", "none"]
+        d = Deployment(self.ws, self.dataset, wire=wires, codec=codecs)
+        d.control("--steps", "0-2")
+        wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
+                 what="step 2 at every slab")
+        for k in range(STREAMS):
+            h = read_slab_header(d.slab_path(k))
+            want = source_planes(self.dataset, self.files[2], DIMS, h["stored_z_begin"], h["z_end"])
+            got = read_slab_values(d.slab_path(k))
+            if codecs[k] != "zfp:12":
+                self.assertEqual(got, want, "slab %d (%s %s) is not bit for bit step 2" % (k, wires[k], codecs[k]))
+                continue
+            # zfp: blocks of 4 from the slab's first stored value (every zfp
+            # packet but a step's last holds whole blocks), each within
+            # 2^(7 - rate) of its largest magnitude (the unit test's bound).
+            got, want = array.array("f", got), array.array("f", want)
+            self.assertEqual(len(got), len(want))
+            self.assertNotEqual(got, want, "zfp:12 came through exact: was it encoded at all?")
+            for b in range(0, len(want), 4):
+                bound = max(abs(v) for v in want[b:b + 4]) * 2.0 ** (7 - 12)
+                for i in range(b, min(b + 4, len(want))):
+                    self.assertLessEqual(abs(got[i] - want[i]), bound, "slab %d value %d" % (k, i))
+        self.assertEqual(set(d.stop_all().values()), {0})
+        reports = [e for e in read_json_lines(d.recv_json) if e.get("kind") == "step"]
+        self.assertEqual(len(reports), 3 * STREAMS)
+        for r in reports:
+            self.assertTrue(r["complete"] and r["duplicates"] == 0 and r["rejected"] == 0, r)
+        # Values a packet: zfp:12 carries 5952 (12 bits each), lz4 at least a raw run's 2233.
+        per_step = {r["stream"]: r["packets"] for r in reports if r["step"] == 2}
+        values = DIMS[0] * DIMS[1] * (DEPTH + 1)
+        self.assertEqual(per_step[1], -(-values // 5952), per_step)
+        self.assertLessEqual(per_step[0], -(-values // 2233), per_step)
+        self.assertEqual(per_step[3], -(-values // 2233), per_step)
+
+    def test_a_codec_needs_run_packets_and_a_valid_name(self):
+        for codec, wire, words in [("zfp:8", "quad", "needs run packets"), ("zfp:2", "run", "4 to 32"),
+                                   ("brotli", "run", "expected none, lz4 or zfp:RATE")]:
+            r = self.ws.run(["shuffle", "--stream", "0", "--to", "127.0.0.1:9", "--staging", self.ws.staging,
+                             "--dataset", self.dataset, "--slab-depth", str(DEPTH), "--sync", "127.0.0.1:0",
+                             "--wire", wire, "--codec", codec])
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn(words, r.stderr + r.stdout, (codec, wire))
 
     def test_controller_step_change_abandons_the_old_step(self):
         # 20 Mbit/s: a slab takes ~0.45 s, the controller moves on every 0.15 s.

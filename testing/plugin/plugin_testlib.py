@@ -268,10 +268,12 @@ def constant_dataset(directory, dims, steps):
 
 
 @contextlib.contextmanager
-def streaming_pipeline(directory, dataset, name, dims, depth, interval=0.05, rate="2G", receive_args=()):
+def streaming_pipeline(directory, dataset, name, dims, depth, interval=0.05, rate="2G", receive_args=(),
+                       shuffle_args=lambda k: [], control_args=None):
     """The real roles on loopback: `receive` (one stream per slab), `stage`,
-    a `shuffle` per slab and `control --loop` stepping through the dataset
-    every `interval` seconds. Yields the descriptor; stops every role."""
+    a `shuffle` per slab (with shuffle_args(k) for slab k) and `control --loop`
+    stepping through the dataset every `interval` seconds (or `control
+    CONTROL_ARGS`). Yields the descriptor; stops every role."""
     slabs = (dims[2] + depth - 1) // depth
     ports = free_udp_ports(2 * slabs + 1)
     data, sync, stager = ports[:slabs], ports[slabs:2 * slabs], ports[-1]
@@ -287,7 +289,7 @@ def streaming_pipeline(directory, dataset, name, dims, depth, interval=0.05, rat
               "--budget", "64M", "--sync", "127.0.0.1:%d" % stager]]
     roles += [["shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % data[k], "--staging", staging,
                "--dataset", dataset, "--slab-depth", str(depth), "--sync", "127.0.0.1:%d" % sync[k],
-               "--rate", rate, "--wait-staged-ms", "2000"] for k in range(slabs)]
+               "--rate", rate, "--wait-staged-ms", "2000"] + list(shuffle_args(k)) for k in range(slabs)]
     procs = []
     descriptor = os.path.join(shm, name + ".slabcast")
 
@@ -306,8 +308,9 @@ def streaming_pipeline(directory, dataset, name, dims, depth, interval=0.05, rat
                       "%s rc=%s" % (p.args[1], p.poll()) for p, _ in procs if p.poll() is not None))
             time.sleep(0.05)
         time.sleep(1.0)  # shufflers listening for sync
-        start(["control", "--dataset", dataset, "--stager", "127.0.0.1:%d" % stager, "--loop", "--interval",
-               str(interval)] + sum((["--shuffler", "127.0.0.1:%d" % p] for p in sync), []))
+        stepping = ["--loop", "--interval", str(interval)] if control_args is None else list(control_args)
+        start(["control", "--dataset", dataset, "--stager", "127.0.0.1:%d" % stager] + stepping
+              + sum((["--shuffler", "127.0.0.1:%d" % p] for p in sync), []))
         yield descriptor
     finally:
         for p, logfile in reversed(procs):

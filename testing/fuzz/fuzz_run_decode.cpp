@@ -1,0 +1,57 @@
+// libFuzzer harness: run packets' decoders (docs/wire-format.md, "Codecs"),
+// what a receiver does with any datagram that carries the run magic before a
+// single value reaches a slab; and the encoders on the input's bytes as values.
+// ASan catches a decoder that reads or writes past its buffers; the checks
+// below catch a decoder that accepts what it should refuse, or an encoder
+// whose packet does not come back.
+#include "slabcast/run_codec.h"
+
+#include <cstring>
+#include <vector>
+
+using namespace slabcast;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    static run::RunDecoder decoder;
+
+    // 1. The input as a datagram: parse, decode, read every value decoded
+    // (ASan: a short buffer faults here).
+    run::Header h;
+    if (run::parse_header(data, size, h) == run::ParseResult::Ok) {
+        if (h.count < 1 || h.count > run::max_values(h.codec, h.codec_parameter)) __builtin_trap();
+        if (const float* v = decoder.decode(h, run::payload(data))) {
+            volatile float last = 0;
+            for (int i = 0; i < h.count; ++i) last = v[i];
+        }
+    }
+
+    // 2. The input's bytes as float32 values through each encoder: every
+    // packet parses, fits a datagram, and lz4 and none come back exact.
+    if (size < 5) return 0;
+    std::vector<float> values((size - 1) / sizeof(float));
+    std::memcpy(values.data(), data + 1, values.size() * sizeof(float));
+    const int rate = run::kMinZfpRate + data[0] % (run::kMaxZfpRate - run::kMinZfpRate + 1);
+    for (const run::CodecChoice choice :
+         {run::CodecChoice{run::Codec::None, 0}, run::CodecChoice{run::Codec::Lz4, 0},
+          run::CodecChoice{run::Codec::Zfp, static_cast<std::uint16_t>(rate)}}) {
+        run::RunEncoder encoder(choice);
+        std::vector<std::uint8_t> packet(run::kMaxPacketBytes);
+        std::size_t done = 0;
+        while (done < values.size()) {
+            run::Header where;
+            const run::RunEncoder::Packet p =
+                encoder.encode(values.data() + done, static_cast<std::int64_t>(values.size() - done), where, packet.data());
+            if (p.count < 1 || p.bytes > run::kMaxPacketBytes) __builtin_trap();
+            run::Header got;
+            if (run::parse_header(packet.data(), p.bytes, got) != run::ParseResult::Ok || got.count != p.count)
+                __builtin_trap();
+            const float* back = decoder.decode(got, run::payload(packet.data()));
+            if (!back) __builtin_trap();
+            if (got.codec != run::Codec::Zfp &&
+                std::memcmp(back, values.data() + done, sizeof(float) * static_cast<std::size_t>(p.count)) != 0)
+                __builtin_trap();
+            done += static_cast<std::size_t>(p.count);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,87 @@
+"""ctest plugin_codecs: the real roles stream each slab in another data packet
+format into one receiver (quad packets; run packets raw, lz4 and zfp:12;
+docs/wire-format.md) and the ParaView reader shows the step: bit for bit
+where the format is lossless, within zfp's error where it is not."""
+import array
+import math
+import os
+import time
+
+import plugin_testlib as t
+
+DIMS, DEPTH = (48, 40, 32), 8
+FORMATS = [["--wire", "quad"], ["--wire", "run"], ["--wire", "run", "--codec", "lz4"],
+           ["--wire", "run", "--codec", "zfp:12"]]
+ZFP_SLAB, ZFP_RATE = 3, 12
+LAST = 2
+
+
+def value(x, y, z, s):
+    """A smooth field that changes with the step, over a few decades."""
+    return (1.0 + s) * math.exp(2.0 * math.sin(0.3 * x + s) * math.cos(0.2 * y) + 0.05 * z)
+
+
+def write_dataset(directory, steps):
+    import json
+    os.makedirs(directory, exist_ok=True)
+    listed = []
+    for s in steps:
+        name = "step%05d.raw" % s
+        values = array.array("f", (value(x, y, z, s) for z in range(DIMS[2]) for y in range(DIMS[1])
+                                   for x in range(DIMS[0])))
+        with open(os.path.join(directory, name), "wb") as f:
+            values.tofile(f)
+        listed.append({"step": s, "file": name})
+    with open(os.path.join(directory, "dataset.json"), "w") as f:
+        json.dump({"name": "codecs", "field": "density", "dtype": "float32", "dims": list(DIMS), "steps": listed}, f)
+    return directory
+
+
+def body():
+    with t.shm_dir("codecs") as d:
+        data = write_dataset(os.path.join(d, "dataset"), range(LAST + 1))
+        with open(os.path.join(data, "step%05d.raw" % LAST), "rb") as f:
+            want = array.array("f", f.read())
+        with t.streaming_pipeline(d, data, "codecs", DIMS, DEPTH, rate="500M", shuffle_args=lambda k: FORMATS[k],
+                                  control_args=["--steps", "0-%d" % LAST]) as descriptor:
+            out = os.path.join(d, "shown.raw")
+            for _ in range(20):  # until the reader shows the last step (the controller steps on its own)
+                stdout, _ = t.pvpython("pv_dump_volume.py", descriptor, out)
+                if "DUMP step=%d " % LAST in stdout:
+                    break
+                time.sleep(0.5)
+            t.log(stdout.strip())
+            t.check("DUMP step=%d " % LAST in stdout, "the reader never showed step %d" % LAST)
+        with open(out, "rb") as f:
+            got = array.array("f", f.read())
+        with open(out + ".age", "rb") as f:
+            ages = f.read()
+        t.check(len(got) == len(want), "%d values shown, expected %d" % (len(got), len(want)))
+        t.check(not any(ages), "values came from an older step (loss on loopback at 500 Mbit/s a stream?)")
+        plane = DIMS[0] * DIMS[1]
+        zfp_from = (ZFP_SLAB * DEPTH - 1) * plane  # the zfp slab's first stored value (its ghost plane)
+        worst = 0.0
+        for k, fmt in enumerate(FORMATS):
+            lo, hi = k * DEPTH * plane, (k + 1) * DEPTH * plane
+            if k != ZFP_SLAB:
+                bad = [i for i in range(lo, hi) if got[i] != want[i]]
+                t.check(not bad, "slab %d (%s): %d values differ, first at %d: %r != %r" % (
+                    k, " ".join(fmt), len(bad), bad[0] if bad else 0, got[bad[0]] if bad else 0,
+                    want[bad[0]] if bad else 0))
+                continue
+            # zfp: blocks of 4 from the slab's first stored value, each within
+            # 2^(7 - rate) of its largest magnitude (docs/wire-format.md).
+            differs = 0
+            for i in range(lo, hi):
+                b = zfp_from + (i - zfp_from) // 4 * 4
+                bound = max(abs(v) for v in want[b:b + 4]) * 2.0 ** (7 - ZFP_RATE)
+                err = abs(got[i] - want[i])
+                t.check(err <= bound, "slab %d (zfp:%d) value %d: %r against %r, bound %g" % (
+                    k, ZFP_RATE, i, got[i], want[i], bound))
+                worst = max(worst, err / max(abs(want[i]), 1e-30))
+                differs += got[i] != want[i]
+            t.check(differs > 0, "the zfp slab came through exact: was it encoded at all?")
+        t.log("PLUGIN_CODECS_OK: quad, run, run/lz4 exact; run/zfp:%d worst relative error %.3g" % (ZFP_RATE, worst))
+
+
+t.main(body)
