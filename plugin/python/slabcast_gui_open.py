@@ -40,7 +40,8 @@ def show_volume(descriptor, view, caption, value_range):
 value_range = None
 if os.environ.get("SLABCAST_RANGE"):
     value_range = tuple(float(v) for v in os.environ["SLABCAST_RANGE"].split(","))
-labels = (os.environ.get("SLABCAST_LABELS", "").split("|") + ["", ""])[:2]
+others = [d for d in os.environ.get("SLABCAST_COMPARE", "").split(":") if d]
+labels = (os.environ.get("SLABCAST_LABELS", "").split("|") + [""] * (1 + len(others)))[:1 + len(others)]
 
 left = GetActiveViewOrCreate("RenderView")
 show_volume(os.environ["SLABCAST_DESCRIPTOR"], left, labels[0], value_range)
@@ -48,13 +49,17 @@ left.ResetCamera()
 left.GetActiveCamera().Azimuth(30)
 left.GetActiveCamera().Elevation(20)
 left.ResetCamera()
-if os.environ.get("SLABCAST_COMPARE"):
+cell = 0
+for i, descriptor in enumerate(others):
+    # Split the rightmost cell: the views so far keep the left part
+    # (cell c splits into 2c + 1 and 2c + 2), equal columns in the end.
     layout = GetLayout(left)
-    layout.SplitHorizontal(0, 0.5)
+    layout.SplitHorizontal(cell, 1.0 / (len(others) + 1 - i))
+    cell = 2 * cell + 2
     right = CreateView("RenderView")
-    AssignViewToLayout(view=right, layout=layout, hint=2)
-    show_volume(os.environ["SLABCAST_COMPARE"], right, labels[1], value_range)
-    # The same camera: the 1/8 volume sits where it would in the full one.
+    AssignViewToLayout(view=right, layout=layout, hint=cell)
+    show_volume(descriptor, right, labels[1 + i], value_range)
+    # The same camera: a smaller volume (the 1/8) sits where it would in the full one.
     right.CameraPosition = left.CameraPosition
     right.CameraFocalPoint = left.CameraFocalPoint
     right.CameraViewUp = left.CameraViewUp

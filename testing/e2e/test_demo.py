@@ -3,6 +3,7 @@ own Xvfb, frames saved. The frames must show the volume and change from step
 to step. Needs the plugin build and pvpython (for reading the PNGs)."""
 
 import glob
+import json
 import os
 import random
 import re
@@ -33,11 +34,11 @@ class DemoTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def run_demo(self, *extra):
+    def run_demo(self, *extra, rate="50M"):
         out = os.path.join(self.dir, "out")
         self.port = random.randrange(20000, 60000, 1000)
         r = subprocess.run([SLABCAST, "demo", "--headless", "--dims", "64,64,64", "--dataset-steps", "6",
-                            "--count", "20", "--rate", "50M", "--step-interval", "0.4", "--size", "480x360", "--out", out,
+                            "--count", "20", "--rate", rate, "--step-interval", "0.4", "--size", "480x360", "--out", out,
                             "--cache", os.path.join(self.dir, "cache"),
                             "--base-port", str(self.port)] + list(extra),
                            capture_output=True, text=True, timeout=300)
@@ -90,6 +91,28 @@ class DemoTest(unittest.TestCase):
         with open(os.path.join(out, "logs", "render.log")) as f:
             shown = re.findall(r"frame \d+: step (\d+) \| step (\d+)", f.read())
         self.assertTrue(shown, "no head-to-head frame lines")
+
+    def test_formats_compared_at_one_rate_show_what_each_delivers(self):
+        """Quad packets, raw runs and zfp:8 runs of the same volume, 10 Mbit/s a
+        stream, a step every 0.4 s: quad packets carry about half of each step
+        in that time, run packets all of it; one frame shows the three."""
+        out, text = self.run_demo("--compare-formats", "quad,run,run/zfp:8", rate="10M")
+        self.assertRegex(text, r"quad: step \d+ .* \| run: step \d+ .* \| run-zfp-8: step \d+")
+        with open(os.path.join(out, "logs", "render.log")) as f:
+            shown = re.findall(r"frame \d+: step (\d+) \| step (\d+) \| step (\d+)", f.read())
+        self.assertTrue(shown, "no frame lines with three volumes")
+        stats = image_stats(sorted(glob.glob(os.path.join(out, "frames", "*.png")))[-1])
+        self.assertEqual((stats["width"], stats["height"]), (480, 360))
+        self.assertGreater(stats["lit"], 0.02)
+        arrived = {}
+        for side in ("quad", "run", "run-zfp-8"):
+            with open(os.path.join(out, "logs", side + "-receive.json")) as f:
+                steps = [json.loads(l) for l in f if '"kind":"step"' in l]
+            self.assertGreaterEqual(len(steps), 8, side)
+            arrived[side] = sum(r["records"] for r in steps) / sum(r["expected"] for r in steps)
+        self.assertLess(arrived["quad"], 0.8, arrived)
+        self.assertGreater(arrived["run"], 0.99, arrived)
+        self.assertGreater(arrived["run-zfp-8"], 0.99, arrived)
 
     def test_paraview_renders_while_the_receiver_writes_unpaced(self):
         """Unpaced senders, the next step as soon as the last is sent: the

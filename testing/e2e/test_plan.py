@@ -54,7 +54,9 @@ class PlanTest(unittest.TestCase):
 
     def test_printed_commands_move_the_volume(self):
         """The printed commands, run as printed (authenticated syncs, receivers
-        taking data from their senders only), move a step bit for bit."""
+        taking data from their senders only, run packets through lz4), move a
+        step bit for bit."""
+        self.config.update(wire="run", codec="lz4")
         self.assertEqual(self.ws.run(["keygen", self.config["key_file"]]).returncode, 0)
         for host in ("r1", "r2", "s1", "s2"):
             r = self.plan(self.config, "--host", host)
@@ -64,6 +66,8 @@ class PlanTest(unittest.TestCase):
                 if not argv:
                     continue
                 self.assertEqual(argv[0], "slabcast")
+                if argv[1] == "shuffle":
+                    self.assertEqual(argv[argv.index("--wire") + 1:argv.index("--wire") + 4], ["run", "--codec", "lz4"])
                 self.ws.start("%s-%d" % (host, i), argv[1:])
             if host.startswith("r"):
                 shm = self.config["receivers"][int(host[1]) - 1]["shm_dir"]
@@ -134,6 +138,13 @@ class PlanTest(unittest.TestCase):
         c = json.loads(json.dumps(self.config))
         c["receivers"][0]["cpus"] = 3
         self.assertIn("deploy.json: receivers r1: field 'cpus' has the wrong type", self.plan(c).stderr)
+        self.assertIn('deploy.json: "wire" must be quad or run', self.plan(dict(self.config, wire="udp")).stderr)
+        self.assertIn('deploy.json: "codec" zfp:8 needs "wire": "run"', self.plan(dict(self.config, codec="zfp:8")).stderr)
+        self.assertIn('deploy.json: "codec": codec \'zfp:99\': zfp\'s rate', self.plan(dict(self.config, wire="run",
+                                                                                           codec="zfp:99")).stderr)
+        r = self.plan(self.config)
+        self.assertNotIn("--wire", r.stdout)  # the defaults print nothing
+        self.assertNotIn("--codec", r.stdout)
         c = dict(self.config, ports={"data": 65534})
         self.assertIn("port \"data\" 65534 leaves no room for 4 streams", self.plan(c).stderr)
 

@@ -3,7 +3,9 @@
 // under its own Xvfb saving frames. `--head-to-head` adds the SC11 comparison
 // (Balman et al., 2012, section 4, figure 6): 1/8 of the volume at the same
 // resolution over a tenth of the bandwidth, rendered beside the full volume in
-// one frame. The roles and their command lines come from the deployment
+// one frame; `--compare-formats` the full volume once per data packet format
+// (quad, run, run/zfp:8, ...) at the same rate. The roles and their command
+// lines come from the deployment
 // planner (demo_plan.h, deploy_plan.h), as `slabcast plan` prints them.
 #include "deploy/demo_dataset.h"
 #include "deploy/demo_options.h"
@@ -60,6 +62,12 @@ public:
         dims_ = parse_dims(o.dims);
         if (o.head_to_head && o.streams < 8)
             throw std::invalid_argument("--head-to-head needs --streams 8 or more (the 1/8 side is streams/8 slabs)");
+        if (!o.compare_formats.empty()) {
+            if (o.head_to_head) throw std::invalid_argument("--compare-formats and --head-to-head: one or the other");
+            volumes_ = static_cast<double>(parse_demo_formats(o.compare_formats).size());
+        }
+        if (o.base_port + 300 * static_cast<int>(std::max(volumes_, 2.0)) > 65535)
+            throw std::invalid_argument("--base-port: the demo needs 300 ports a volume above it");
         if (dims_.nz % o.streams != 0)
             throw std::invalid_argument("--streams must divide NZ (" + std::to_string(dims_.nz) + ")");
         depth_ = static_cast<int>(dims_.nz / o.streams);
@@ -118,7 +126,8 @@ private:
         };
         need_file(plugin_dir() + "/Slabcast.so", "the ParaView plugin");
         need_file(build_ + "/plugin/slabcast_render.py", "the render program");
-        if (o_.head_to_head) need_file(build_ + "/plugin/slabcast_head_to_head.py", "the head-to-head program");
+        if (o_.head_to_head || volumes_ > 1)
+            need_file(build_ + "/plugin/slabcast_head_to_head.py", "the head-to-head program");
         if (o_.dataset.empty()) need_file(build_ + "/data/slabcast-datagen", "the data generator");
         if (gui()) {
             need_program("paraview", "paraview");
@@ -131,7 +140,7 @@ private:
         // Slabs (value and age buffers, ghost planes included), plus each stager's read-ahead of three steps.
         const double step = static_cast<double>(dims_.count()) * 4;
         const double needed =
-            (o_.head_to_head ? 1.25 : 1.0) * step * ((1.0 + 1.0 / depth_) * kDefaultBuffers * 1.25 + 3.0);
+            (o_.head_to_head ? 1.25 : volumes_) * step * ((1.0 + 1.0 / depth_) * kDefaultBuffers * 1.25 + 3.0);
         struct statvfs fs_info {};
         if (::statvfs("/dev/shm", &fs_info) == 0) {
             const double free_bytes = static_cast<double>(fs_info.f_bavail) * fs_info.f_frsize;
@@ -194,7 +203,9 @@ private:
         for (const DemoSide& s : sides_) labels += (labels.empty() ? "" : "|") + s.label;
         if (gui()) {
             env.push_back("SLABCAST_DESCRIPTOR=" + descriptor(sides_[0]));
-            if (sides_.size() > 1) env.push_back("SLABCAST_COMPARE=" + descriptor(sides_[1]));
+            std::string others;  // the other volumes, each in a view of its own
+            for (std::size_t i = 1; i < sides_.size(); ++i) others += (others.empty() ? "" : ":") + descriptor(sides_[i]);
+            if (!others.empty()) env.push_back("SLABCAST_COMPARE=" + others);
             env.push_back("SLABCAST_LABELS=" + labels);
             env.push_back("SLABCAST_RANGE=" + range_);
             env.push_back("SLABCAST_SCRIPT_DIR=" + build_ + "/plugin");
@@ -220,10 +231,9 @@ private:
                                   "PV_PLUGIN_PATH", "-x", "MALLOC_MMAP_THRESHOLD_"};
         if (o_.ranks > 1 && ::geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
         for (const char* a : {"pvbatch", "--force-offscreen-rendering"}) argv.push_back(a);
-        if (sides_.size() > 1) {  // both volumes side by side in one frame
+        if (sides_.size() > 1) {  // the volumes side by side in one frame
             argv.push_back(build_ + "/plugin/slabcast_head_to_head.py");
-            argv.push_back(descriptor(sides_[0]));
-            argv.push_back(descriptor(sides_[1]));
+            for (const DemoSide& s : sides_) argv.push_back(descriptor(s));
             argv.push_back("--labels");
             argv.push_back(labels);
         } else {
@@ -243,7 +253,7 @@ private:
     // already shows data.
     void wait_for_first_step() {
         for (int i = 0; i < 600 && !stop_requested(); ++i) {
-            if (!last_line(o_.out + "/logs/full-receive.json", "\"kind\":\"step\"").empty()) return;
+            if (!last_line(o_.out + "/logs/" + sides_[0].name + "-receive.json", "\"kind\":\"step\"").empty()) return;
             check_roles();
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
@@ -343,6 +353,7 @@ private:
     std::string build_;
     Dims dims_;
     int depth_ = 1;
+    double volumes_ = 1;  // full volumes streamed (--compare-formats: one a format)
     std::string size_;
     std::string dataset_;
     std::string range_;  // colour range LO,HI
@@ -356,44 +367,6 @@ private:
 
 }  // namespace
 
-void register_demo(CLI::App& root, RoleMain& run) {
-    auto o = std::make_shared<DemoOptions>();
-    CLI::App* c = root.add_subcommand("demo", "the live demo: every role on this machine and ParaView rendering");
-    c->add_option("--dims", o->dims, "volume size of the generated dataset")->capture_default_str();
-    c->add_option("--dataset-steps", o->dataset_steps, "steps in the generated dataset")
-        ->check(CLI::Range(1, 100000))
-        ->capture_default_str();
-    c->add_option("--dataset", o->dataset, "use this dataset instead of generating one");
-    c->add_option("--cache", o->cache, "where generated datasets are kept (default ~/.cache/slabcast)");
-    c->add_option("--count", o->count, "steps to stream before finishing")
-        ->check(CLI::Range(1L, 1000000000L))
-        ->capture_default_str();
-    c->add_flag("--forever", o->forever, "stream until Ctrl-C (the booth)");
-    c->add_option("--streams", o->streams, "streams (z-slabs) of the full volume")
-        ->check(CLI::Range(1, 64))
-        ->capture_default_str();
-    c->add_option("--rate", o->rate, "rate of each full-volume stream")->capture_default_str();
-    c->add_flag("--head-to-head", o->head_to_head,
-                "also stream 1/8 of the volume over 1/10 of the bandwidth and show both side by side");
-    c->add_option("--step-interval", o->step_interval,
-                  "seconds per step; 0 = each step as soon as every shuffler has sent it")
-        ->check(seconds_range(0, 3600))
-        ->capture_default_str();
-    c->add_option("--size", o->size, "frame size WxH")->capture_default_str();
-    c->add_option("--wall", o->wall, "wall-display frame size, e.g. 3840x2160");
-    c->add_option("--ranks", o->ranks, "pvbatch MPI ranks (sort-last compositing)")
-        ->check(CLI::Range(1, 256))
-        ->capture_default_str();
-    c->add_flag("--headless", o->headless, "pvbatch under a private Xvfb even when a display is there");
-    c->add_option("--out", o->out, "folder for frames, video and logs")->capture_default_str();
-    c->add_flag("--keep-shm", o->keep_shm, "leave the slabs in /dev/shm at the end");
-    c->add_flag("--show-holes", o->show_holes, "colour the values a step lost (shown from an earlier step)");
-    // It uses ports base .. base + 564 (data, syncs and stagers of both sides).
-    c->add_option("--base-port", o->base_port, "first of the UDP ports used on 127.0.0.1")
-        ->check(CLI::Range(1, 64900))
-        ->capture_default_str();
-    c->add_option("--build-dir", o->build_dir, "build tree with the plugin (default: next to this binary)");
-    c->callback([o, &run] { run = [o] { return Demo(*o).run(); }; });
-}
+int run_demo(const DemoOptions& o) { return Demo(o).run(); }
 
 }  // namespace slabcast

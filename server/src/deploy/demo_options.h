@@ -14,6 +14,9 @@ struct DemoOptions {
     int streams = 4;
     std::string rate = "1G";
     bool head_to_head = false;
+    // "quad,run,run/zfp:8": the full volume once per data packet format, all at
+    // --rate, side by side (docs/wire-format.md).
+    std::string compare_formats;
     std::string size = "1280x720";
     std::string wall;
     std::string out = "demo-output";
@@ -29,5 +32,8 @@ struct DemoOptions {
     int base_port = 47000;
     std::string build_dir;  // where the plugin, render script and datagen are
 };
+
+// Runs the demo (demo.cpp); its exit status.
+int run_demo(const DemoOptions& o);
 
 }  // namespace slabcast

@@ -1,21 +1,27 @@
 #include "deploy/demo_plan.h"
 
+#include "slabcast/run_codec.h"
 #include "slabcast/units.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
 
 namespace slabcast {
 namespace {
 
 // `step_bytes`: a step of the dataset, which every side's stager copies whole.
 void add_side(DemoPlan& plan, const DemoOptions& o, const DemoSide& side, const Dims& dims, int depth, int streams,
-              const std::string& rate, std::int64_t step_bytes) {
+              const std::string& rate, std::int64_t step_bytes, const DemoFormat& format = {"quad", "quad", "none"}) {
     const int base = o.base_port + 300 * static_cast<int>(plan.sides.size());
     PlanVolume v;
     v.name = side.name;
     v.dims = dims;
     v.slab_depth = depth;
     v.rate = rate;
+    v.wire = format.wire;
+    v.codec = format.codec;
     v.ports = PortLayout{base, base + 100, base + 200};
     PlanHost host;
     host.name = "localhost";
@@ -36,6 +42,26 @@ void add_side(DemoPlan& plan, const DemoOptions& o, const DemoSide& side, const 
 
 }  // namespace
 
+std::vector<DemoFormat> parse_demo_formats(const std::string& list) {
+    std::vector<DemoFormat> out;
+    std::size_t at = 0;
+    while (at <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const std::string text = list.substr(at, comma - at);
+        const std::size_t slash = text.find('/');
+        DemoFormat f{text, text.substr(0, slash), slash == std::string::npos ? "none" : text.substr(slash + 1)};
+        if (f.wire != "quad" && f.wire != "run")
+            throw std::invalid_argument("--compare-formats: '" + text + "': expected quad, run or run/CODEC");
+        if (run::parse_codec(f.codec).codec != run::Codec::None && f.wire != "run")
+            throw std::invalid_argument("--compare-formats: '" + text + "': a codec needs run packets (run/CODEC)");
+        out.push_back(f);
+        at = comma + 1;
+    }
+    if (out.size() < 2 || out.size() > 4)
+        throw std::invalid_argument("--compare-formats: 2 to 4 formats, e.g. quad,run,run/zfp:8");
+    return out;
+}
+
 std::string demo_shm_dir(const DemoOptions& o) { return fmt::format("/dev/shm/slabcast-demo-{}", o.base_port); }
 
 std::string demo_staging(const DemoOptions& o, const std::string& side) { return demo_shm_dir(o) + "-staging-" + side; }
@@ -53,6 +79,18 @@ DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std:
     if (!o.forever) d.controller.count = o.count;
     const double rate = parse_rate_bps(o.rate);
     const std::int64_t step_bytes = dims.count() * 4;
+    if (!o.compare_formats.empty()) {
+        // The same volume, streams and rate, once per format: what each
+        // delivers of a step in the time it has is the comparison.
+        for (const DemoFormat& f : parse_demo_formats(o.compare_formats)) {
+            std::string name = f.text;
+            for (char& c : name)
+                if (c == '/' || c == ':') c = '-';
+            add_side(plan, o, {name, fmt::format("{}: {} streams x {}", f.text, o.streams, format_rate(rate))}, dims,
+                     depth, o.streams, o.rate, step_bytes, f);
+        }
+        return plan;
+    }
     add_side(plan, o, {"full", fmt::format("{} streams x {}: full volume", o.streams, format_rate(rate))}, dims, depth,
              o.streams, o.rate, step_bytes);
     if (o.head_to_head) {

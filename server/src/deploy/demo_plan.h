@@ -1,7 +1,9 @@
 // What `slabcast demo` runs, as a deployment of the planner (deploy_plan.h):
 // every role on 127.0.0.1, the full volume and, with --head-to-head, the SC11
 // comparison beside it: 1/8 of the volume at the same resolution over a tenth
-// of the bandwidth (Balman et al., 2012, sections 4 and 4.2, figure 6).
+// of the bandwidth (Balman et al., 2012, sections 4 and 4.2, figure 6); or,
+// with --compare-formats, the full volume once per data packet format, each
+// at the same rate.
 #pragma once
 
 #include "deploy/demo_options.h"
@@ -22,6 +24,13 @@ struct DemoPlan {
     Deployment deployment;
     std::vector<DemoSide> sides;
 };
+
+// --compare-formats' list, each FORMAT as `quad`, `run` or `run/CODEC`
+// (checked: std::invalid_argument names a bad one); 2 to 4 of them.
+struct DemoFormat {
+    std::string text, wire, codec;
+};
+std::vector<DemoFormat> parse_demo_formats(const std::string& list);
 
 // Named by the base port, so that two demos on one host do not collide.
 std::string demo_shm_dir(const DemoOptions& o);

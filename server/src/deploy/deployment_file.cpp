@@ -4,6 +4,7 @@
 #include "deploy/deploy_plan.h"
 
 #include "slabcast/json_file.h"
+#include "slabcast/run_codec.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/units.h"
 
@@ -66,6 +67,15 @@ private:
         const int count = slab_count(v.dims, v.slab_depth);
         if (count > 1024) bad(fmt::format("{} streams (dims and slab_depth): at most 1024", count));
         v.rate = word_or(j_, "rate", v.rate, config_);
+        v.wire = word_or(j_, "wire", v.wire, config_);
+        if (v.wire != "quad" && v.wire != "run") bad("\"wire\" must be quad or run");
+        v.codec = word_or(j_, "codec", v.codec, config_);
+        try {
+            if (run::parse_codec(v.codec).codec != run::Codec::None && v.wire != "run")
+                bad("\"codec\" " + v.codec + " needs \"wire\": \"run\"");
+        } catch (const std::invalid_argument& e) {
+            bad(std::string("\"codec\": ") + e.what());
+        }
         const json ports = field_or<json>(j_, "ports", json::object(), config_);
         v.ports.data = port_base(ports, "data", v.ports.data, count);
         v.ports.sync = port_base(ports, "sync", v.ports.sync, count);

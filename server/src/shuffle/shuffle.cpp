@@ -6,6 +6,7 @@
 #include "host/host_checks.h"
 #include "host/numa_placement.h"
 #include "host/option_checks.h"
+#include "shuffle/datagram_batch.h"
 #include "shuffle/slab_walker.h"
 #include "control/sync_gate.h"
 #include "stage/staged_step.h"
@@ -21,7 +22,6 @@
 #include "slabcast/clock.h"
 #include "slabcast/pacer.h"
 
-#include <netinet/udp.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -94,9 +94,9 @@ public:
         // Send at most ~250 us of traffic per sendmmsg: small bursts for the
         // receiver's socket buffer, and a sync is noticed within that time.
         const double rate = parse_rate_bps(o.rate);
-        batch_ = rate > 0 ? std::clamp(static_cast<int>(rate * 250e-6 / (8.0 * quad::kMaxPacketBytes)), 1, o.batch)
-                          : o.batch;
-        packets_.resize(static_cast<std::size_t>(batch_) * quad::kMaxPacketBytes);
+        const int batch = rate > 0 ? std::clamp(static_cast<int>(rate * 250e-6 / (8.0 * quad::kMaxPacketBytes)), 1, o.batch)
+                                   : o.batch;
+        batch_.emplace(batch, quad::kMaxPacketBytes, gso_);
         warn_limits(fmt::format("shuffle {}", o.stream), {check_staging_pages(o.staging)});
         sockaddr_storage local{};
         socklen_t local_len = sizeof local;
@@ -251,72 +251,29 @@ private:
 
     void send_batch() {
         // Pack up to `batch` packets straight from the staged step, back to back.
-        int count = 0;
-        std::size_t bytes = 0;
-        sizes_.clear();
+        batch_->clear();
         prefault_ahead();
-        for (; count < batch_; ++count) {
-            const std::size_t size = pack(packets_.data() + bytes);
+        while (!batch_->full()) {
+            const std::size_t size = pack(batch_->next());
             if (size == 0) break;
-            sizes_.push_back(size);
-            bytes += size;
+            batch_->add(size);
         }
-        if (count == 0) {
+        if (batch_->count() == 0) {
             end_step(control::ReplyKind::Finished);
             return;
         }
-        // One message per packet, or with GSO up to kGsoPackets packets of one
-        // size (the last may be shorter) that the kernel cuts into datagrams
-        // again: quad packets and run packets of codec none or zfp are all of
-        // one size but a step's last; lz4 packets vary, and go one a message.
-        iov_.clear();
-        segments_.clear();
-        for (std::size_t i = 0, at = 0; i < sizes_.size();) {
-            const std::size_t segment = sizes_[i];
-            std::size_t j = i + 1, length = segment;
-            while (gso_ && j < sizes_.size() && j - i < kGsoPackets && sizes_[j - 1] == segment && sizes_[j] <= segment)
-                length += sizes_[j++];
-            iov_.push_back(iovec{packets_.data() + at, length});
-            segments_.push_back(j - i > 1 ? static_cast<std::uint16_t>(segment) : 0);
-            at += length;
-            i = j;
-        }
-        msgs_.assign(iov_.size(), mmsghdr{});
-        controls_.resize(iov_.size());
-        for (std::size_t i = 0; i < iov_.size(); ++i) {
-            msghdr& m = msgs_[i].msg_hdr;
-            m.msg_iov = &iov_[i];
-            m.msg_iovlen = 1;
-            if (segments_[i] == 0) continue;
-            // The segment size for this message: UDP_SEGMENT as ancillary data.
-            m.msg_control = controls_[i].bytes;
-            m.msg_controllen = sizeof controls_[i].bytes;
-            cmsghdr* c = CMSG_FIRSTHDR(&m);
-            c->cmsg_level = SOL_UDP;
-            c->cmsg_type = UDP_SEGMENT;
-            c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
-            std::memcpy(CMSG_DATA(c), &segments_[i], sizeof(std::uint16_t));
-        }
-        pacer_.wait_to_send(bytes);
-        std::size_t done = 0;
-        while (done < msgs_.size() && !stop_requested()) {
-            const int n = ::sendmmsg(data_.fd(), msgs_.data() + done, static_cast<unsigned>(msgs_.size() - done), 0);
-            if (n > 0) {
-                done += static_cast<std::size_t>(n);
-            } else if (errno == ECONNREFUSED) {
-                // ICMP port unreachable from an earlier datagram: nobody listens yet. UDP is lossy by design.
+        pacer_.wait_to_send(batch_->bytes());
+        batch_->send(
+            data_.fd(), [] { return stop_requested(); },
+            [&] {
                 if (!warned_refused_) spdlog::warn("shuffle {}: receiver {} refused packets (not running?)", o_.stream, o_.to);
                 warned_refused_ = true;
-            } else if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
-                ::usleep(50);
-            } else {
-                throw std::runtime_error(std::string("sendmmsg: ") + std::strerror(errno));
-            }
-        }
-        sent_in_step_ += static_cast<std::uint64_t>(count);
-        step_bytes_ += bytes;
-        counters_.packets += static_cast<std::uint64_t>(count);
-        counters_.bytes += bytes;
+            });
+        const auto count = static_cast<std::uint64_t>(batch_->count());
+        sent_in_step_ += count;
+        step_bytes_ += batch_->bytes();
+        counters_.packets += count;
+        counters_.bytes += batch_->bytes();
         counters_.step_packets = sent_in_step_;
     }
 
@@ -346,19 +303,8 @@ private:
     std::size_t prefaulted_to_ = 0;      // staged bytes mapped so far
     std::uint64_t records_in_step_ = 0;  // values packed so far this step
     Socket data_, sync_;
-    static constexpr int kGsoPackets = 7;  // 7 x 8968 bytes: the most under 64 KiB
     bool gso_ = false;
-    int batch_ = 1;  // packets per sendmmsg
-    std::vector<std::uint8_t> packets_;
-    std::vector<std::size_t> sizes_;            // of the packets in packets_
-    std::vector<std::uint16_t> segments_;       // per message: GSO segment size, 0 for one datagram
-    union Control {
-        char bytes[CMSG_SPACE(sizeof(std::uint16_t))];
-        cmsghdr align;
-    };
-    std::vector<Control> controls_;
-    std::vector<iovec> iov_;
-    std::vector<mmsghdr> msgs_;
+    std::optional<DatagramBatch> batch_;  // packets per sendmmsg: ~250 us of traffic
     std::optional<StagedStep> step_;
     SyncGate gate_;
     std::optional<control::Sync> last_sync_;
