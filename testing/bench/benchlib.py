@@ -116,7 +116,10 @@ def summarize(shuffle_json, recv_json):
     loss = 100.0 * (records - received) / max(records, 1)
     # Whole seconds of sending only: the first and last status lines are partial.
     windows = [e["gbps"] for e in lib.read_json_lines(shuffle_json) if e.get("kind") == "status" and e.get("gbps", 0) > 0][1:-1]
-    return {"sent_gbps": sent_bytes * 8e-9 / max(send_seconds, 1e-9),
+    # The same at the receiver: what arrived in each whole second.
+    recv_windows = [e["gbps"] for e in lib.read_json_lines(recv_json)
+                    if e.get("kind") == "status" and e.get("gbps", 0) > 0][1:-1]
+    return {"recv_windows": recv_windows, "sent_gbps": sent_bytes * 8e-9 / max(send_seconds, 1e-9),
             "recv_gbps": sent_bytes * 8e-9 / max(send_seconds, 1e-9) * received / max(records, 1),
             "loss": loss, "packets": sum(e["packets_sent"] for e in sent), "steps": len(reports), "windows": windows}
 

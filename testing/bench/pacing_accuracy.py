@@ -5,10 +5,13 @@ as the peer in the same run. One stream of a 256^3 volume on loopback, sender
 and receiver each on their own core, steps back to back for about --seconds.
 
 Usage: SLABCAST_BUILD=build testing/bench/pacing_accuracy.py [--rates 1G,2.81G,5G,10G,20G] [--seconds 6]
+       [--wire quad|run]
 
 For each run: the mean over whole 1-second windows, the worst window, both as
-a deviation from the target, and the receiver's loss (a burst that overran
-its socket buffer would show there). Not part of the default ctest run.
+a deviation from the target, at the sender and at the receiver (what arrived
+each second, the gaps between steps included), and the receiver's loss (a
+burst that overran its socket buffer would show there). Not part of the
+default ctest run.
 """
 import argparse
 import math
@@ -32,29 +35,33 @@ def main():
     ap.add_argument("--rates", default="1G,2.81G,5G,10G,20G")
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--dims", default="256,256,256")
+    ap.add_argument("--wire", default="quad", choices=["quad", "run"])
     args = ap.parse_args()
     dims = tuple(int(v) for v in args.dims.split(","))
-    step_bits = dims[0] * dims[1] * dims[2] * 16 * 8  # quad packets of one step
+    step_bits = dims[0] * dims[1] * dims[2] * (16 if args.wire == "quad" else 4) * 8  # one step's packets
     rows = []
     with benchlib.RaisedSocketLimits():
         for rate in args.rates.split(","):
             target = benchlib.parse_rate(rate) / 1e9
             steps = max(3, math.ceil(args.seconds * target * 1e9 / step_bits))
-            ours = benchlib.run_stream(dims, rate, steps)
+            ours = benchlib.run_stream(dims, rate, steps, shuffle_args=["--wire", args.wire])
             peer = benchlib.iperf3(max(3, int(args.seconds)), rate=rate)
             rows.append((rate, target, ours, peer))
-    print("\npacing over 1-second windows, %s in one stream on loopback (sender cpu0, receiver cpu1)"
-          % "x".join(map(str, dims)))
-    print("%-7s | %-41s | %-30s" % ("", "slabcast shuffle --rate", "iperf3 -u -b (peer)"))
-    print("%-7s | %8s %8s %9s %5s %7s | %8s %8s %9s %3s" % ("target", "mean", "mean dev", "worst dev", "n", "loss %",
-                                                          "mean", "mean dev", "worst dev", "n"))
+    print("\npacing over 1-second windows, %s in one stream of %s packets on loopback (sender cpu0, receiver cpu1)"
+          % ("x".join(map(str, dims)), args.wire))
+    print("%-7s | %-34s | %-34s | %-30s" % ("", "slabcast shuffle --rate (sender)", "at the receiver",
+                                             "iperf3 -u -b (peer, sender)"))
+    print("%-7s | %8s %8s %9s %5s | %8s %8s %9s %7s | %8s %8s %9s %3s" % (
+        "target", "mean", "mean dev", "worst dev", "n", "mean", "mean dev", "worst dev", "loss %",
+        "mean", "mean dev", "worst dev", "n"))
     for rate, target, ours, peer in rows:
         om, ow = deviation(ours["windows"], target)
+        rm, rw = deviation(ours["recv_windows"], target)
         pm, pw = deviation(peer["windows"][1:], target)  # iperf3's first interval includes its start-up
-        print("%-7s | %8.3f %+7.2f%% %+8.2f%% %5d %7.3f | %8.3f %+7.2f%% %+8.2f%% %3d"
-              % (rate, sum(ours["windows"]) / max(len(ours["windows"]), 1), om, ow, len(ours["windows"]), ours["loss"],
-                 sum(peer["windows"][1:]) / max(len(peer["windows"]) - 1, 1), pm, pw, len(peer["windows"]) - 1))
-
+        mean = lambda w: sum(w) / max(len(w), 1)  # noqa: E731
+        print("%-7s | %8.3f %+7.2f%% %+8.2f%% %5d | %8.3f %+7.2f%% %+8.2f%% %7.3f | %8.3f %+7.2f%% %+8.2f%% %3d"
+              % (rate, mean(ours["windows"]), om, ow, len(ours["windows"]), mean(ours["recv_windows"]), rm, rw,
+                 ours["loss"], mean(peer["windows"][1:]), pm, pw, len(peer["windows"]) - 1))
 
 if __name__ == "__main__":
     main()
