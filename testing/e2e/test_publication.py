@@ -117,8 +117,11 @@ class PublicationTest(unittest.TestCase):
             self.assertEqual(len({b for b, _ in pinned}), 3)
             # Step 4: the newest publication (3) stays, 1 and 2 are pinned: no buffer left.
             self.send_step(4)
-            wait_for(lambda: read_slab_header(self.slab)["dropped_steps"] >= 1, what="step 4 dropped")
+            # Counted as they arrive: wait for all of step 4's packets, then exactly those.
+            wait_for(lambda: read_slab_header(self.slab)["dropped_packets"] >= len(owned_packets(4)),
+                     what="step 4's packets dropped")
             h = read_slab_header(self.slab)
+            self.assertEqual(h["dropped_steps"], 1)
             self.assertEqual(h["last_step"], 3)
             self.assertEqual(h["dropped_packets"], len(owned_packets(4)))
             for b, values in pinned:
