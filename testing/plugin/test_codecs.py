@@ -1,7 +1,8 @@
 """ctest plugin_codecs: the real roles stream each slab in another data packet
 format into one receiver (quad packets; run packets raw, lz4 and zfp:12;
-docs/wire-format.md) and the ParaView reader shows the step: bit for bit
-where the format is lossless, within zfp's error where it is not."""
+docs/wire-format.md), in scan order and then in Morton order, and the
+ParaView reader shows the step: bit for bit where the format is lossless,
+within zfp's error where it is not."""
 import array
 import math
 import os
@@ -38,11 +39,16 @@ def write_dataset(directory, steps):
 
 
 def body():
-    with t.shm_dir("codecs") as d:
+    for order in ("scan", "morton"):
+        stream_and_check(order)
+
+
+def stream_and_check(order):
+    with t.shm_dir("codecs-" + order) as d:
         data = write_dataset(os.path.join(d, "dataset"), range(LAST + 1))
         with open(os.path.join(data, "step%05d.raw" % LAST), "rb") as f:
             want = array.array("f", f.read())
-        with t.streaming_pipeline(d, data, "codecs", DIMS, DEPTH, rate="500M", shuffle_args=lambda k: FORMATS[k],
+        with t.streaming_pipeline(d, data, "codecs", DIMS, DEPTH, rate="500M", shuffle_args=lambda k: FORMATS[k] + ["--order", order],
                                   control_args=["--steps", "0-%d" % LAST]) as descriptor:
             out = os.path.join(d, "shown.raw")
             for _ in range(20):  # until the reader shows the last step (the controller steps on its own)
@@ -69,8 +75,11 @@ def body():
                     k, " ".join(fmt), len(bad), bad[0] if bad else 0, got[bad[0]] if bad else 0,
                     want[bad[0]] if bad else 0))
                 continue
-            # zfp: blocks of 4 from the slab's first stored value, each within
-            # 2^(7 - rate) of its largest magnitude (docs/wire-format.md).
+            # zfp: blocks of 4 from each run's first value, each within
+            # 2^(7 - rate) of its largest magnitude (docs/wire-format.md). Here
+            # every run starts a multiple of 4 values from the slab's first
+            # stored value (its ghost plane): in scan order all runs but the
+            # last are whole blocks, in Morton order each run is a whole plane.
             differs = 0
             for i in range(lo, hi):
                 b = zfp_from + (i - zfp_from) // 4 * 4
@@ -81,7 +90,8 @@ def body():
                 worst = max(worst, err / max(abs(want[i]), 1e-30))
                 differs += got[i] != want[i]
             t.check(differs > 0, "the zfp slab came through exact: was it encoded at all?")
-        t.log("PLUGIN_CODECS_OK: quad, run, run/lz4 exact; run/zfp:%d worst relative error %.3g" % (ZFP_RATE, worst))
+        t.log("PLUGIN_CODECS_OK (%s order): quad, run, run/lz4 exact; run/zfp:%d worst relative error %.3g" % (
+            order, ZFP_RATE, worst))
 
 
 t.main(body)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <tuple>
 
 namespace slabcast {
 
@@ -21,24 +22,67 @@ WireFormat parse_wire_format(const std::string& text) {
     throw std::invalid_argument("wire '" + text + "': expected quad or run");
 }
 
+SlabWalker::RowTiles::RowTiles(const Dims& d, std::int64_t depth_, std::int64_t most_values)
+    : dims(d), depth(depth_) {
+    if (dims.nx <= most_values) {
+        piece = dims.nx;
+        pieces = 1;
+        rows = std::min(dims.ny, most_values / dims.nx);
+    } else {
+        pieces = (dims.nx + most_values - 1) / most_values;
+        piece = (dims.nx + pieces - 1) / pieces;
+        rows = 1;
+    }
+    groups = (dims.ny + rows - 1) / rows;
+}
+
+std::pair<std::int64_t, std::int64_t> SlabWalker::RowTiles::tile(const MortonWalk::Cell& cell) const {
+    const std::int64_t x = cell[0] * piece, y = cell[1] * rows;
+    const std::int64_t width = std::min(piece, dims.nx - x), height = std::min(rows, dims.ny - y);
+    // Whole rows (one piece) or one piece of one row: either way a range.
+    return {cell[2] * dims.plane() + y * dims.nx + x, width * height};
+}
+
+std::uint64_t SlabWalker::RowTiles::packets(std::int64_t per_packet) const {
+    // A tile is a full or the last piece along x, times a full or the last row group.
+    const std::int64_t last_piece = dims.nx - (pieces - 1) * piece, last_rows = dims.ny - (groups - 1) * rows;
+    const auto of = [&](std::int64_t values) { return (values + per_packet - 1) / per_packet; };
+    const std::int64_t plane = (pieces - 1) * (groups - 1) * of(piece * rows) + (pieces - 1) * of(piece * last_rows) +
+                               (groups - 1) * of(last_piece * rows) + of(last_piece * last_rows);
+    return static_cast<std::uint64_t>(plane * depth);
+}
+
 SlabWalker::SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order, WireFormat wire,
                        run::CodecChoice codec)
     : dims_(dims), z_begin_(z_begin), z_end_(z_end), order_(order), wire_(wire),
       total_(static_cast<std::uint64_t>(dims.plane() * (z_end - z_begin))) {
-    if (wire == WireFormat::Run && order != SendOrder::Scan)
-        throw std::invalid_argument("run packets are sent in scan order only (--order scan); "
-                                    "Morton order needs quad packets (--wire quad)");
     if (wire == WireFormat::Quad && codec.codec != run::Codec::None)
         throw std::invalid_argument("codec " + run::to_string(codec) + " needs run packets (--wire run)");
     if (wire == WireFormat::Run) encoder_.emplace(codec);
+    if (order == SendOrder::Morton) {
+        const auto cells = [](std::int64_t n) { return static_cast<std::int32_t>(n); };
+        if (wire == WireFormat::Run) {
+            tiles_.emplace(dims, z_end - z_begin, encoder_->most_values());
+            morton_ = MortonWalk({cells(tiles_->pieces), cells(tiles_->groups), cells(tiles_->depth)});
+        } else {
+            morton_ = MortonWalk({cells(dims.nx), cells(dims.ny), cells(z_end - z_begin)});
+        }
+    }
     reset();
 }
 
 run::RunEncoder::Packet SlabWalker::fill_run(std::uint8_t* packet, const float* volume, std::int32_t step,
                                              std::int32_t slab) {
-    const std::int64_t i = next_linear_;
-    const std::int64_t left = static_cast<std::int64_t>(total_) - i;
+    std::int64_t left = static_cast<std::int64_t>(total_) - next_linear_;
+    if (tiles_) {
+        // Morton order: the rest of the tile, or the next tile. A tile fits
+        // a packet unless lz4 cannot compress it; then it takes several.
+        MortonWalk::Cell cell;
+        if (tile_left_ == 0 && morton_.next(cell)) std::tie(next_linear_, tile_left_) = tiles_->tile(cell);
+        left = tile_left_;
+    }
     if (left <= 0) return {};
+    const std::int64_t i = next_linear_;
     run::Header h;
     h.step = step;
     h.slab = slab;
@@ -48,6 +92,7 @@ run::RunEncoder::Packet SlabWalker::fill_run(std::uint8_t* packet, const float* 
     // The values as the staged step holds them, encoded straight into the packet.
     const run::RunEncoder::Packet p = encoder_->encode(volume + z_begin_ * dims_.plane() + i, left, h, packet);
     next_linear_ += p.count;
+    if (tiles_) tile_left_ -= p.count;
     return p;
 }
 
@@ -56,6 +101,7 @@ std::uint64_t SlabWalker::total_packets() const {
     const std::uint64_t per = wire_ == WireFormat::Quad ? quad::kMaxRecords
                               : encoder_->fixed_packet_bytes() ? static_cast<std::uint64_t>(encoder_->most_values())
                                                                : run::kMaxValues;
+    if (tiles_) return tiles_->packets(static_cast<std::int64_t>(per));
     return (total_ + per - 1) / per;
 }
 
@@ -65,13 +111,8 @@ std::size_t SlabWalker::fixed_packet_bytes() const {
 
 void SlabWalker::reset() {
     next_linear_ = 0;
-    stack_.clear();
-    if (order_ == SendOrder::Morton && total_ > 0) {
-        const std::int64_t extent = std::max({dims_.nx, dims_.ny, z_end_ - z_begin_});
-        std::int32_t size = 1;
-        while (size < extent) size *= 2;
-        stack_.push_back(Node{0, 0, 0, size});
-    }
+    tile_left_ = 0;
+    morton_.reset();
 }
 
 int SlabWalker::fill(std::uint8_t* packet, const float* volume) {
@@ -119,24 +160,12 @@ int SlabWalker::fill_scan(std::uint8_t* packet, const float* volume) {
 }
 
 int SlabWalker::fill_morton(std::uint8_t* packet, const float* volume) {
-    const std::int64_t depth = z_end_ - z_begin_;
     int n = 0;
-    while (n < quad::kMaxRecords && !stack_.empty()) {
-        const Node node = stack_.back();
-        stack_.pop_back();
-        // Prune octants that lie wholly outside the slab.
-        if (node.x >= dims_.nx || node.y >= dims_.ny || node.z >= depth) continue;
-        if (node.size == 1) {
-            const std::int64_t z = z_begin_ + node.z;
-            quad::write_record(packet, n++,
-                               quad::Record{node.x, node.y, static_cast<std::int32_t>(z),
-                                            volume[volume_offset(dims_, node.x, node.y, z)]});
-            continue;
-        }
-        const std::int32_t h = node.size / 2;
-        // Children in reverse Morton order (x is the lowest bit) so child 0 pops first.
-        for (int c = 7; c >= 0; --c)
-            stack_.push_back(Node{node.x + (c & 1 ? h : 0), node.y + (c & 2 ? h : 0), node.z + (c & 4 ? h : 0), h});
+    MortonWalk::Cell c;
+    while (n < quad::kMaxRecords && morton_.next(c)) {
+        const std::int64_t z = z_begin_ + c[2];
+        quad::write_record(packet, n++,
+                           quad::Record{c[0], c[1], static_cast<std::int32_t>(z), volume[volume_offset(dims_, c[0], c[1], z)]});
     }
     return n;
 }

@@ -4,6 +4,7 @@
 // (Balman et al., 2012, section 4.2).
 #pragma once
 
+#include "shuffle/morton_walk.h"
 #include "slabcast/run_codec.h"
 #include "slabcast/volume.h"
 
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace slabcast {
@@ -26,8 +28,8 @@ WireFormat parse_wire_format(const std::string& text);  // "quad" | "run"
 class SlabWalker {
 public:
     // Walks planes [z_begin, z_end) of a volume of `dims`, in `wire` packets,
-    // run packets' payloads in `codec`. Run packets follow scan order only, and
-    // a codec other than none needs run packets (throws std::invalid_argument).
+    // run packets' payloads in `codec`. A codec other than none needs run
+    // packets (throws std::invalid_argument).
     SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order,
                WireFormat wire = WireFormat::Quad, run::CodecChoice codec = {});
 
@@ -48,10 +50,25 @@ public:
     // together), 0 when sizes vary (lz4).
     std::size_t fixed_packet_bytes() const;
 
-private:
-    struct Node {
-        std::int32_t x, y, z, size;
+    // Run packets in Morton order: a packet is one range of the slab's linear
+    // index, so it holds several rows only when they are whole rows of one
+    // plane. The slab is cut into tiles that are such ranges (as many whole
+    // rows of a plane as a packet holds, or equal pieces of one row when a row
+    // is longer than a packet), visited in Morton order over their grid of
+    // (piece along x, row group along y, plane).
+    struct RowTiles {
+        RowTiles(const Dims& dims, std::int64_t depth, std::int64_t most_values);
+        // The tile at `cell` of the grid: its first value (from the slab's
+        // first plane) and how many.
+        std::pair<std::int64_t, std::int64_t> tile(const MortonWalk::Cell& cell) const;
+        // Packets a step takes when a packet holds `per_packet` values at most.
+        std::uint64_t packets(std::int64_t per_packet) const;
+
+        Dims dims;
+        std::int64_t depth, piece, pieces, rows, groups;
     };
+
+private:
     int fill_scan(std::uint8_t* packet, const float* volume);
     int fill_morton(std::uint8_t* packet, const float* volume);
 
@@ -61,8 +78,10 @@ private:
     WireFormat wire_;
     std::optional<run::RunEncoder> encoder_;  // run packets
     std::uint64_t total_;
-    std::int64_t next_linear_ = 0;  // scan order: next index from the first plane
-    std::vector<Node> stack_;       // morton order: octree nodes still to visit
+    std::int64_t next_linear_ = 0;  // scan order, or within a tile: next index from the first plane
+    std::int64_t tile_left_ = 0;    // run packets in Morton order: values left in the tile
+    std::optional<RowTiles> tiles_;  // run packets in Morton order
+    MortonWalk morton_;              // Morton order: over voxels (quad packets) or tiles (run packets)
 };
 
 }  // namespace slabcast
