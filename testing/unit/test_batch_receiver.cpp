@@ -39,7 +39,9 @@ std::vector<std::uint8_t> numbered_packets(int full, int last_records) {
 std::vector<std::pair<int, std::size_t>> drain(int fd, BatchReceiver& r, std::size_t expected) {
     std::vector<std::pair<int, std::size_t>> got;  // (batch field, length)
     for (int tries = 0; tries < 20 && got.size() < expected; ++tries)
-        r.receive(fd, [&](const std::uint8_t* d, std::size_t n) {
+        r.receive(fd, [&](const Datagram& datagram) {
+            const std::uint8_t* d = datagram.data;
+            const std::size_t n = datagram.length;
             std::int32_t batch = -1;
             if (n >= 4) std::memcpy(&batch, d, 4);
             got.emplace_back(batch, n);

@@ -52,6 +52,7 @@ struct ReceiveOptions {
     int step_timeout_ms = 500;
     int buffers = kDefaultBuffers;
     bool gro = true;
+    bool land = true;
     std::string stats_json;
 };
 
@@ -96,7 +97,7 @@ public:
     int run() {
         allocate_slabs();
         publish_descriptor();
-        for (auto& s : streams_) s->thread = std::thread(receive_loop, std::ref(*s), o_.batch, o_.gro && gro_ok_);
+        for (auto& s : streams_) s->thread = std::thread(receive_loop, std::ref(*s), o_.batch, o_.gro && gro_ok_, o_.land);
         start_status();
         for (auto& s : streams_) s->thread.join();
         return stop();
@@ -276,8 +277,8 @@ private:
                                   {"packets", live.packets.load()}, {"foreign", live.foreign.load()},
                                   {"last_step", live.last_step.load()},
                                   {"last_step_loss_percent", live.last_step_loss_ppm.load() / 1e4},
-                                  {"publications", live.publications.load()},
-                                  {"dropped_steps", live.dropped_steps.load()}});
+                                  {"publications", live.publications.load()}, {"landed", s->counters.landed.load()},
+                                  {"copied_out", s->counters.copied_out.load()}, {"dropped_steps", live.dropped_steps.load()}});
             dropped += live.dropped_steps.load();
         }
         for (auto& s : streams_)
@@ -373,6 +374,10 @@ void register_receive(CLI::App& root, RoleMain& run) {
         ->capture_default_str();
     c->add_option("--batch", o->batch, "datagrams per recvmmsg call")->check(CLI::Range(1, 1024))->capture_default_str();
     c->add_option("--gro", o->gro, "UDP receive offload: the kernel hands over coalesced datagrams")
+        ->capture_default_str();
+    c->add_option("--land", o->land,
+                  "full raw run packets sent in scan order land straight in the slab (the kernel's copy is the "
+                  "only one; a datagram that lands amiss is copied out before anything is stored)")
         ->capture_default_str();
     c->add_option("--stale-window-ms", o->stale_window_ms,
                   "packets of a step replaced less than this ago are stale (late); older ones restart it")

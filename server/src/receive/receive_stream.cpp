@@ -25,7 +25,7 @@ StreamSpec parse_stream(const std::string& text) {
     return {static_cast<int>(*slab), static_cast<int>(*port)};
 }
 
-void receive_loop(Stream& s, int batch, bool gro) {
+void receive_loop(Stream& s, int batch, bool gro, bool land) {
     try {
         pin_current_thread(s.cpu);
     } catch (const std::exception& e) {
@@ -35,13 +35,14 @@ void receive_loop(Stream& s, int batch, bool gro) {
     }
     BatchReceiver receiver(batch, gro);
     if (!s.allowed.empty()) receiver.set_filter(&s.allowed);
+    if (land) receiver.set_landing(s.receiver.get());
     SlabLive& live = s.slab.header_rw().live;
     live.foreign.store(0);  // this receiver's own count, as for the other traffic counters
     while (!stop_requested()) {
         std::int64_t now = 0;
-        const long bytes = receiver.receive(s.socket.fd(), [&](const std::uint8_t* data, std::size_t length) {
+        const long bytes = receiver.receive(s.socket.fd(), [&](const Datagram& d) {
             if (now == 0) now = monotonic_ns();  // one clock read per batch
-            s.receiver->handle(data, length, now);
+            s.receiver->handle(d.data, d.length, now, d.landed);
         });
         if (bytes < 0) {
             spdlog::error("stream {}: recvmmsg: {}", s.spec.slab, std::strerror(errno));
@@ -52,6 +53,8 @@ void receive_loop(Stream& s, int batch, bool gro) {
         s.receiver->publish();
         live.foreign.store(receiver.foreign(), std::memory_order_relaxed);
         s.counters.bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
+        s.counters.landed.store(receiver.landed(), std::memory_order_relaxed);
+        s.counters.copied_out.store(receiver.copied_out(), std::memory_order_relaxed);
     }
 }
 

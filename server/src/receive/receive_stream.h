@@ -32,6 +32,8 @@ struct StreamCounters {
     std::atomic<std::uint64_t> finished_records{0};
     std::atomic<std::uint64_t> steps_finished{0};
     std::atomic<std::uint64_t> steps_dropped{0};
+    std::atomic<std::uint64_t> landed{0};      // datagrams placed by the kernel's copy alone (BatchReceiver)
+    std::atomic<std::uint64_t> copied_out{0};  // datagrams that landed amiss and were copied out
 };
 
 struct Stream {
@@ -49,7 +51,8 @@ struct Stream {
 
 // The stream's thread: pinned to s.cpu, it drains the socket `batch`
 // datagrams per recvmmsg call (coalesced by UDP GRO when `gro`) into the slab
-// until a stop is requested.
-void receive_loop(Stream& s, int batch, bool gro);
+// until a stop is requested; with `land`, full raw run packets land straight
+// in the slab (BatchReceiver, LandingSite).
+void receive_loop(Stream& s, int batch, bool gro, bool land);
 
 }  // namespace slabcast

@@ -132,19 +132,26 @@ bool SlabReceiver::read_quad(const std::uint8_t* packet, std::size_t length, Arr
     return true;
 }
 
-bool SlabReceiver::read_run(const std::uint8_t* packet, std::size_t length, Arrival& a) {
-    run::Header h;
-    if (run::parse_header(packet, length, h) != run::ParseResult::Ok) return false;
+// Where run `h` goes in the slab (its first stored value), when it lies
+// wholly inside the stream's stored planes.
+bool SlabReceiver::run_offset(const run::Header& h, std::int64_t& first) const {
     if (h.slab != geometry_.index) return false;  // another stream's slab
     // Its first voxel inside the stored planes, and the whole run inside the
     // slab's stored values (64-bit sums: a count cannot wrap past the end).
     if (h.x < 0 || h.x >= dims_.nx || h.y < 0 || h.y >= dims_.ny || h.z < geometry_.stored_z_begin ||
         h.z >= geometry_.z_end)
         return false;
-    const std::int64_t first = slab_offset(dims_, geometry_, h.x, h.y, h.z);
-    if (first + std::int64_t{h.count} > static_cast<std::int64_t>(slab_.value_count())) return false;
+    first = slab_offset(dims_, geometry_, h.x, h.y, h.z);
+    return first + std::int64_t{h.count} <= static_cast<std::int64_t>(slab_.value_count());
+}
+
+bool SlabReceiver::read_run(const std::uint8_t* packet, std::size_t length, const std::uint8_t* landed, Arrival& a) {
+    run::Header h;
+    if (run::parse_header(packet, length, h) != run::ParseResult::Ok) return false;
+    std::int64_t first = 0;
+    if (!run_offset(h, first)) return false;
     // Decoded apart from the slab: a payload that does not decode writes nothing.
-    const float* values = decoder_.decode(h, run::payload(packet));
+    const float* values = decoder_.decode(h, landed ? landed : run::payload(packet));
     if (!values) return false;
     a.step = h.step;
     a.starts_slab = starts_slab(h.x, h.y, h.z);
@@ -153,12 +160,34 @@ bool SlabReceiver::read_run(const std::uint8_t* packet, std::size_t length, Arri
     a.values = reinterpret_cast<const std::uint8_t*>(values);
     a.stride = sizeof(float);
     a.count = h.count;
+    a.full_raw = h.codec == run::Codec::None && h.count == run::kMaxValues;
+    a.landed = landed != nullptr;
     return true;
 }
 
-PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns) {
+LandingSite::Room SlabReceiver::landing_room() const {
+    // Only while the step's runs come in order, full and raw: then the next
+    // ones most likely follow the furthest value stored, and nothing at or
+    // past it has arrived in this step (docs/wire-format.md, "Send order").
+    if (!active_ || !values_ || !raw_in_order_) return {};
+    const std::int64_t left = static_cast<std::int64_t>(slab_.value_count()) - furthest_;
+    return {reinterpret_cast<std::uint8_t*>(values_ + furthest_), static_cast<std::size_t>(left) * sizeof(float)};
+}
+
+bool SlabReceiver::landed_in_place(const std::uint8_t* header, std::size_t length, const std::uint8_t* payload) const {
+    run::Header h;
+    std::int64_t first = 0;
+    return active_ && values_ && run::is_run_packet(header, length) &&
+           run::parse_header(header, length, h) == run::ParseResult::Ok && h.codec == run::Codec::None &&
+           h.step == current_.step && run_offset(h, first) &&
+           payload == reinterpret_cast<const std::uint8_t*>(values_ + first);
+}
+
+PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns,
+                                   const std::uint8_t* landed) {
     Arrival a;
-    const bool ok = run::is_run_packet(packet, length) ? read_run(packet, length, a) : read_quad(packet, length, a);
+    const bool ok = run::is_run_packet(packet, length) ? read_run(packet, length, landed, a)
+                                                       : !landed && read_quad(packet, length, a);
     if (!ok) {
         ++total_rejected_;
         ++current_.rejected;
@@ -185,6 +214,13 @@ PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t lengt
         ++current_.packets;
         live_.dropped_packets.fetch_add(1, std::memory_order_relaxed);
         return PacketVerdict::Dropped;
+    }
+    // A payload that landed in a buffer since published (the step began
+    // again within this batch) may have been filled over: it is late.
+    if (a.landed && a.values != reinterpret_cast<const std::uint8_t*>(values_ + a.first)) {
+        ++total_stale_;
+        ++current_.stale;
+        return PacketVerdict::Stale;
     }
     ++total_packets_;
     ++current_.packets;
@@ -226,17 +262,24 @@ void SlabReceiver::store_scattered(const std::uint8_t* packet, int n) {
         values_[at] = r.v;
     }
     count(fresh, fresh_ghost, dups);
+    // Values anywhere: nothing may land for the rest of the step.
+    furthest_ = static_cast<std::int64_t>(slab_.value_count());
+    raw_in_order_ = false;
 }
 
 void SlabReceiver::store_run(const Arrival& a) {
     float* out = values_ + a.first;
-    if (a.stride == sizeof(float)) {
+    if (a.values == reinterpret_cast<const std::uint8_t*>(out)) {
+        // Landed where it belongs: the kernel's copy was the only one.
+    } else if (a.stride == sizeof(float)) {
         std::memcpy(out, a.values, sizeof(float) * static_cast<std::size_t>(a.count));
     } else {
         for (int i = 0; i < a.count; ++i) std::memcpy(out + i, a.values + a.stride * static_cast<std::size_t>(i), 4);
     }
     const std::int64_t first = a.first;
     const std::int64_t end = first + a.count;
+    raw_in_order_ = a.full_raw && first == furthest_;
+    furthest_ = std::max(furthest_, end);
     // Ghost planes come first in the slab, then the owned ones.
     const std::int64_t split = std::clamp(owned_begin_, first, end);
     const std::uint64_t ghost_dups = holes_.mark_range(first, split);
@@ -257,6 +300,8 @@ void SlabReceiver::begin_step(std::int64_t step, std::int64_t now_ns) {
     current_.step = step;
     current_.expected = expected;
     holes_.reset();
+    furthest_ = 0;
+    raw_in_order_ = false;
     // A buffer no reader pins, never the one on screen; none: the step is
     // dropped, counted, and the sockets keep draining.
     writing_ = take_buffer(slab_, &current_.dropped_because);

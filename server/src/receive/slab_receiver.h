@@ -15,6 +15,7 @@
 #pragma once
 
 #include "receive/ghost_handoff.h"
+#include "receive/landing_site.h"
 #include "receive/step_holes.h"
 
 #include "slabcast/run_codec.h"
@@ -52,7 +53,7 @@ struct StepReport {
 
 enum class PacketVerdict { Stored, Rejected, Stale, Dropped };
 
-class SlabReceiver {
+class SlabReceiver final : public LandingSite {
 public:
     using StepFinished = std::function<void(const StepReport&)>;
 
@@ -65,7 +66,12 @@ public:
                  std::int64_t stale_window_ns = 250'000'000, std::int64_t step_timeout_ns = 500'000'000);
 
     // `now_ns`: monotonic time of arrival (one clock read per receive batch).
-    PacketVerdict handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns);
+    // `landed`: the payload, when the kernel put it apart from the header
+    // (BatchReceiver, LandingSite).
+    PacketVerdict handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns,
+                         const std::uint8_t* landed = nullptr);
+    Room landing_room() const override;
+    bool landed_in_place(const std::uint8_t* header, std::size_t length, const std::uint8_t* payload) const override;
     // Called after a batch of packets: publishes counters to the slab header.
     void publish();
     // Called at least every 100 ms: ends a step whose timeout passed, or whose
@@ -104,9 +110,12 @@ private:
         std::size_t stride = 0;
         int count = 0;
         const std::uint8_t* records = nullptr;  // quad records, when not a run
+        bool full_raw = false;  // a run packet of codec none with the most values
+        bool landed = false;    // its payload landed in the slab (LandingSite)
     };
     bool read_quad(const std::uint8_t* packet, std::size_t length, Arrival& a) const;
-    bool read_run(const std::uint8_t* packet, std::size_t length, Arrival& a);
+    bool read_run(const std::uint8_t* packet, std::size_t length, const std::uint8_t* landed, Arrival& a);
+    bool run_offset(const run::Header& h, std::int64_t& first) const;
     bool inside(const std::uint8_t* packet, int n) const;
     bool is_scan_run(const std::uint8_t* packet, int n) const;
     void store_run(const Arrival& a);
@@ -139,6 +148,8 @@ private:
     StepHoles holes_;
     StepReport current_;
     bool active_ = false;  // a step is in progress and not yet reported
+    std::int64_t furthest_ = 0;  // nothing at or past this stored value has arrived in the step
+    bool raw_in_order_ = false;  // the last run was full, raw, and began at furthest_
     std::int64_t last_packet_ns_ = 0;
     std::int64_t stale_window_ns_;
     std::int64_t step_timeout_ns_;

@@ -40,7 +40,10 @@ std::uint64_t StepHoles::mark_range(std::int64_t begin, std::int64_t end) {
         const int width = static_cast<int>(word_end - begin);
         const std::uint64_t mask = (width == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << width) - 1)) << (begin & 63);
         std::uint64_t& word = bits_[static_cast<std::size_t>(begin) >> 6];
-        const auto had = static_cast<std::uint32_t>(__builtin_popcountll(word & mask));
+        // Counting bits only where some were set already: a fresh run, the
+        // common case, costs no popcount (a libgcc call on baseline x86-64).
+        const std::uint64_t overlap = word & mask;
+        const auto had = overlap ? static_cast<std::uint32_t>(__builtin_popcountll(overlap)) : 0u;
         already += had;
         fresh_[static_cast<std::size_t>(begin / kChunk)] += static_cast<std::uint32_t>(width) - had;
         word |= mask;
