@@ -206,3 +206,28 @@ TEST_CASE("out of order, lost, duplicated, mixed and bad datagrams: every value 
     CHECK(wrong == 0);
     CHECK(r.records == static_cast<std::uint64_t>(from_step_1));
 }
+
+TEST_CASE("a bad packet that landed where a lost one belonged leaves nothing shown, even in a first step") {
+    Link link(false);
+    const auto step = link.packets(0);
+    link.send_and_receive({step.begin(), step.begin() + 5});
+    std::vector<std::uint8_t> bad = step[5];  // lands where packet 5 belongs, but names another slab
+    const std::int32_t other_slab = 3;
+    std::memcpy(bad.data() + 12, &other_slab, 4);
+    for (std::size_t i = run::kHeaderBytes; i < bad.size(); ++i) bad[i] = 0x7f;
+    std::vector<std::vector<std::uint8_t>> list{bad};
+    list.insert(list.end(), step.begin() + 6, step.end());  // packet 5 itself lost
+    link.send_and_receive(list);
+    link.receiver.finish_current();
+    REQUIRE(link.reports.size() == 1);
+    CHECK(link.reports[0].rejected == 1);
+    CHECK(link.batch.copied_out() >= 1u);  // the bad one, out of the slab it landed in
+    CHECK(link.batch.landed() > 0u);
+    const float* v = link.shown();
+    const std::uint8_t* ages = link.slab.ages(newest_publication(link.slab)->buffer);
+    for (std::int64_t i = 0; i < kDims.count(); ++i) {
+        const bool lost = i >= 5 * run::kMaxValues && i < 6 * run::kMaxValues;
+        REQUIRE(v[i] == (lost ? 0.0f : value_at(0, i)));  // a hole with nothing older is 0
+        REQUIRE(ages[i] == (lost ? kAgeNeverArrived : 0));
+    }
+}

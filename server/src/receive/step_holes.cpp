@@ -75,7 +75,8 @@ std::uint64_t StepHoles::fill(int w, float* values, std::uint8_t* ages, const fl
                 values[i] = previous_values[i];
                 const std::uint8_t a = previous_ages[i];
                 ages[i] = a == kAgeNeverArrived ? kAgeNeverArrived : static_cast<std::uint8_t>(std::min<int>(a + 1, kAgeOldest));
-            } else {
+            } else {  // nothing to fall back on: 0, whatever the buffer held (docs/shared-memory.md)
+                values[i] = 0.0f;
                 ages[i] = kAgeNeverArrived;
             }
             owned_holes += i >= owned_begin ? 1 : 0;

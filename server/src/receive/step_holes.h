@@ -29,7 +29,7 @@ public:
     // Buffer `w` about to be published: each value that did not arrive takes
     // the value of `previous_values` (the slab's previous publication; null
     // when there is none) and that publication's age + 1 (255, never arrived,
-    // stays 255; without a previous publication it is 255); arrived values get
+    // stays 255; without a previous publication it is 0, age 255); arrived values get
     // age 0. Returns the holes at offsets >= `owned_begin` (the owned planes).
     std::uint64_t fill(int w, float* values, std::uint8_t* ages, const float* previous_values,
                        const std::uint8_t* previous_ages, std::int64_t owned_begin);
