@@ -244,6 +244,24 @@ class Workspace:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def zfp_bounds(want, rate):
+    """zfp's error bound for each value of `want` (as sent) once it came
+    through zfp:RATE run packets: zfp codes each packet's run in 1-D blocks of
+    4 from its first value, and each value comes back within 2^(7 - rate) of
+    the largest magnitude in its block (docs/wire-format.md, "Codecs"; the
+    bound test_run_codec.cpp holds the codec to). The blocks are counted from
+    want's first value: where they lie when every run starts a multiple of 4
+    values from it, as when `want` is a slab's stored values (in scan order
+    every packet but a step's last holds whole blocks; in Morton order a run
+    is a tile of whole rows). A list, one bound a value."""
+    scale = 2.0 ** (7 - rate)
+    bounds = []
+    for b in range(0, len(want), 4):
+        block = want[b:b + 4]
+        bounds.extend([max(abs(v) for v in block) * scale] * len(block))
+    return bounds
+
+
 def source_planes(dataset_dir, step_file, dims, z0, z1):
     """Raw bytes of planes [z0, z1) of a step file."""
     plane = dims[0] * dims[1] * 4

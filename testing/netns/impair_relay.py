@@ -6,7 +6,11 @@ reordering some on the way. This kernel has no netem, so this stands in for it.
 Loss is exact, not just expected: in every block of --block datagrams of a
 route, exactly round(loss x block) of them, chosen at random, are dropped. A
 test can then hold the receiver's reported loss to a tight tolerance without
-long runs. Duplication and reordering are random with the given probability.
+long runs. Duplication and reordering are exact the same way, over the
+datagrams a route forwards: exactly round(duplicate x block) of every block of
+them are sent twice, and round(reorder x block) held back (each chosen on its
+own, so one datagram may be both), so that a route that forwards only a few
+hundred datagrams is still duplicated and reordered.
 
 With --spoof the relay sends each datagram from its original source address
 and port (IP_TRANSPARENT), so the receiver's sender allowlist sees the real
@@ -51,29 +55,56 @@ def parse_route(text):
 
 
 RUN_MAGIC = struct.unpack("<i", b"SCR\x80")[0]
+RUN_HEADER_BYTES = 36
+RUN_PAYLOAD_MAX = 8972 - RUN_HEADER_BYTES  # a 9000-byte MTU's UDP payload, less the header
+CODEC_NONE, CODEC_LZ4, CODEC_ZFP = 0, 1, 2
+LZ4_MAX_VALUES = 8192
 
 
-def quad_records(data):
+def run_values(data):
+    """Values in a run packet, by its codec (shared/packets/include/slabcast/
+    run_packet.h, docs/wire-format.md "Codecs"): magic, version, codec,
+    codec_parameter, step, slab, x, y, z, count, payload_bytes, then the
+    payload, whose size the codec fixes: 4 x count (none), zfp's fixed rate
+    (zfp), anything up to the datagram (lz4). 0 when the framing is wrong."""
+    if len(data) < RUN_HEADER_BYTES:
+        return 0
+    version, codec, parameter = struct.unpack_from("<BBH", data, 4)
+    count, payload = struct.unpack_from("<iI", data, 28)
+    if version != 1 or count < 1 or len(data) != RUN_HEADER_BYTES + payload:
+        return 0
+    if codec == CODEC_NONE and parameter == 0:
+        fits = count <= RUN_PAYLOAD_MAX // 4 and payload == 4 * count
+    elif codec == CODEC_LZ4 and parameter == 0:
+        fits = count <= LZ4_MAX_VALUES and 1 <= payload <= RUN_PAYLOAD_MAX
+    elif codec == CODEC_ZFP and 4 <= parameter <= 32:
+        fits = (count <= RUN_PAYLOAD_MAX * 8 // (4 * parameter) * 4
+                and payload == ((count + 3) // 4 * 4 * parameter + 7) // 8)
+    else:
+        fits = False
+    return count if fits else 0
+
+
+def packet_values(data):
     """Values in a slabcast data packet: a quad packet's records, or a run
-    packet's count (docs/wire-format.md); 0 for anything else."""
-    if len(data) >= 36 and struct.unpack_from("<i", data, 0)[0] == RUN_MAGIC:
-        n = struct.unpack_from("<i", data, 28)[0]
-        return n if 0 <= n <= (len(data) - 36) // 4 else 0
+    packet's count whatever its codec (run_values); 0 for anything else."""
+    if len(data) >= 4 and struct.unpack_from("<i", data, 0)[0] == RUN_MAGIC:
+        return run_values(data)
     if len(data) < 8:
         return 0
     n = struct.unpack_from("<i", data, 4)[0]
     return n if 0 <= n <= (len(data) - 8) // 16 else 0
 
 
-class ExactDropper:
-    """Drops exactly `count` datagrams, at random places, in each block."""
+class ExactPicker:
+    """Picks exactly `count` datagrams, at random places, in each block."""
 
     def __init__(self, fraction, block, rng):
         self.count = round(fraction * block)
         self.block, self.rng, self.left = block, rng, set()
         self.position = block
 
-    def drop(self):
+    def pick(self):
         if self.position == self.block:
             self.position = 0
             self.left = set(self.rng.sample(range(self.block), self.count))
@@ -90,7 +121,9 @@ class Route:
         self.sock.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
         self.sock.bind(listen)
         self.sock.setblocking(False)
-        self.dropper = ExactDropper(args.loss, args.block, rng)
+        self.dropper = ExactPicker(args.loss, args.block, rng)
+        self.duplicator = ExactPicker(args.duplicate, args.block, rng)  # of the datagrams forwarded
+        self.reorderer = ExactPicker(args.reorder, args.block, rng)
         self.out = {}  # source address -> socket that sends as that source (--spoof) or None -> one socket
         self.spoof = args.spoof
         self.counts = dict(datagrams=0, records=0, dropped=0, records_dropped=0, duplicated=0, reordered=0,
@@ -116,9 +149,11 @@ def main():
                    metavar="LISTEN_HOST:PORT=DEST_HOST:PORT")
     p.add_argument("--delay-ms", type=float, default=0.0, help="one-way delay")
     p.add_argument("--loss", type=float, default=0.0, help="fraction of datagrams dropped, exactly per block")
-    p.add_argument("--block", type=int, default=100, help="datagrams per loss block")
-    p.add_argument("--duplicate", type=float, default=0.0, help="probability a datagram is sent twice")
-    p.add_argument("--reorder", type=float, default=0.0, help="probability a datagram is held back")
+    p.add_argument("--block", type=int, default=100, help="datagrams per block (loss, duplication, reordering)")
+    p.add_argument("--duplicate", type=float, default=0.0,
+                   help="fraction of forwarded datagrams sent twice, exactly per block")
+    p.add_argument("--reorder", type=float, default=0.0,
+                   help="fraction of forwarded datagrams held back, exactly per block")
     p.add_argument("--reorder-ms", type=float, default=1.0, help="how long a reordered datagram is held back")
     p.add_argument("--spoof", action="store_true", help="send from the original source address (IP_TRANSPARENT)")
     p.add_argument("--seed", type=int, default=1)
@@ -159,20 +194,20 @@ def main():
                 for level, kind, value in ancillary:
                     if level == socket.SOL_SOCKET and kind == SO_RXQ_OVFL and len(value) >= 4:
                         r.counts["kernel_dropped"] = struct.unpack("<I", value[:4])[0]
-                records = quad_records(data)
+                records = packet_values(data)
                 c = r.counts
                 c["datagrams"] += 1
                 c["records"] += records
                 c["other"] += records == 0
-                if r.dropper.drop():
+                if r.dropper.pick():
                     c["dropped"] += 1
                     c["records_dropped"] += records
                     continue
                 due = time.monotonic() + delay
-                if rng.random() < args.reorder:
+                if r.reorderer.pick():
                     due += args.reorder_ms / 1000.0
                     c["reordered"] += 1
-                copies = 2 if rng.random() < args.duplicate else 1
+                copies = 2 if r.duplicator.pick() else 1
                 c["duplicated"] += copies - 1
                 for _ in range(copies):
                     order += 1

@@ -5,12 +5,16 @@ netns_testbed.py for the picture). Every role is bound to its own host's
 address; syncs are authenticated and accepted only from the controller's host;
 the receiver accepts data only from the sender's host.
 
-Streams 1 and 3 send run packets, 0 and 2 the paper's quad packets. Shows:
-every value that arrived is the right one at the right place (the rest
-still hold the step before); the loss the receiver reports is within 0.1
-percentage point of what the relay dropped (and near what was asked for); a
-packet from another host is counted and dropped; the last, lossy step still
-renders in ParaView. Needs root; the ParaView part needs the plugin build."""
+Each stream sends another data packet format (docs/wire-format.md): stream 0
+the paper's quad packets, 1 run packets (codec none), 2 run packets in lz4,
+3 run packets in zfp:12. Shows: every value that arrived is the right one at
+the right place, bit for bit where the format is lossless and within zfp's
+error where it is not, and every value that was lost holds the step before,
+bit for bit; the loss the receiver reports is within 0.1 percentage point of
+what the relay dropped, in values, whatever a packet holds (and the relay
+dropped exactly what its blocks of 100 datagrams ask for); a packet from
+another host is counted and dropped; the last, lossy step still renders in
+ParaView. Needs root; the ParaView part needs the plugin build."""
 
 import array
 import json
@@ -27,15 +31,27 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
 import netns_testbed as tb  # noqa: E402
 from slabcast_testlib import (SLABCAST, Workspace, read_json_lines, read_slab_ages, read_slab_header,  # noqa: E402
-                              read_slab_values, source_planes, wait_for, unittest_main)
+                              read_slab_values, source_planes, wait_for, unittest_main, zfp_bounds)
 
 DIMS, DEPTH, STREAMS = (128, 128, 64), 16, 4
 DATA_PORT, SYNC_PORT, STAGER_PORT = 9000, 9100, 9200
-WIRES = ("quad", "run", "quad", "run")  # both packet formats through the same lossy WAN, into one receiver
+# (wire, codec) of each stream: every data packet format through the same lossy WAN, into one receiver.
+FORMATS = (("quad", "none"), ("run", "none"), ("run", "lz4"), ("run", "zfp:12"))
 RATE = "50M"  # per stream: 200 Mbit/s through the relay, well within what it forwards without loss
 LOSS_LEVELS = (0.01, 0.05, 0.10)
 STEPS_PER_LEVEL = 2
 DELAY_MS = 16.0
+BLOCK = 100  # impair_relay.py's --block: it drops exactly round(loss x BLOCK) of every BLOCK datagrams
+
+
+def zfp_rate(codec):
+    """RATE of "zfp:RATE"; None for a lossless codec."""
+    return int(codec.split(":")[1]) if codec.startswith("zfp:") else None
+
+
+def label(k):
+    wire, codec = FORMATS[k]
+    return "quad" if wire == "quad" else "run " + codec
 
 
 def floats(raw):
@@ -81,7 +97,8 @@ class NetnsTest(unittest.TestCase):
         self.shufflers = [ws.start("shuffle%d" % k, [
             "shuffle", "--stream", str(k), "--bind", tb.SENDER, "--to", "%s:%d" % (tb.WAN_SENDER_SIDE, DATA_PORT + k),
             "--staging", ws.staging, "--dataset", self.dataset, "--slab-depth", str(DEPTH),
-            "--sync", "%s:%d" % (tb.SENDER, SYNC_PORT + k), "--rate", RATE, "--wire", WIRES[k]] + auth,
+            "--sync", "%s:%d" % (tb.SENDER, SYNC_PORT + k), "--rate", RATE, "--wire", FORMATS[k][0],
+            "--codec", FORMATS[k][1]] + auth,
             prefix=bed.prefix("sender")) for k in range(STREAMS)]
         wait_for(lambda: all("sync on" in s.text() for s in self.shufflers), what="the shufflers to start")
 
@@ -109,10 +126,12 @@ class NetnsTest(unittest.TestCase):
 
     def check_slabs(self, step, before):
         """Every value is this step's (arrived) or the previous content (lost);
-        returns the values per slab for the next check. A ghost-plane value
-        the stream lost may also come from the slab below's publication of
-        this step (the receiver hands its top plane on), whose own losses hold
-        that slab's previous content."""
+        returns the values per slab for the next check. A zfp value that
+        arrived is within zfp's error of this step's (the value's age, 0, says
+        it arrived); one that was lost is the previous content, bit for bit.
+        A ghost-plane value the stream lost may also come from the slab
+        below's publication of this step (the receiver hands its top plane
+        on), whose own losses hold that slab's previous content."""
         plane = DIMS[0] * DIMS[1]
         now = []
         for k in range(STREAMS):
@@ -121,22 +140,33 @@ class NetnsTest(unittest.TestCase):
             wait_for(lambda: read_slab_header(path)["last_step"] == step, what="slab %d step %d published" % (k, step))
             h = read_slab_header(path)
             got = floats(read_slab_values(path))
+            ages = read_slab_ages(path)
             want = floats(source_planes(self.dataset, self.files[step], DIMS, h["stored_z_begin"], h["z_end"]))
             old = before[k] if before else array.array("f", bytes(len(got) * 4))
             self.assertEqual(len(got), len(want))
+            self.assertEqual(len(ages), len(got))
             below = before[k - 1][-plane:] if before and k > 0 else []
-            bad = [i for i, (g, w, o) in enumerate(zip(got, want, old))
-                   if g != w and g != o and not (i < len(below) and g == below[i])]
+            rate = zfp_rate(FORMATS[k][1])
+            if rate is None:
+                bad = [i for i, (g, w, o) in enumerate(zip(got, want, old))
+                       if g != w and g != o and not (i < len(below) and g == below[i])]
+                arrived = sum(1 for g, w in zip(got, want) if g == w)
+            else:
+                bounds = zfp_bounds(want, rate)
+                bad = [i for i, (g, w, o, a, b) in enumerate(zip(got, want, old, ages, bounds))
+                       if not (abs(g - w) <= b if a == 0 else g == o) and not (i < len(below) and g == below[i])]
+                arrived = sum(1 for a in ages if a == 0)
+                inexact = sum(1 for g, w, a in zip(got, want, ages) if a == 0 and g != w)
+                self.assertGreater(inexact, 0, "slab %d (%s), step %d came through exact: was it encoded at all?" % (
+                    k, label(k), step))
             if bad:  # what a person needs to tell which rule broke
-                ages = read_slab_ages(path)
-                detail = ["value %d (plane %d, y %d, x %d): got %r, this step %r, last %r, age %d" % (
+                detail = ["value %d (plane %d, y %d, x %d): got %r, this step %r, last %r, age %d%s" % (
                     i, h["stored_z_begin"] + i // plane, (i % plane) // DIMS[0], i % DIMS[0], got[i], want[i], old[i],
-                    ages[i] if i < len(ages) else -1) for i in bad[:8]]
-                self.fail("slab %d, step %d: %d values are neither this step's nor the last:\n%s\n"
+                    ages[i], "" if rate is None else ", zfp bound %g" % bounds[i]) for i in bad[:8]]
+                self.fail("slab %d (%s), step %d: %d values are neither this step's nor the last:\n%s\n"
                           "publications: %s\nreceiver log:\n%s" % (
-                              k, step, len(bad), "\n".join(detail), h["publications_of"],
+                              k, label(k), step, len(bad), "\n".join(detail), h["publications_of"],
                               "\n".join(self.receiver.text().splitlines()[-30:])))
-            arrived = sum(1 for g, w in zip(got, want) if g == w)
             self.assertGreater(arrived, 0.8 * len(got), "slab %d, step %d: only %d values arrived" % (k, step, arrived))
             now.append(got)
         return now
@@ -184,23 +214,39 @@ class NetnsTest(unittest.TestCase):
                 reported = 100.0 * sum(r["expected"] - r["records"] for r in mine) / sum(r["expected"] for r in mine)
                 received_loss = 100.0 * (sent - arrived) / sent
                 relay_loss = 100.0 * route["records_dropped"] / route["records"]
-                print("loss %4.1f%% stream %d: relay dropped %.3f%% of records, receiver reports %.3f%% "
-                      "(%.3f%% with the ghost plane), %d duplicates, %d rejected, %d stale" % (
-                          100 * loss, k, relay_loss, reported, received_loss, sum(r["duplicates"] for r in mine),
-                          sum(r["rejected"] for r in mine), sum(r["stale"] for r in mine)), flush=True)
+                print("loss %4.1f%% stream %d (%s): relay dropped %.3f%% of records (%d of %d datagrams), "
+                      "receiver reports %.3f%% (%.3f%% with the ghost plane), %d duplicates, %d rejected, %d stale" % (
+                          100 * loss, k, label(k), relay_loss, route["dropped"], route["datagrams"], reported,
+                          received_loss, sum(r["duplicates"] for r in mine), sum(r["rejected"] for r in mine),
+                          sum(r["stale"] for r in mine)), flush=True)
                 self.assertEqual(route["records"], sent, "the relay saw other traffic than the steps")
+                self.assertEqual(route["other"], 0, "the relay could not count the values of some packets")
                 # What the receiver counted against what the relay dropped: the same records, ghost plane
-                # included. (The relay's drops are exact per block of 100 datagrams, so its figure strays
-                # from the level asked for only through the last, partial block.)
+                # included.
                 self.assertLess(abs(received_loss - relay_loss), 0.1)
-                # A run packet holds 4x the values of a quad packet, so a run stream sends 4x fewer
-                # datagrams and the relay's last, partial block of 100 weighs more.
-                asked = 1.0 if WIRES[k] == "quad" else max(1.0, 1.5 * 100.0 * 100 * loss / route["datagrams"])
+                # The relay drops exactly round(loss x 100) of every 100 datagrams; of the last, partial
+                # block it drops as many as fell on the positions it drew. Streams send different numbers
+                # of datagrams (a quad packet holds 560 values, a raw run 2233, zfp:12 5952, lz4 up to 8192
+                # as they compress), so the fewer a stream sends, the more that partial block weighs.
+                datagrams, per_block = route["datagrams"], round(loss * BLOCK)
+                full, rest = divmod(datagrams, BLOCK)
+                fewest = full * per_block + max(0, per_block - (BLOCK - rest))
+                most = full * per_block + min(per_block, rest)
+                self.assertTrue(fewest <= route["dropped"] <= most, "stream %d: the relay dropped %d of %d datagrams, "
+                                "not %d-%d" % (k, route["dropped"], datagrams, fewest, most))
+                # In values, as far as that from the level asked for, and a little more as packets hold
+                # different numbers of values: each step's last packet is short (up to a packet's worth a
+                # step), and an lz4 packet holds as many values as compress into it (2400-3000 here).
+                asked = 100.0 * (max(most / datagrams - loss, loss - fewest / datagrams)
+                                 + STEPS_PER_LEVEL / datagrams) + 0.5
                 self.assertLess(abs(relay_loss - 100 * loss), asked, "the relay did not drop what it was asked to")
                 self.assertEqual(sum(r["rejected"] + r["stale"] for r in mine), 0)
                 impaired[k]["duplicates"] += sum(r["duplicates"] for r in mine)
-        # Over the three levels every route was duplicated and reordered, and the receiver saw the duplicates
-        # (1% of a run stream's ~250 datagrams a level is a few; of a quad stream's ~1000, ten).
+        # Over the three levels every route was duplicated and reordered, and the receiver saw the duplicates.
+        # The relay duplicates, and holds back, exactly 1 of every 100 datagrams it forwards: nine a level of
+        # a quad stream's ~930, two of a raw run stream's ~245, and one of the zfp stream's 84-93 unless
+        # that level's pick fell past its last datagram (7-16% a level; all three levels ~1 in 800, for
+        # duplication and reordering each).
         for k, seen in enumerate(impaired):
             self.assertGreater(seen["duplicated"], 0, (k, seen))
             self.assertGreater(seen["reordered"], 0, (k, seen))

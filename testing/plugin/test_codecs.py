@@ -6,9 +6,13 @@ within zfp's error where it is not."""
 import array
 import math
 import os
+import sys
 import time
 
 import plugin_testlib as t
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from slabcast_testlib import zfp_bounds  # noqa: E402
 
 DIMS, DEPTH = (48, 40, 32), 8
 FORMATS = [["--wire", "quad"], ["--wire", "run"], ["--wire", "run", "--codec", "lz4"],
@@ -75,15 +79,15 @@ def stream_and_check(order):
                     k, " ".join(fmt), len(bad), bad[0] if bad else 0, got[bad[0]] if bad else 0,
                     want[bad[0]] if bad else 0))
                 continue
-            # zfp: blocks of 4 from each run's first value, each within
-            # 2^(7 - rate) of its largest magnitude (docs/wire-format.md). Here
-            # every run starts a multiple of 4 values from the slab's first
-            # stored value (its ghost plane): in scan order all runs but the
-            # last are whole blocks, in Morton order each run is a whole plane.
+            # zfp: blocks of 4 from each run's first value, each within zfp's
+            # bound (slabcast_testlib.zfp_bounds). Here every run starts a
+            # multiple of 4 values from the slab's first stored value (its
+            # ghost plane): in scan order all runs but the last are whole
+            # blocks, in Morton order each run is a whole plane.
+            bounds = zfp_bounds(want[zfp_from:hi], ZFP_RATE)
             differs = 0
             for i in range(lo, hi):
-                b = zfp_from + (i - zfp_from) // 4 * 4
-                bound = max(abs(v) for v in want[b:b + 4]) * 2.0 ** (7 - ZFP_RATE)
+                bound = bounds[i - zfp_from]
                 err = abs(got[i] - want[i])
                 t.check(err <= bound, "slab %d (zfp:%d) value %d: %r against %r, bound %g" % (
                     k, ZFP_RATE, i, got[i], want[i], bound))
