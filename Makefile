@@ -33,6 +33,7 @@ bench: build
 	  SLABCAST_BUILD=$(BUILD) python3 testing/bench/$$b.py || exit 1; done
 	SLABCAST_BUILD=$(BUILD) python3 testing/bench/pacing_accuracy.py --wire run
 	$(BUILD)/testing/bench_run_codecs --step data/cache/bench-256x256x256/step_00003.raw
+	SLABCAST_BUILD=$(BUILD) python3 testing/bench/zfp_image_error.py
 	SLABCAST_BUILD=$(BUILD) python3 testing/bench/mover_vs_peers.py --wan
 
 # The live demo: ParaView's GUI when there is a display, else frames in demo-output/.

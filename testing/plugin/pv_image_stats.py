@@ -4,8 +4,12 @@
 
 Prints "STATS key=value ...": lit = fraction of pixels brighter than the
 black background (any channel > 16), bright = fraction with a channel > 128,
-and against REFERENCE maxdiff / meandiff in 0..255 units over all channels.
+and against REFERENCE maxdiff / meandiff in 0..255 units over the colour
+channels (alpha left out), mse (their mean square), psnr = 10 log10(255^2 /
+mse) in dB (inf where the images are equal) and changed = fraction of pixels
+with any colour channel different.
 """
+import math
 import sys
 
 from vtkmodules.vtkIOImage import vtkPNGReader
@@ -38,4 +42,7 @@ if len(sys.argv) > 2:
     diffs = [abs(a - b) for i, (a, b) in enumerate(zip(pixels, ref)) if i % comps < rgb]
     stats["maxdiff"] = max(diffs)
     stats["meandiff"] = sum(diffs) / len(diffs)
+    stats["mse"] = sum(d * d for d in diffs) / len(diffs)
+    stats["psnr"] = 10 * math.log10(255.0 ** 2 / stats["mse"]) if stats["mse"] else math.inf
+    stats["changed"] = sum(any(diffs[i:i + rgb]) for i in range(0, len(diffs), rgb)) / count
 print("STATS " + " ".join("%s=%s" % kv for kv in stats.items()))
