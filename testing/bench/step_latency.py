@@ -2,9 +2,10 @@
 """Benchmark: step latency, from the controller's sync to the step published
 (whole, readers may show it) in every one of the receiver's slabs, for 256^3
 and 512^3 volumes in 8 streams on loopback (8 shufflers on cpu0, the
-receiver's 8 threads on cpu1, unpaced).
+receiver's 8 threads on cpu1, unpaced), in each data packet format and codec.
 
 Usage: SLABCAST_BUILD=build testing/bench/step_latency.py [--sizes 256,512] [--steps 6]
+       [--formats quad,run,run/lz4,run/zfp:8]
 
 The controller stamps each sync in its --stats-json; the receiver stamps each
 publication (CLOCK_REALTIME, in the slab's publication record), which this
@@ -42,7 +43,12 @@ def watch(slab_paths, steps_wanted, deadline):
     return {step: max(seen[step] for seen in per_slab) for step in set.intersection(*(set(s) for s in per_slab))}
 
 
-def run(n, steps):
+def shuffle_args(fmt):
+    wire, _, codec = fmt.partition("/")
+    return ["--wire", wire] + (["--codec", codec] if codec else [])
+
+
+def run(n, steps, fmt):
     dims = (n, n, n)
     depth = n // STREAMS
     ws = lib.Workspace("latency")
@@ -51,7 +57,7 @@ def run(n, steps):
         data = benchlib.dataset(dims, steps=steps)
         ports, _ = benchlib.start_receiver(ws, dims, STREAMS, depth)
         benchlib.prestage(ws, data)
-        sync_ports, shuffle_json = benchlib.start_shufflers(ws, data, depth, ports, "0")
+        sync_ports, shuffle_json = benchlib.start_shufflers(ws, data, depth, ports, "0", shuffle_args(fmt))
         time.sleep(1.5)
         control_json = os.path.join(ws.dir, "control.json")
         slabs = [os.path.join(ws.shm, "bench.slab%d" % k) for k in range(STREAMS)]
@@ -71,7 +77,8 @@ def run(n, steps):
         rates = [sum(x["gbps"] * x["seconds"] for x in v) / max(x["seconds"] for x in v) for v in by_step.values()]
         for role in reversed(ws.roles):
             role.stop()
-        step_gbit = n ** 3 * 16 * 8 / 1e9
+        # The step's packet bytes in this format, as the shufflers counted them.
+        step_gbit = statistics.median(sum(x["gbps"] * x["seconds"] for x in v) for v in by_step.values())
         return {"latencies": latencies, "gbps": statistics.median(rates), "step_gbit": step_gbit,
                 "missed": steps - len(latencies)}
     finally:
@@ -84,18 +91,26 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="256,512")
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--formats", default="quad,run,run/lz4,run/zfp:8")
     args = ap.parse_args()
-    rows = [(n, run(n, args.steps)) for n in (int(v) for v in args.sizes.split(","))]
+    rows = [(n, fmt, run(n, args.steps, fmt)) for n in (int(v) for v in args.sizes.split(","))
+            for fmt in args.formats.split(",")]
     print("\nstep latency: sync -> published in every slab, %d streams on loopback (8 shufflers on cpu0, receiver on cpu1)"
           % STREAMS)
-    print("%-8s %8s %12s %10s %10s %14s %8s" % ("volume", "steps", "median ms", "min ms", "max ms",
-                                               "floor ms (rate)", "ratio"))
-    for n, r in rows:
+    print("%-8s %-10s %6s %10s %10s %10s %9s %15s %7s %9s" % (
+        "volume", "format", "steps", "median ms", "min ms", "max ms", "MB/step", "floor ms (rate)", "ratio",
+        "vs quad"))
+    quad = {n: statistics.median(r["latencies"]) for n, fmt, r in rows if fmt == "quad" and r["latencies"]}
+    for n, fmt, r in rows:
         lat = r["latencies"]
+        if not lat:
+            print("%-8s %-10s no step published" % ("%d^3" % n, fmt))
+            continue
         floor = r["step_gbit"] / r["gbps"] * 1e3
-        print("%-8s %8d %12.1f %10.1f %10.1f %8.1f (%4.1fG) %8.2f%s"
-              % ("%d^3" % n, len(lat), 1e3 * statistics.median(lat), 1e3 * min(lat), 1e3 * max(lat), floor,
-                 r["gbps"], 1e3 * statistics.median(lat) / floor,
+        print("%-8s %-10s %6d %10.1f %10.1f %10.1f %9.1f %7.1f (%4.1fG) %7.2f %9s%s"
+              % ("%d^3" % n, fmt, len(lat), 1e3 * statistics.median(lat), 1e3 * min(lat), 1e3 * max(lat),
+                 r["step_gbit"] * 1e3 / 8, floor, r["gbps"], 1e3 * statistics.median(lat) / floor,
+                 "%.2fx" % (quad[n] / statistics.median(lat)) if n in quad else "-",
                  "" if not r["missed"] else "  (%d step(s) never reached 99.9%%)" % r["missed"]))
 
 

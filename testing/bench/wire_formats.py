@@ -12,8 +12,12 @@ count every value placed in the slab over the wall clock from the
 controller's first sync to the last step placed, so the time between steps
 counts.
 
+A format is WIRE[/CODEC][+copy]: "+copy" runs the receiver with
+`--land false`, so that every payload is copied from the receiver's buffer
+into the slab (the peer for payloads landing straight in the slab).
+
 Usage: SLABCAST_BUILD=build testing/bench/wire_formats.py [--dims 256,256,256] [--steps 8]
-       [--formats quad,run,run/lz4,run/zfp:8]
+       [--formats quad,run,run+copy,run/lz4,run/zfp:8]
 Not part of the default ctest run.
 """
 import argparse
@@ -29,8 +33,12 @@ LOSS_LIMIT = 0.1  # percent
 
 
 def shuffle_args(fmt):
-    wire, _, codec = fmt.partition("/")
+    wire, _, codec = fmt.partition("+")[0].partition("/")
     return ["--wire", wire] + (["--codec", codec] if codec else [])
+
+
+def receive_args(fmt):
+    return ["--land", "false"] if fmt.endswith("+copy") else []
 
 
 def run_format(dims, data, fmt, rate, steps):
@@ -38,7 +46,7 @@ def run_format(dims, data, fmt, rate, steps):
     ws = lib.Workspace("bench")
     ws.cleanups = []
     try:
-        ports, recv_json = benchlib.start_receiver(ws, dims, 1, dims[2])
+        ports, recv_json = benchlib.start_receiver(ws, dims, 1, dims[2], receive_args(fmt))
         benchlib.prestage(ws, data)
         sync_ports, shuffle_json = benchlib.start_shufflers(ws, data, dims[2], ports, rate, shuffle_args(fmt))
         control_json = os.path.join(ws.dir, "control.json")
@@ -55,7 +63,10 @@ def run_format(dims, data, fmt, rate, steps):
         seconds = max(e["time"] for e in reports) - first_sync
         sent = [e for e in lib.read_json_lines(shuffle_json[0]) if e.get("kind") == "step"]
         wire_bytes = sum(e["gbps"] * e["seconds"] / 8e-9 for e in sent)
-        return {"voxels_per_s": placed / seconds, "loss": 100.0 * (expected - received) / max(expected, 1),
+        # Datagrams whose payload landed straight in the slab, as of the receiver's last figures.
+        last = [e for e in lib.read_json_lines(recv_json) if "streams" in e][-1]["streams"][0]
+        landed = last.get("landed", 0) / max(last["packets"], 1)
+        return {"voxels_per_s": placed / seconds, "landed": landed, "loss": 100.0 * (expected - received) / max(expected, 1),
                 "seconds": seconds, "steps": len(reports), "wire_gbps": wire_bytes * 8e-9 / seconds,
                 "wire_bytes": wire_bytes, "packets": sum(e["packets_sent"] for e in sent)}
     finally:
@@ -83,7 +94,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dims", default="256,256,256")
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--formats", default="quad,run,run/lz4,run/zfp:8")
+    ap.add_argument("--formats", default="quad,run,run+copy,run/lz4,run/zfp:8")
     args = ap.parse_args()
     dims = tuple(int(v) for v in args.dims.split(","))
     data = benchlib.dataset(dims)
@@ -101,14 +112,14 @@ def main():
     print("\nvoxels a second into the slab, %s in one stream on loopback (sender cpu0, receiver cpu1), "
           "steps back to back, loss < %.1f%%" % ("x".join(map(str, dims)), LOSS_LIMIT))
     quad = best.get("quad")
-    print("%-10s %8s %11s %10s %8s %9s %9s" % ("format", "rate", "Mvoxel/s", "wire Gb/s", "loss %", "packets",
-                                               "vs quad"))
+    print("%-10s %8s %11s %10s %8s %9s %8s %9s" % ("format", "rate", "Mvoxel/s", "wire Gb/s", "loss %", "packets",
+                                                    "landed", "vs quad"))
     for fmt, r in best.items():
         if r is None:
             print("%-10s no rate with loss under %.1f%%" % (fmt, LOSS_LIMIT))
             continue
-        print("%-10s %8s %11.1f %10.2f %8.3f %9d %8.2fx" % (
-            fmt, r["rate"], r["voxels_per_s"] * 1e-6, r["wire_gbps"], r["loss"], r["packets"],
+        print("%-10s %8s %11.1f %10.2f %8.3f %9d %7.0f%% %8.2fx" % (
+            fmt, r["rate"], r["voxels_per_s"] * 1e-6, r["wire_gbps"], r["loss"], r["packets"], 100 * r["landed"],
             r["voxels_per_s"] / quad["voxels_per_s"] if quad else float("nan")))
     if peer:
         for p, how in zip(peer, ("unpaced", "at run's rate %s" % run["rate"])):

@@ -291,6 +291,12 @@ class PipelineTest(unittest.TestCase):
     def test_controller_step_change_abandons_the_old_step(self):
         # 20 Mbit/s: a slab takes ~0.45 s, the controller moves on every 0.15 s.
         d = Deployment(self.ws, self.dataset, rate="20M")
+        # Steps 0-2 staged first (the stager reads 3 steps ahead from the start):
+        # a stager slower than 0.3 s on a loaded machine would otherwise see the
+        # controller at step 2 before staging 0 and 1, and rightly skip them, so
+        # the shufflers would report them missing, not abandoned.
+        wait_for(lambda: all(os.path.exists(os.path.join(self.ws.staging, self.files[s])) for s in (0, 1, 2)),
+                 what="steps 0-2 staged")
         d.control("--steps", "0-2", "--interval", "0.15")
         wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
                  what="step 2 at every slab")

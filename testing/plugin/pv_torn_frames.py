@@ -19,8 +19,11 @@ torn when a value that arrived in the step shown (age 0) is not that step's
 value. Reads with holes are counted apart. (A reader from before issue 17 has
 no age array: every value must be the step's.)
 
-Prints "RANK r/n READS k TORN t HOLED h STEPS s0,s1,..." (one step per frame).
+Prints "RANK r/n READS k TORN t HOLED h STEPS s0,s1,..." (one step per frame),
+and, with SLABCAST_TORN_OUT=PREFIX, also writes it to PREFIX.r: mpirun may
+forward several ranks' long lines interleaved, and a file is each rank's own.
 """
+import os
 import sys
 import time
 
@@ -72,5 +75,9 @@ for frame in range(frames):
         if not first_torn:
             first_torn = " first: frame %d step %d values %g..%g" % (frame, step, low, high)
     time.sleep(max(0.0, 0.02 - (time.monotonic() - started)))
-print("RANK %d/%d READS %d TORN %d HOLED %d STEPS %s%s" % (rank, ranks, reads, torn, holed,
-                                                           ",".join(map(str, steps)), first_torn), flush=True)
+line = "RANK %d/%d READS %d TORN %d HOLED %d STEPS %s%s" % (rank, ranks, reads, torn, holed,
+                                                           ",".join(map(str, steps)), first_torn)
+print(line, flush=True)
+if os.environ.get("SLABCAST_TORN_OUT"):
+    with open("%s.%d" % (os.environ["SLABCAST_TORN_OUT"], rank), "w") as f:
+        f.write(line + "\n")

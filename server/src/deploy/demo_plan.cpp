@@ -13,7 +13,7 @@ namespace {
 
 // `step_bytes`: a step of the dataset, which every side's stager copies whole.
 void add_side(DemoPlan& plan, const DemoOptions& o, const DemoSide& side, const Dims& dims, int depth, int streams,
-              const std::string& rate, std::int64_t step_bytes, const DemoFormat& format = {"quad", "quad", "none"}) {
+              const std::string& rate, std::int64_t step_bytes, const DemoFormat& format = {"run", "run", "none"}) {
     const int base = o.base_port + 300 * static_cast<int>(plan.sides.size());
     PlanVolume v;
     v.name = side.name;

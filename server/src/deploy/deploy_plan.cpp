@@ -83,7 +83,7 @@ Argv shuffle_command(const Deployment& d, const PlanVolume& v, const PlanHost& s
                  "--to", fmt::format("{}:{}", receiver_of.at(k), v.ports.data + k),
                  "--staging", s.staging, "--dataset", d.dataset, "--slab-depth", std::to_string(v.slab_depth),
                  "--sync", fmt::format("{}:{}", s.address, v.ports.sync + k), "--rate", s.rate.empty() ? v.rate : s.rate};
-    if (v.wire != "quad") add(argv, "--wire", v.wire);
+    if (v.wire != "run") add(argv, "--wire", v.wire);
     if (v.codec != "none") add(argv, "--codec", v.codec);
     add_sync_security(argv, d, true);
     return argv;

@@ -42,7 +42,7 @@ struct PlanVolume {
     Dims dims;
     int slab_depth = 0;
     std::string rate = "2.81G";  // per stream
-    std::string wire = "quad";   // data packets: quad or run (docs/wire-format.md)
+    std::string wire = "run";    // data packets: run or quad (docs/wire-format.md)
     std::string codec = "none";  // run packets' codec: none, lz4, zfp:RATE
     PortLayout ports;
     std::vector<PlanHost> senders, receivers;  // every stream exactly once in each

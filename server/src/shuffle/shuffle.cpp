@@ -46,7 +46,7 @@ struct ShuffleOptions {
     std::string sync;
     std::string rate = "2.81G";
     std::string order = "scan";
-    std::string wire = "quad";  // quad (the paper's packets) or run
+    std::string wire = "run";  // run (4 bytes a value) or quad (the paper's packets, 16 bytes a value)
     std::string codec = "none";  // run packets' payload: none, lz4, zfp:RATE
     int ghost_planes = 1;
     int sndbuf_mb = 16;
@@ -359,8 +359,8 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
     c->add_option("--rate", o->rate, "send rate of UDP payload, e.g. 2.81G; 0 = unlimited")->capture_default_str();
     c->add_option("--order", o->order, "scan (z-slab scan order) or morton (z-order)")->capture_default_str();
     c->add_option("--wire", o->wire,
-                  "data packets: quad (the paper's 16 bytes a value) or run (a run of values, 4 bytes each; "
-                  "scan order)")
+                  "data packets: run (a run of values, 4 bytes each) or quad (the paper's packets, 16 bytes a "
+                  "value, for receivers older than run packets)")
         ->check(CLI::IsMember({"quad", "run"}))
         ->capture_default_str();
     c->add_option("--codec", o->codec,
