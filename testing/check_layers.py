@@ -32,6 +32,8 @@ LAYERS = {
     "server/src": ["shared/slab", "shared/packets", "server/src/host", "server/src/control",
                    "server/src/mover", "server/src/stage", "server/src/shuffle", "server/src/receive",
                    "server/src/deploy"],
+    # libslabcast sends with the shuffler's sending side, and nothing above it.
+    "server/lib": ["shared/slab", "shared/packets", "server/src/host", "server/src/shuffle"],
     "plugin": ["shared/slab"],
     "data": ["shared/slab"],
 }

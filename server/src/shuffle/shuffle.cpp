@@ -6,8 +6,7 @@
 #include "host/host_checks.h"
 #include "host/numa_placement.h"
 #include "host/option_checks.h"
-#include "shuffle/datagram_batch.h"
-#include "shuffle/slab_walker.h"
+#include "shuffle/slab_sender.h"
 #include "control/sync_gate.h"
 #include "stage/staged_step.h"
 #include "host/status_reporter.h"
@@ -16,11 +15,9 @@
 
 #include "slabcast/control_packets.h"
 #include "slabcast/dataset.h"
-#include "slabcast/quad_packet.h"
 #include "slabcast/run_codec.h"
 #include "slabcast/units.h"
 #include "slabcast/clock.h"
-#include "slabcast/pacer.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -66,50 +63,45 @@ struct ShuffleCounters {
 class Shuffler {
 public:
     Shuffler(const ShuffleOptions& o, StatusReporter& status)
-        : o_(o), status_(status), dataset_(read_dataset(o.dataset)), pacer_(parse_rate_bps(o.rate)),
-          order_(parse_send_order(o.order)), wire_(parse_wire_format(o.wire)),
+        : o_(o), status_(status), dataset_(read_dataset(o.dataset)),
           gate_(fmt::format("shuffle {}", o.stream), o.key_file, o.controller) {
         geometry_ = slab_geometry(dataset_.dims, o.slab_depth, o.stream, o.ghost_planes);
-        walker_.emplace(dataset_.dims, geometry_.stored_z_begin, geometry_.z_end, order_, wire_,
-                        run::parse_codec(o.codec));
-
-        const Endpoint to = parse_endpoint(o.to);
-        data_ = Socket(open_udp_socket(to.addr.ss_family));
-        raise_buffer(data_.fd(), false, o.sndbuf_mb << 20, "shuffle");
-        gso_ = o.gso && enable_gso(data_.fd(), static_cast<int>(quad::kMaxPacketBytes));
-        if (o.gso && !gso_) spdlog::warn("shuffle {}: UDP GSO unavailable here; sending one datagram per packet", o.stream);
-        // On a host with several NICs, the data leaves from the one named here.
-        if (!o.bind.empty()) {
-            const bool has_port = o.bind.find(':') != std::string::npos;  // (IPv6: [ADDR]:PORT)
-            bind_socket(data_.fd(), parse_endpoint(has_port ? o.bind : o.bind + ":0"));
-        }
-        if (::connect(data_.fd(), reinterpret_cast<const sockaddr*>(&to.addr), to.length) != 0)
-            throw std::runtime_error("cannot connect UDP to " + o.to + ": " + std::strerror(errno));
+        SlabSenderOptions so;
+        so.dims = dataset_.dims;
+        so.z_begin = geometry_.stored_z_begin;
+        so.z_end = geometry_.z_end;
+        so.slab = o.stream;
+        so.order = parse_send_order(o.order);
+        so.wire = parse_wire_format(o.wire);
+        so.codec = run::parse_codec(o.codec);
+        so.rate_bps = parse_rate_bps(o.rate);
+        so.to = o.to;
+        so.bind = o.bind;
+        so.sndbuf_mb = o.sndbuf_mb;
+        so.most_batch = o.batch;
+        so.gso = o.gso;
+        so.who = fmt::format("shuffle {}", o.stream);
+        sender_.emplace(so);
+        scan_ = so.order == SendOrder::Scan;
 
         const Endpoint sync = parse_endpoint(o.sync);
         sync_ = Socket(open_udp_socket(sync.addr.ss_family));
         bind_socket(sync_.fd(), sync);
         set_receive_timeout(sync_.fd(), 100);
 
-        // Send at most ~250 us of traffic per sendmmsg: small bursts for the
-        // receiver's socket buffer, and a sync is noticed within that time.
-        const double rate = parse_rate_bps(o.rate);
-        const int batch = rate > 0 ? std::clamp(static_cast<int>(rate * 250e-6 / (8.0 * quad::kMaxPacketBytes)), 1, o.batch)
-                                   : o.batch;
-        batch_.emplace(batch, quad::kMaxPacketBytes, gso_);
         warn_limits(fmt::format("shuffle {}", o.stream), {check_staging_pages(o.staging)});
         sockaddr_storage local{};
         socklen_t local_len = sizeof local;
-        if (::getsockname(data_.fd(), reinterpret_cast<sockaddr*>(&local), &local_len) == 0) {
+        if (::getsockname(sender_->fd(), reinterpret_cast<sockaddr*>(&local), &local_len) == 0) {
             const std::string nic = interface_of_address(address_only(local));
             if (!nic.empty() && nic != "lo") warn_limits(fmt::format("shuffle {}", o.stream), {check_mtu(nic)});
         }
         spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {}{} {} packets a step{}), {} order, {} to {}, "
                      "sync on {}",
                      o.stream, geometry_.stored_z_begin, geometry_.z_end - 1, to_string(dataset_.dims),
-                     walker_->total_records(), walker_->fixed_packet_bytes() ? "" : "at most ",
-                     walker_->total_packets(), o.wire, wire_ == WireFormat::Run ? ", codec " + o.codec : "", o.order,
-                     format_rate(parse_rate_bps(o.rate)), o.to, o.sync);
+                     sender_->total_values(), sender_->fixed_packet_bytes() ? "" : "at most ",
+                     sender_->total_packets(), o.wire, so.wire == WireFormat::Run ? ", codec " + o.codec : "", o.order,
+                     format_rate(so.rate_bps), o.to, o.sync);
     }
 
     ShuffleCounters& counters() { return counters_; }
@@ -144,7 +136,7 @@ private:
             controller_len_ = from_len;
             if (verdict == SyncGate::Verdict::Repeat) {
                 // The controller resends until it hears from us: answer again.
-                reply(step_ ? control::ReplyKind::Started : last_outcome_, sync, sent_in_step_);
+                reply(step_ ? control::ReplyKind::Started : last_outcome_, sync, sender_->packets_in_step());
                 continue;
             }
             if (step_) end_step(control::ReplyKind::Abandoned);
@@ -176,36 +168,33 @@ private:
         }
         step_ = std::move(staged);
         prefaulted_to_ = slab_begin_bytes();
-        records_in_step_ = 0;
+        sender_->begin_step(sync.step, step_->values() + slab_begin_bytes() / sizeof(float));
         prefault_ahead();
-        walker_->reset();
-        sent_in_step_ = 0;
         step_started_ns_ = monotonic_ns();
         counters_.step = sync.step;
         counters_.step_packets = 0;
-        counters_.step_total = walker_->total_packets();
-        // The pacer is not restarted: with steps back to back, the moments spent
-        // between them are made up (within its burst limit) and the rate holds
-        // over any window, not only within a step.
+        counters_.step_total = sender_->total_packets();
         reply(control::ReplyKind::Started, sync, 0);
         spdlog::debug("shuffle {}: step {} from {}", o_.stream, sync.step, path);
     }
 
     void end_step(control::ReplyKind outcome) {
         const control::Sync& sync = *last_sync_;
+        const std::uint64_t sent = sender_->packets_in_step(), total = sender_->total_packets();
+        sender_->end_step();  // nothing of the staged step is read after this
         step_.reset();
         last_outcome_ = outcome;
         write_done_marker(o_.staging, sync.location, o_.stream);
-        reply(outcome, sync, sent_in_step_);
+        reply(outcome, sync, sent);
         const double seconds = static_cast<double>(monotonic_ns() - step_started_ns_) * 1e-9;
         const double gbps = static_cast<double>(step_bytes_) * 8e-9 / std::max(seconds, 1e-9);
         if (outcome == control::ReplyKind::Finished) ++counters_.steps_finished;
         else ++counters_.steps_abandoned;
         spdlog::info("shuffle {}: step {} {} after {} of {} packets, {:.3f} s, {:.2f} Gbit/s", o_.stream, sync.step,
-                     control::to_string(outcome), sent_in_step_, walker_->total_packets(), seconds, gbps);
+                     control::to_string(outcome), sent, total, seconds, gbps);
         status_.event({{"kind", "step"}, {"stream", o_.stream}, {"step", sync.step},
-                       {"result", control::to_string(outcome)}, {"packets_sent", sent_in_step_},
-                       {"packets_total", walker_->total_packets()}, {"seconds", seconds}, {"gbps", gbps}});
+                       {"result", control::to_string(outcome)}, {"packets_sent", sent},
+                       {"packets_total", total}, {"seconds", seconds}, {"gbps", gbps}});
         step_bytes_ = 0;
     }
 
@@ -223,58 +212,29 @@ private:
         const std::size_t slab_end = slab_begin_bytes() + static_cast<std::size_t>(geometry_.stored_planes()) *
                                                               static_cast<std::size_t>(dataset_.dims.plane()) *
                                                               sizeof(float);
-        const bool scan = order_ == SendOrder::Scan;
-        const std::size_t reading = slab_begin_bytes() + records_in_step_ * sizeof(float);
+        const bool scan = scan_;
+        const std::size_t reading = slab_begin_bytes() + sender_->values_in_step() * sizeof(float);
         if (prefaulted_to_ >= slab_end || (scan && prefaulted_to_ > reading + kAhead / 2)) return;
         const std::size_t to = scan ? std::min(slab_end, reading + kAhead) : slab_end;
         step_->prefault(prefaulted_to_, to - prefaulted_to_);
         prefaulted_to_ = to;
     }
 
-    // Packs the next packet of the step at `p`; its size, 0 at the step's end.
-    std::size_t pack(std::uint8_t* p) {
-        int n = 0;
-        std::size_t size = 0;
-        if (wire_ == WireFormat::Run) {
-            const run::RunEncoder::Packet packet = walker_->fill_run(p, step_->values(), last_sync_->step, o_.stream);
-            n = packet.count;
-            size = packet.bytes;
-        } else {
-            n = walker_->fill(p, step_->values());
-            if (n > 0) quad::write_header(p, last_sync_->step, n);
-            size = quad::packet_bytes(n);
-        }
-        if (n == 0) return 0;
-        records_in_step_ += static_cast<std::uint64_t>(n);
-        return size;
-    }
-
     void send_batch() {
-        // Pack up to `batch` packets straight from the staged step, back to back.
-        batch_->clear();
         prefault_ahead();
-        while (!batch_->full()) {
-            const std::size_t size = pack(batch_->next());
-            if (size == 0) break;
-            batch_->add(size);
-        }
-        if (batch_->count() == 0) {
+        const std::uint64_t packets = sender_->packets_in_step(), bytes = sender_->bytes_in_step();
+        const bool sent = sender_->send_batch([] { return stop_requested(); }, [&] {
+            if (!warned_refused_) spdlog::warn("shuffle {}: receiver {} refused packets (not running?)", o_.stream, o_.to);
+            warned_refused_ = true;
+        });
+        if (!sent) {
             end_step(control::ReplyKind::Finished);
             return;
         }
-        pacer_.wait_to_send(batch_->bytes());
-        batch_->send(
-            data_.fd(), [] { return stop_requested(); },
-            [&] {
-                if (!warned_refused_) spdlog::warn("shuffle {}: receiver {} refused packets (not running?)", o_.stream, o_.to);
-                warned_refused_ = true;
-            });
-        const auto count = static_cast<std::uint64_t>(batch_->count());
-        sent_in_step_ += count;
-        step_bytes_ += batch_->bytes();
-        counters_.packets += count;
-        counters_.bytes += batch_->bytes();
-        counters_.step_packets = sent_in_step_;
+        step_bytes_ += sender_->bytes_in_step() - bytes;
+        counters_.packets += sender_->packets_in_step() - packets;
+        counters_.bytes += sender_->bytes_in_step() - bytes;
+        counters_.step_packets = sender_->packets_in_step();
     }
 
     void reply(control::ReplyKind kind, const control::Sync& sync, std::uint64_t sent) {
@@ -286,7 +246,7 @@ private:
         r.seq = sync.seq;
         r.step = sync.step;
         r.packets_sent = sent;
-        r.packets_total = walker_->total_packets();
+        r.packets_total = sender_->total_packets();
         const auto bytes = control::encode(r);
         ::sendto(sync_.fd(), bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&controller_),
                  controller_len_);
@@ -296,22 +256,17 @@ private:
     StatusReporter& status_;
     Dataset dataset_;
     SlabGeometry geometry_;
-    std::optional<SlabWalker> walker_;
-    Pacer pacer_;
-    SendOrder order_;
-    WireFormat wire_;
-    std::size_t prefaulted_to_ = 0;      // staged bytes mapped so far
-    std::uint64_t records_in_step_ = 0;  // values packed so far this step
-    Socket data_, sync_;
-    bool gso_ = false;
-    std::optional<DatagramBatch> batch_;  // packets per sendmmsg: ~250 us of traffic
+    std::optional<SlabSender> sender_;  // packs, paces and sends the slab
+    bool scan_ = true;                  // scan order: the staged step is read front to back
+    std::size_t prefaulted_to_ = 0;     // staged bytes mapped so far
+    Socket sync_;
     std::optional<StagedStep> step_;
     SyncGate gate_;
     std::optional<control::Sync> last_sync_;
     control::ReplyKind last_outcome_ = control::ReplyKind::Finished;
     sockaddr_storage controller_{};
     socklen_t controller_len_ = 0;
-    std::uint64_t sent_in_step_ = 0, step_bytes_ = 0;
+    std::uint64_t step_bytes_ = 0;
     std::int64_t step_started_ns_ = 0;
     bool warned_refused_ = false;
     ShuffleCounters counters_;

@@ -71,8 +71,8 @@ SlabWalker::SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_en
     reset();
 }
 
-run::RunEncoder::Packet SlabWalker::fill_run(std::uint8_t* packet, const float* volume, std::int32_t step,
-                                             std::int32_t slab) {
+run::RunEncoder::Packet SlabWalker::fill_run_planes(std::uint8_t* packet, const float* planes, std::int32_t step,
+                                                    std::int32_t slab) {
     std::int64_t left = static_cast<std::int64_t>(total_) - next_linear_;
     if (tiles_) {
         // Morton order: the rest of the tile, or the next tile. A tile fits
@@ -90,7 +90,7 @@ run::RunEncoder::Packet SlabWalker::fill_run(std::uint8_t* packet, const float* 
     h.y = static_cast<std::int32_t>((i / dims_.nx) % dims_.ny);
     h.z = static_cast<std::int32_t>(z_begin_ + i / dims_.plane());
     // The values as the staged step holds them, encoded straight into the packet.
-    const run::RunEncoder::Packet p = encoder_->encode(volume + z_begin_ * dims_.plane() + i, left, h, packet);
+    const run::RunEncoder::Packet p = encoder_->encode(planes + i, left, h, packet);
     next_linear_ += p.count;
     if (tiles_) tile_left_ -= p.count;
     return p;
@@ -115,19 +115,18 @@ void SlabWalker::reset() {
     morton_.reset();
 }
 
-int SlabWalker::fill(std::uint8_t* packet, const float* volume) {
-    return order_ == SendOrder::Scan ? fill_scan(packet, volume) : fill_morton(packet, volume);
+int SlabWalker::fill_planes(std::uint8_t* packet, const float* planes) {
+    return order_ == SendOrder::Scan ? fill_scan(packet, planes) : fill_morton(packet, planes);
 }
 
-int SlabWalker::fill_scan(std::uint8_t* packet, const float* volume) {
-    const std::int64_t first = z_begin_ * dims_.plane();
+int SlabWalker::fill_scan(std::uint8_t* packet, const float* planes) {
     const int n = static_cast<int>(std::min<std::int64_t>(quad::kMaxRecords, total_ - next_linear_));
     if (n <= 0) return 0;
     std::int64_t i = next_linear_;
     auto x = static_cast<std::int32_t>(i % dims_.nx);
     auto y = static_cast<std::int32_t>((i / dims_.nx) % dims_.ny);
     auto z = static_cast<std::int32_t>(z_begin_ + i / dims_.plane());
-    const float* v = volume + first + i;
+    const float* v = planes + i;
     // Row by row: within a row only x changes, a loop the compiler keeps tight.
     for (int k = 0; k < n;) {
         const int run = static_cast<int>(std::min<std::int64_t>(n - k, dims_.nx - x));
@@ -159,13 +158,13 @@ int SlabWalker::fill_scan(std::uint8_t* packet, const float* volume) {
     return n;
 }
 
-int SlabWalker::fill_morton(std::uint8_t* packet, const float* volume) {
+int SlabWalker::fill_morton(std::uint8_t* packet, const float* planes) {
     int n = 0;
     MortonWalk::Cell c;
     while (n < quad::kMaxRecords && morton_.next(c)) {
         const std::int64_t z = z_begin_ + c[2];
         quad::write_record(packet, n++,
-                           quad::Record{c[0], c[1], static_cast<std::int32_t>(z), volume[volume_offset(dims_, c[0], c[1], z)]});
+                           quad::Record{c[0], c[1], static_cast<std::int32_t>(z), planes[volume_offset(dims_, c[0], c[1], c[2])]});
     }
     return n;
 }

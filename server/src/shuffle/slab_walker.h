@@ -34,14 +34,21 @@ public:
                WireFormat wire = WireFormat::Quad, run::CodecChoice codec = {});
 
     void reset();
-    // Quad packets: packs up to 560 records (coordinates + values read from the
-    // whole-volume array `volume`) after the header of `packet`; returns how
-    // many, 0 at the end. The caller writes the header.
-    int fill(std::uint8_t* packet, const float* volume);
+    // Quad packets: packs up to 560 records (coordinates + values read from
+    // `planes`, the walked planes [z_begin, z_end) in x-fastest order) after
+    // the header of `packet`; returns how many, 0 at the end. The caller
+    // writes the header.
+    int fill_planes(std::uint8_t* packet, const float* planes);
     // Run packets: the next run (as many values as the codec fits) as a whole
     // packet of step `step` for slab `slab`, header included; its count and
     // size, count 0 at the end.
-    run::RunEncoder::Packet fill_run(std::uint8_t* packet, const float* volume, std::int32_t step, std::int32_t slab);
+    run::RunEncoder::Packet fill_run_planes(std::uint8_t* packet, const float* planes, std::int32_t step,
+                                            std::int32_t slab);
+    // The same from `volume`, the whole volume's array.
+    int fill(std::uint8_t* packet, const float* volume) { return fill_planes(packet, volume + first_value()); }
+    run::RunEncoder::Packet fill_run(std::uint8_t* packet, const float* volume, std::int32_t step, std::int32_t slab) {
+        return fill_run_planes(packet, volume + first_value(), step, slab);
+    }
 
     std::uint64_t total_records() const { return total_; }
     // Packets a step takes (lz4: at most, as it depends on the values).
@@ -69,8 +76,9 @@ public:
     };
 
 private:
-    int fill_scan(std::uint8_t* packet, const float* volume);
-    int fill_morton(std::uint8_t* packet, const float* volume);
+    std::int64_t first_value() const { return z_begin_ * dims_.plane(); }
+    int fill_scan(std::uint8_t* packet, const float* planes);
+    int fill_morton(std::uint8_t* packet, const float* planes);
 
     Dims dims_;
     std::int64_t z_begin_, z_end_;

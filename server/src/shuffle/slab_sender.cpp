@@ -1,0 +1,90 @@
+#include "shuffle/slab_sender.h"
+
+#include "slabcast/quad_packet.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace slabcast {
+namespace {
+
+// Send at most ~250 us of traffic per sendmmsg: small bursts for the
+// receiver's socket buffer, and a caller polling between batches (a newer
+// sync) is answered within that time.
+int batch_packets(double rate_bps, int most) {
+    if (rate_bps <= 0) return most;
+    return std::clamp(static_cast<int>(rate_bps * 250e-6 / (8.0 * quad::kMaxPacketBytes)), 1, most);
+}
+
+}  // namespace
+
+SlabSender::SlabSender(const SlabSenderOptions& o)
+    : o_(o), walker_(o.dims, o.z_begin, o.z_end, o.order, o.wire, o.codec), pacer_(o.rate_bps) {
+    const Endpoint to = parse_endpoint(o.to);
+    socket_ = Socket(open_udp_socket(to.addr.ss_family));
+    raise_buffer(socket_.fd(), false, o.sndbuf_mb << 20, o.who);
+    gso_ = o.gso && enable_gso(socket_.fd(), static_cast<int>(quad::kMaxPacketBytes));
+    if (o.gso && !gso_) spdlog::warn("{}: UDP GSO unavailable here; sending one datagram per packet", o.who);
+    // On a host with several NICs, the data leaves from the one named here.
+    if (!o.bind.empty()) {
+        const bool has_port = o.bind.find(':') != std::string::npos;  // (IPv6: [ADDR]:PORT)
+        bind_socket(socket_.fd(), parse_endpoint(has_port ? o.bind : o.bind + ":0"));
+    }
+    if (::connect(socket_.fd(), reinterpret_cast<const sockaddr*>(&to.addr), to.length) != 0)
+        throw std::runtime_error("cannot send UDP to " + o.to + ": " + std::strerror(errno));
+    batch_.emplace(batch_packets(o.rate_bps, o.most_batch), quad::kMaxPacketBytes, gso_);
+}
+
+void SlabSender::begin_step(std::int32_t step, const float* planes) {
+    walker_.reset();
+    planes_ = planes;
+    step_ = step;
+    values_in_step_ = packets_in_step_ = bytes_in_step_ = 0;
+    // The pacer is not restarted: with steps back to back, the moments spent
+    // between them are made up (within its burst limit) and the rate holds
+    // over any window, not only within a step.
+}
+
+// Packs the next packet of the step at `p`; its size, 0 at the step's end.
+std::size_t SlabSender::pack(std::uint8_t* p) {
+    int n = 0;
+    std::size_t size = 0;
+    if (o_.wire == WireFormat::Run) {
+        const run::RunEncoder::Packet packet = walker_.fill_run_planes(p, planes_, step_, o_.slab);
+        n = packet.count;
+        size = packet.bytes;
+    } else {
+        n = walker_.fill_planes(p, planes_);
+        if (n > 0) quad::write_header(p, step_, n);
+        size = quad::packet_bytes(n);
+    }
+    if (n == 0) return 0;
+    values_in_step_ += static_cast<std::uint64_t>(n);
+    return size;
+}
+
+bool SlabSender::send_batch(const std::function<bool()>& stop, const std::function<void()>& on_refused) {
+    if (!planes_) return false;
+    // Up to a batch of packets packed straight from the step's values, back to back.
+    batch_->clear();
+    while (!batch_->full()) {
+        const std::size_t size = pack(batch_->next());
+        if (size == 0) break;
+        batch_->add(size);
+    }
+    if (batch_->count() == 0) {
+        planes_ = nullptr;
+        return false;
+    }
+    pacer_.wait_to_send(batch_->bytes());
+    batch_->send(socket_.fd(), stop, on_refused);
+    packets_in_step_ += static_cast<std::uint64_t>(batch_->count());
+    bytes_in_step_ += batch_->bytes();
+    return true;
+}
+
+}  // namespace slabcast

@@ -1,0 +1,80 @@
+// One stream's sending side: a slab's step packed into packets (SlabWalker),
+// batched with GSO (DatagramBatch), paced (Pacer) and sent on a connected UDP
+// socket, a batch at a time so that the caller can stop between batches
+// (Balman et al., 2012, section 4.2, figure 4). `slabcast shuffle` sends staged
+// steps with it; libslabcast sends a simulation's arrays with it.
+#pragma once
+
+#include "host/udp.h"
+#include "shuffle/datagram_batch.h"
+#include "shuffle/slab_walker.h"
+
+#include "slabcast/pacer.h"
+#include "slabcast/run_codec.h"
+#include "slabcast/volume.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace slabcast {
+
+struct SlabSenderOptions {
+    Dims dims;
+    std::int64_t z_begin = 0, z_end = 0;  // the planes sent, ghost plane included
+    std::int32_t slab = 0;                // the stream's slab index, named in run packets
+    SendOrder order = SendOrder::Scan;
+    WireFormat wire = WireFormat::Run;
+    run::CodecChoice codec;
+    double rate_bps = 0;        // 0: unpaced
+    std::string to;             // HOST:PORT
+    std::string bind;           // local address ("" : the kernel's choice)
+    int sndbuf_mb = 16;
+    int most_batch = 28;        // packets a sendmmsg at most
+    bool gso = true;
+    std::string who = "send";   // names the sender in messages
+};
+
+class SlabSender {
+public:
+    // Opens and connects the socket. Throws std::invalid_argument for a bad
+    // option, std::runtime_error when the destination cannot be reached.
+    explicit SlabSender(const SlabSenderOptions& o);
+
+    // Starts step `step` from `planes`, the planes [z_begin, z_end) x fastest;
+    // they must stay valid until the step ends. A step in progress is dropped.
+    void begin_step(std::int32_t step, const float* planes);
+    // Packs and sends the next batch of the step, paced; false when nothing
+    // was left to send (the step is over). `stop` is polled while the kernel
+    // cannot take the batch; `on_refused` is called when the receiver's host
+    // refused a datagram (nobody listening: UDP goes on).
+    bool send_batch(const std::function<bool()>& stop, const std::function<void()>& on_refused);
+
+    // Stops reading the step's values (its counts stay until the next begins).
+    void end_step() { planes_ = nullptr; }
+    bool in_step() const { return planes_ != nullptr; }
+    std::uint64_t values_in_step() const { return values_in_step_; }
+    std::uint64_t packets_in_step() const { return packets_in_step_; }
+    std::uint64_t bytes_in_step() const { return bytes_in_step_; }
+    std::uint64_t total_packets() const { return walker_.total_packets(); }
+    std::uint64_t total_values() const { return walker_.total_records(); }
+    std::size_t fixed_packet_bytes() const { return walker_.fixed_packet_bytes(); }
+    bool gso() const { return gso_; }
+    int fd() const { return socket_.fd(); }
+
+private:
+    std::size_t pack(std::uint8_t* p);
+
+    SlabSenderOptions o_;
+    SlabWalker walker_;
+    Pacer pacer_;
+    Socket socket_;
+    bool gso_ = false;
+    std::optional<DatagramBatch> batch_;
+    const float* planes_ = nullptr;
+    std::int32_t step_ = -1;
+    std::uint64_t values_in_step_ = 0, packets_in_step_ = 0, bytes_in_step_ = 0;
+};
+
+}  // namespace slabcast
