@@ -22,6 +22,8 @@ packages=(
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libavdevice-dev
   # tests and demo: rendering without a display, MPI ranks, network peers, plots (slabcast plot)
   python3 xvfb openmpi-bin iproute2 iperf3 xxhash rsync python3-matplotlib
+  # libslabcast's Python module and its MPI example (issue 20)
+  python3-numpy python3-mpi4py
 )
 # `--bench` (make bench): the data mover's peers, an ssh server for rsync and
 # scp between namespaces, and GridFTP (its server runs only inside the benchmark).
