@@ -74,7 +74,11 @@ SlabSender open_sender(const SlabSenderOptions& s) {
     try {
         return SlabSender(s);
     } catch (const std::invalid_argument& e) {
-        throw Error(SLABCAST_ERROR_NETWORK, fmt::format("destination '{}': {}", s.to, e.what()));
+        // A name that does not resolve is the network's answer; a malformed
+        // address or port 0 is the caller's.
+        const bool unresolved = std::strstr(e.what(), "cannot resolve") != nullptr;
+        throw Error(unresolved ? SLABCAST_ERROR_NETWORK : SLABCAST_ERROR_ARGUMENT,
+                    fmt::format("destination '{}': {}", s.to, e.what()));
     } catch (const std::runtime_error& e) {
         throw Error(SLABCAST_ERROR_NETWORK, e.what());
     }

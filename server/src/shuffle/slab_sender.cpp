@@ -25,6 +25,10 @@ int batch_packets(double rate_bps, int most) {
 SlabSender::SlabSender(const SlabSenderOptions& o)
     : o_(o), walker_(o.dims, o.z_begin, o.z_end, o.order, o.wire, o.codec), pacer_(o.rate_bps) {
     const Endpoint to = parse_endpoint(o.to);
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&to.addr);
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&to.addr);
+    if ((to.addr.ss_family == AF_INET6 ? v6->sin6_port : v4->sin_port) == 0)
+        throw std::invalid_argument("address '" + o.to + "': port 0 sends nowhere; name the receiver's port");
     socket_ = Socket(open_udp_socket(to.addr.ss_family));
     raise_buffer(socket_.fd(), false, o.sndbuf_mb << 20, o.who);
     gso_ = o.gso && enable_gso(socket_.fd(), static_cast<int>(quad::kMaxPacketBytes));
