@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Benchmark: what libslabcast costs a simulation's rank, and whether it sends
+as fast as `slabcast shuffle` does the same slab.
+
+One stream of a 256^3 slab (the whole 256^3 cosmology volume as one rank's
+slab, run packets, codec none) into a real `slabcast receive` on loopback
+(receiver on cpu1, sender on cpu0), steps back to back:
+  - the peer: `slabcast shuffle` sending the staged step files (synced by
+    `slabcast control`), rate from its own step records: packet bytes over
+    the time from a step's first batch to its last;
+  - the library, synchronous (send_step returns once the step is sent) and
+    queued (2 buffers, block: send_step copies and returns; the library's
+    thread sends), through testing/bench/bench_sender_library (the public C++
+    API), sending the values of the same step file; rate: packet bytes over
+    the time spent sending, counted the same way.
+Both unpaced and paced at --rate. Prints the caller's time per send_step
+(median and max) and each sender's Gbit/s against the shuffler's.
+
+Usage: SLABCAST_BUILD=build testing/bench/sender_library.py [--steps 8] [--rate 5G]
+Not part of the default ctest run.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import time
+
+import benchlib
+from benchlib import lib
+
+DIMS = (256, 256, 256)
+BUILD = os.environ.get("SLABCAST_BUILD", "build")
+
+
+def shuffle_peer(data, rate, steps):
+    ws = lib.Workspace("bench")
+    ws.cleanups = []
+    try:
+        ports, recv_json = benchlib.start_receiver(ws, DIMS, 1, DIMS[2])
+        benchlib.prestage(ws, data)
+        sync_ports, shuffle_json = benchlib.start_shufflers(ws, data, DIMS[2], ports, rate)
+        lib.wait_for(lambda: os.path.exists(shuffle_json[0]), what="the shuffler")
+        benchlib.control(ws, data, sync_ports, steps)
+        for role in reversed(ws.roles):
+            role.stop()
+        figures = benchlib.summarize(shuffle_json[0], recv_json)
+        return {"gbps": figures["sent_gbps"], "loss": figures["loss"]}
+    finally:
+        for cleanup in ws.cleanups:
+            cleanup()
+        ws.close()
+
+
+def library_run(data, rate, steps, queue):
+    ws = lib.Workspace("bench")
+    ws.cleanups = []
+    try:
+        ports, recv_json = benchlib.start_receiver(ws, DIMS, 1, DIMS[2])
+        with open(os.path.join(data, "dataset.json")) as f:
+            step_file = os.path.join(data, json.load(f)["steps"][1]["file"])
+        cmd = ["taskset", "-c", str(benchlib.SENDER_CPU), os.path.join(BUILD, "testing", "bench_sender_library"),
+               "--to", "127.0.0.1:%d" % ports[0], "--dims", ",".join(map(str, DIMS)), "--step-file", step_file,
+               "--steps", str(steps), "--rate", rate, "--queue", str(queue)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+        out = json.loads(r.stdout)
+        time.sleep(1.5)  # the receiver publishes a step that lost its end when its timeout passes
+        for role in reversed(ws.roles):
+            role.stop()
+        # Loss over every value sent: a step lost whole has no record at all.
+        reports = [e for e in lib.read_json_lines(recv_json) if e.get("kind") == "step"]
+        expected = steps * DIMS[0] * DIMS[1] * DIMS[2]
+        loss = 100.0 * (expected - sum(e["records"] for e in reports)) / expected
+        return {"gbps": out["bytes"] * 8e-9 / out["send_s"], "loss": loss, "call_median_ms": 1e3 * out["call_median_s"],
+                "call_max_ms": 1e3 * out["call_max_s"], "steps": out["steps_sent"]}
+    finally:
+        for cleanup in ws.cleanups:
+            cleanup()
+        ws.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--rate", default="5G", help="the paced rate, besides unpaced")
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+    data = benchlib.dataset(DIMS)
+    rows = []
+    with benchlib.RaisedSocketLimits():
+        for rate in ("0", args.rate):
+            for rep in range(args.repeat):  # the tools alternate, so that drift hits each alike
+                peer = shuffle_peer(data, rate, args.steps)
+                sync = library_run(data, rate, args.steps, 0)
+                queued = library_run(data, rate, args.steps, 2)
+                rows.append((rate, rep, peer, sync, queued))
+                print("  rate %-4s: shuffle %.2f Gbit/s, library sync %.2f, queued %.2f" % (
+                    rate, peer["gbps"], sync["gbps"], queued["gbps"]), flush=True)
+    print("\nlibslabcast against `slabcast shuffle`, one 256^3 slab (64 MiB a step) in run packets, loopback, "
+          "%d steps back to back" % args.steps)
+    print("%-6s %-16s %10s %9s %14s %12s %8s" % ("rate", "sender", "Gbit/s", "vs shuffle", "call median ms",
+                                                "call max ms", "loss %"))
+    for rate, rep, peer, sync, queued in rows:
+        print("%-6s %-16s %10.2f %9s %14s %12s %8.3f" % (rate, "shuffle (staged)", peer["gbps"], "1.00x", "-", "-",
+                                                       peer["loss"]))
+        for name, r in (("library sync", sync), ("library queue 2", queued)):
+            print("%-6s %-16s %10.2f %8.2fx %14.2f %12.2f %8.3f" % (
+                rate, name, r["gbps"], r["gbps"] / peer["gbps"], r["call_median_ms"], r["call_max_ms"], r["loss"]))
+    for rate in ("0", args.rate):
+        ratios = [s["gbps"] / p["gbps"] for r, _, p, s, _ in rows if r == rate]
+        print("rate %s: library sync / shuffle median %.3f" % (rate, statistics.median(ratios)))
+
+
+if __name__ == "__main__":
+    main()
