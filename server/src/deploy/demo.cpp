@@ -10,6 +10,7 @@
 #include "deploy/demo_dataset.h"
 #include "deploy/demo_options.h"
 #include "deploy/demo_plan.h"
+#include "deploy/install_layout.h"
 #include "deploy/plot.h"
 #include "host/child_process.h"
 #include "host/key_file.h"
@@ -58,7 +59,7 @@ std::string last_line(const std::string& path, const std::string& containing) {
 class Demo {
 public:
     explicit Demo(const DemoOptions& o) : o_(o) {
-        build_ = o.build_dir.empty() ? fs::read_symlink("/proc/self/exe").parent_path().parent_path().string() : o.build_dir;
+        layout_ = find_install_layout(o.build_dir);
         dims_ = parse_dims(o.dims);
         if (o.head_to_head && o.streams < 8)
             throw std::invalid_argument("--head-to-head needs --streams 8 or more (the 1/8 side is streams/8 slabs)");
@@ -78,7 +79,7 @@ public:
 
     int run() {
         check_requirements();
-        const DemoDataset dataset = prepare_demo_dataset(o_, dims_, build_);
+        const DemoDataset dataset = prepare_demo_dataset(o_, dims_, layout_.datagen);
         dataset_ = dataset.directory;
         range_ = dataset.range;
         // A fresh run owns its output folder: old logs, frames and plots would mislead.
@@ -113,25 +114,28 @@ private:
     std::string log(const std::string& name) const { return o_.out + "/logs/" + name + ".log"; }
     std::string stop_file() const { return o_.out + "/stop"; }
     std::string key_file() const { return o_.out + "/sync.key"; }
-    std::string plugin_dir() const { return build_ + "/plugin/lib/paraview-5.11/plugins/Slabcast"; }
+    std::string plugin_dir() const { return layout_.plugin_dir; }
+    std::string script(const char* name) const { return layout_.script_dir + "/" + name; }
     bool gui() const { return !o_.headless && std::getenv("DISPLAY") && *std::getenv("DISPLAY"); }
 
     void check_requirements() {
         std::vector<std::string> missing;
         auto need_file = [&](const std::string& path, const std::string& what) {
-            if (::access(path.c_str(), R_OK) != 0) missing.push_back(what + " (" + path + "): build it with `make build`");
+            if (::access(path.c_str(), R_OK) != 0)
+                missing.push_back(what + " (" + path + ", in the " + layout_.where +
+                                  "): build it with `make build`, or install it");
         };
         auto need_program = [&](const std::string& program, const std::string& package) {
             if (find_in_path(program).empty()) missing.push_back(program + ": apt-get install " + package);
         };
         need_file(plugin_dir() + "/Slabcast.so", "the ParaView plugin");
-        need_file(build_ + "/plugin/slabcast_render.py", "the render program");
+        need_file(script("slabcast_render.py"), "the render program");
         if (o_.head_to_head || volumes_ > 1)
-            need_file(build_ + "/plugin/slabcast_head_to_head.py", "the head-to-head program");
-        if (o_.dataset.empty()) need_file(build_ + "/data/slabcast-datagen", "the data generator");
+            need_file(script("slabcast_head_to_head.py"), "the head-to-head program");
+        if (o_.dataset.empty()) need_file(layout_.datagen, "the data generator");
         if (gui()) {
             need_program("paraview", "paraview");
-            need_file(build_ + "/plugin/slabcast_gui_open.py", "the GUI start-up script");
+            need_file(script("slabcast_gui_open.py"), "the GUI start-up script");
         } else {
             need_program("pvbatch", "paraview");
             need_program("Xvfb", "xvfb");
@@ -208,9 +212,9 @@ private:
             if (!others.empty()) env.push_back("SLABCAST_COMPARE=" + others);
             env.push_back("SLABCAST_LABELS=" + labels);
             env.push_back("SLABCAST_RANGE=" + range_);
-            env.push_back("SLABCAST_SCRIPT_DIR=" + build_ + "/plugin");
+            env.push_back("SLABCAST_SCRIPT_DIR=" + layout_.script_dir);
             // --dr: start from default settings, not a user's saved layout.
-            renderer_ = ChildProcess::start({"paraview", "--dr", "--script=" + build_ + "/plugin/slabcast_gui_open.py"},
+            renderer_ = ChildProcess::start({"paraview", "--dr", "--script=" + script("slabcast_gui_open.py")},
                                             log("paraview"), env);
             spdlog::info("demo: ParaView is open on {}, showing the stream live; close it or press Ctrl-C to stop",
                          std::getenv("DISPLAY"));
@@ -232,12 +236,12 @@ private:
         if (o_.ranks > 1 && ::geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
         for (const char* a : {"pvbatch", "--force-offscreen-rendering"}) argv.push_back(a);
         if (sides_.size() > 1) {  // the volumes side by side in one frame
-            argv.push_back(build_ + "/plugin/slabcast_head_to_head.py");
+            argv.push_back(script("slabcast_head_to_head.py"));
             for (const DemoSide& s : sides_) argv.push_back(descriptor(s));
             argv.push_back("--labels");
             argv.push_back(labels);
         } else {
-            argv.push_back(build_ + "/plugin/slabcast_render.py");
+            argv.push_back(script("slabcast_render.py"));
             argv.push_back(descriptor(sides_[0]));
         }
         for (const std::string& a : {std::string("--save"), o_.out + "/frames/frame_%05d.png", std::string("--save-new-only"),
@@ -350,7 +354,7 @@ private:
     }
 
     const DemoOptions& o_;
-    std::string build_;
+    InstallLayout layout_;  // where the plugin, the render programs and the generator are
     Dims dims_;
     int depth_ = 1;
     double volumes_ = 1;  // full volumes streamed (--compare-formats: one a format)

@@ -47,7 +47,8 @@ void register_demo(CLI::App& root, RoleMain& run) {
     c->add_option("--base-port", o->base_port, "first of the UDP ports used on 127.0.0.1")
         ->check(CLI::Range(1, 64900))
         ->capture_default_str();
-    c->add_option("--build-dir", o->build_dir, "build tree with the plugin (default: next to this binary)");
+    c->add_option("--build-dir", o->build_dir,
+                  "build tree with the plugin (default: this binary's build tree, or else its install prefix)");
     c->callback([o, &run] { run = [o] { return run_demo(*o); }; });
 }
 

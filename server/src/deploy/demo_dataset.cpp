@@ -30,10 +30,10 @@ std::string cache_dir(const DemoOptions& o) {
     return std::string(home ? home : "/tmp") + "/.cache/slabcast";
 }
 
-void generate(const DemoOptions& o, const Dims& dims, const std::string& build_dir, const std::string& dir) {
+void generate(const DemoOptions& o, const Dims& dims, const std::string& datagen, const std::string& dir) {
     spdlog::info("demo: generating {} steps of a {} cosmology volume into {} (once; cached for next time)",
                  o.dataset_steps, to_string(dims), dir);
-    ChildProcess gen = ChildProcess::start({build_dir + "/data/slabcast-datagen", "--out", dir, "--dims", o.dims,
+    ChildProcess gen = ChildProcess::start({datagen, "--out", dir, "--dims", o.dims,
                                             "--steps", std::to_string(o.dataset_steps)}, "");
     while (!gen.wait_for(200))
         if (stop_requested()) throw std::runtime_error("demo: stopped while generating the dataset");
@@ -64,14 +64,14 @@ std::string colour_range(const std::string& dir, const Dims& dims) {
 
 }  // namespace
 
-DemoDataset prepare_demo_dataset(const DemoOptions& o, const Dims& dims, const std::string& build_dir) {
+DemoDataset prepare_demo_dataset(const DemoOptions& o, const Dims& dims, const std::string& datagen) {
     DemoDataset out;
     if (!o.dataset.empty()) {
         out.directory = o.dataset;
     } else {
         out.directory = fmt::format("{}/cosmo-{}-{}", cache_dir(o), to_string(dims), o.dataset_steps);
         if (fs::exists(out.directory + "/dataset.json")) spdlog::info("demo: dataset {} (cached)", out.directory);
-        else generate(o, dims, build_dir, out.directory);
+        else generate(o, dims, datagen, out.directory);
     }
     out.range = colour_range(out.directory, dims);
     return out;

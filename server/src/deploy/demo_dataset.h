@@ -16,9 +16,9 @@ struct DemoDataset {
     std::string range;  // colour range "LO,HI"
 };
 
-// Generates the dataset when it is not cached yet (`build_dir` holds the
-// generator); throws std::runtime_error when it cannot be had, is not of
-// `dims`, or a stop is requested while it is generated.
-DemoDataset prepare_demo_dataset(const DemoOptions& o, const Dims& dims, const std::string& build_dir);
+// Generates the dataset with the program `datagen` when it is not cached yet;
+// throws std::runtime_error when it cannot be had, is not of `dims`, or a stop
+// is requested while it is generated.
+DemoDataset prepare_demo_dataset(const DemoOptions& o, const Dims& dims, const std::string& datagen);
 
 }  // namespace slabcast
