@@ -5,7 +5,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test bench soak demo clean
+.PHONY: all deps build test bench soak demo package clean
 
 all: build
 
@@ -40,6 +40,15 @@ bench: build
 # Pass options through DEMO_ARGS, e.g. make demo DEMO_ARGS="--head-to-head --forever".
 demo: build
 	$(BUILD)/server/slabcast demo --cache data/cache $(DEMO_ARGS)
+
+# A Debian package of everything `cmake --install` installs (cmake/packaging.cmake),
+# from a build tree of its own with prefix /usr, Debian's layout (the plugin
+# beside Debian's ParaView plugins): $(PKG_BUILD)/slabcast_VERSION_ARCH.deb.
+PKG_BUILD ?= build-deb
+package: deps
+	cmake -S . -B $(PKG_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr -DSLABCAST_BUILD_TESTS=OFF
+	cmake --build $(PKG_BUILD) -j$(JOBS)
+	cd $(PKG_BUILD) && cpack -G DEB
 
 clean:
 	rm -rf $(BUILD)

@@ -24,6 +24,9 @@ packages=(
   python3 xvfb openmpi-bin iproute2 iperf3 xxhash rsync python3-matplotlib
   # libslabcast's Python module and its MPI example (issue 20)
   python3-numpy python3-mpi4py
+  # install and packaging (cmake --install, cpack -G DEB; ctest -L install): man
+  # pages from --help, the .deb's dependencies, checking the systemd units
+  help2man dpkg-dev systemd
 )
 # `--bench` (make bench): the data mover's peers, an ssh server for rsync and
 # scp between namespaces, and GridFTP (its server runs only inside the benchmark).
