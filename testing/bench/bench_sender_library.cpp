@@ -7,6 +7,7 @@
 //
 //   bench_sender_library --to HOST:PORT --dims NX,NY,NZ --step-file F --steps N
 //                        [--rate R] [--queue Q] [--policy block|drop_oldest] [--wire W] [--codec C]
+//                        [--compute-ms T]   (the simulation's time between steps: a sleep)
 #include "slabcast/slabcast.hpp"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
     const std::string wire = option(argc, argv, "--wire", "run"), codec = option(argc, argv, "--codec", "none");
     const std::string policy = option(argc, argv, "--policy", "block");
     const int steps = std::atoi(option(argc, argv, "--steps", "8").c_str());
+    const double compute_ms = std::atof(option(argc, argv, "--compute-ms", "0").c_str());
     slabcast::Options o;
     if (std::sscanf(dims_text.c_str(), "%ld,%ld,%ld", &o.dims[0], &o.dims[1], &o.dims[2]) != 3 || to.empty() ||
         file.empty() || steps < 1) {
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
             const auto t = std::chrono::steady_clock::now();
             sender.send_step(step, values.data());
             calls.push_back(seconds_since(t));
+            if (compute_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(compute_ms));
         }
         sender.flush();
         const double wall = seconds_since(started);
