@@ -5,7 +5,7 @@ tests run on, nor need root, and unpacking gives the very files dpkg would
 install. Then, from that root only: the installed `slabcast --help` and every
 subcommand's, the help pages and man pages against them, the systemd unit
 templates (ExecStart at the installed binary, systemd-analyze verify) and
-their example configs, pvbatch with PV_PLUGIN_PATH at the installed plugin
+their example configs, the Python module and the library it records, pvbatch with PV_PLUGIN_PATH at the installed plugin
 folder reading a real slab, and the installed `slabcast demo`, which finds
 the plugin, its render programs and the generator under the prefix.
 
@@ -155,6 +155,28 @@ def check_demo():
     t.log("ok: the installed demo rendered %d frame(s) and drew its plots" % len(frames))
 
 
+def check_python():
+    """The installed `import slabcast`: its recorded library is the prefix's
+    libslabcast, and, pointed at the unpacked copy, it loads and answers."""
+    package = os.path.join(lib.ROOT + lib.PREFIX, lib.cache_value("SLABCAST_PYTHON_INSTALL_DIR"))
+    recorded = {}
+    with open(os.path.join(package, "slabcast", "_library_path.py")) as f:
+        exec(f.read(), recorded)
+    library = recorded["LIBRARY_PATH"]
+    t.check(library.startswith(lib.PREFIX + "/") and os.path.isfile(lib.ROOT + library),
+            "the installed module records %s, which the package does not hold" % library)
+    probe = ("import slabcast\n"
+             "assert slabcast.rank_slab(100, 1, 3) == (34, 68, 34), slabcast.rank_slab(100, 1, 3)\n"
+             "try:\n    slabcast.Sender((0, 8, 8), (0, 8), '127.0.0.1:9')\nexcept slabcast.Error as e:\n"
+             "    print('ERROR', e.code, e.message)\n")
+    env = dict(os.environ, PYTHONPATH=package, SLABCAST_LIBRARY=lib.ROOT + library)
+    # Debian's python3, the one the package's python3-numpy dependency serves.
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+    out = run([python, "-c", probe], env=env)
+    t.check("ERROR 1 dims: nx is 0" in out, "the installed module did not report bad dims: %s" % out)
+    t.log("ok: the installed Python module loads the installed library (%s)" % library)
+
+
 def body():
     lib.need_programs({"dpkg-deb": "dpkg", "dpkg-shlibdeps": "dpkg-dev", "systemd-analyze": "systemd",
                        os.path.basename(t.PVBATCH): "paraview", os.path.basename(t.XVFB): "xvfb"})
@@ -166,6 +188,7 @@ def body():
     check_files()
     check_help()
     check_units()
+    check_python()
     check_reader()
     check_demo()
 
