@@ -117,6 +117,35 @@ class PipelineTest(unittest.TestCase):
         self.assert_slabs_equal_step(d, 2)
         self.assertEqual(set(d.stop_all().values()), {0})
 
+    def test_a_backlog_of_syncs_starts_only_the_newest_step(self):
+        """Syncs that piled up while the shuffler was busy (a controller faster
+        than a loaded host) are passed over for the newest: it is not held up
+        waiting --wait-staged-ms for each older step's file, which the stager
+        has freed or never staged. The first sync names a file never staged, so
+        the shuffler waits 2 s for it while five more such syncs and then
+        step 1's pile up."""
+        d = Deployment(self.ws, self.dataset)
+        wait_for(lambda: os.path.exists(os.path.join(self.ws.staging, self.files[1])), what="step 1 staged")
+
+        def sync(seq, step, location):
+            return b"SCSY" + struct.pack("<HHQIiHH", 1, 0, 78, seq, step, len(location), 0) + location
+
+        backlog = [sync(seq, 100 + seq, b"not-staged-%d.raw" % seq) for seq in range(1, 7)]
+        backlog.append(sync(7, 1, self.files[1].encode()))
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for i, packet in enumerate(backlog):
+                for p in d.sync_ports:
+                    s.sendto(packet, ("127.0.0.1", p))
+                if i == 0:
+                    time.sleep(0.5)  # every shuffler is waiting for the first one's file
+        wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 1 for k in range(STREAMS)),
+                 what="step 1 at every slab")
+        self.assert_slabs_equal_step(d, 1)
+        self.assertEqual(set(d.stop_all().values()), {0})
+        for k in range(STREAMS):
+            events = [e for e in read_json_lines(d.shuffle_json[k]) if e.get("kind") == "step"]
+            self.assertEqual([(e["step"], e["result"]) for e in events], [(101, "missing"), (1, "finished")], events)
+
     def test_sigterm_stops_every_role_cleanly(self):
         """Each role exits 0 on SIGTERM, the controller in the middle of a loop,
         and the receiver takes its shared memory with it."""

@@ -119,15 +119,20 @@ public:
     }
 
 private:
-    // Reads every pending sync packet; `block` waits up to the socket timeout for one.
+    // Reads every pending sync packet (`block`: waits up to the socket timeout
+    // for one), then starts the newest new step only. Starting each in turn
+    // would, behind a controller that stepped faster than this host kept up
+    // (a loaded machine), wait out --wait-staged-ms for each old step's file,
+    // which the stager has already freed, and never catch up.
     void poll_sync(bool block) {
         std::uint8_t buf[2048];
+        std::optional<control::Sync> newest;
         for (;;) {
             sockaddr_storage from{};
             socklen_t from_len = sizeof from;
             const ssize_t n = ::recvfrom(sync_.fd(), buf, sizeof buf, block ? 0 : MSG_DONTWAIT,
                                          reinterpret_cast<sockaddr*>(&from), &from_len);
-            if (n < 0) return;
+            if (n < 0) break;
             block = false;
             control::Sync sync;
             const SyncGate::Verdict verdict = gate_.admit(buf, static_cast<std::size_t>(n), from, sync);
@@ -135,14 +140,18 @@ private:
             controller_ = from;
             controller_len_ = from_len;
             if (verdict == SyncGate::Verdict::Repeat) {
-                // The controller resends until it hears from us: answer again.
-                reply(step_ ? control::ReplyKind::Started : last_outcome_, sync, sender_->packets_in_step());
+                // The controller resends until it hears from us: answer again
+                // (a sync read just now is answered when its step starts).
+                if (!newest) reply(step_ ? control::ReplyKind::Started : last_outcome_, sync, sender_->packets_in_step());
                 continue;
             }
-            if (step_) end_step(control::ReplyKind::Abandoned);
-            last_sync_ = sync;
-            begin_step(sync);
+            if (newest) spdlog::debug("shuffle {}: step {} passed over for step {}", o_.stream, newest->step, sync.step);
+            newest = sync;
         }
+        if (!newest) return;
+        if (step_) end_step(control::ReplyKind::Abandoned);
+        last_sync_ = *newest;
+        begin_step(*newest);
     }
 
     void begin_step(const control::Sync& sync) {
