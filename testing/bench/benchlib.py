@@ -2,6 +2,7 @@
 slabcast stream on loopback with each side pinned to its own core, iperf3 as
 the peer, and socket limits raised for the peer's sake."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -84,12 +85,23 @@ def control(ws, dataset_dir, sync_ports, steps, extra=()):
     return r
 
 
+@contextlib.contextmanager
+def workspace(tag):
+    """A workspace whose cleanups (prestage's staging mount) run before it closes."""
+    ws = lib.Workspace(tag)
+    ws.cleanups = []
+    try:
+        yield ws
+    finally:
+        for cleanup in ws.cleanups:
+            cleanup()
+        ws.close()
+
+
 def run_stream(dims, rate, steps, receive_args=(), shuffle_args=(), huge_pages=True):
     """One stream of the whole volume, shuffler -> receiver, steps back to back;
     returns summarize()'s figures and whether staging had huge pages."""
-    ws = lib.Workspace("bench")
-    ws.cleanups = []
-    try:
+    with workspace("bench") as ws:
         data = dataset(dims)
         ports, recv_json = start_receiver(ws, dims, 1, dims[2], receive_args)
         huge = prestage(ws, data, huge_pages)
@@ -100,10 +112,6 @@ def run_stream(dims, rate, steps, receive_args=(), shuffle_args=(), huge_pages=T
         for role in reversed(ws.roles):
             role.stop()
         return dict(summarize(shuffle_json[0], recv_json), huge_staging=huge)
-    finally:
-        for cleanup in ws.cleanups:
-            cleanup()
-        ws.close()
 
 
 def summarize(shuffle_json, recv_json):

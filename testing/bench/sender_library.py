@@ -36,9 +36,7 @@ BUILD = os.environ.get("SLABCAST_BUILD", "build")
 
 
 def shuffle_peer(data, rate, steps):
-    ws = lib.Workspace("bench")
-    ws.cleanups = []
-    try:
+    with benchlib.workspace("bench") as ws:
         ports, recv_json = benchlib.start_receiver(ws, DIMS, 1, DIMS[2])
         benchlib.prestage(ws, data)
         sync_ports, shuffle_json = benchlib.start_shufflers(ws, data, DIMS[2], ports, rate)
@@ -48,16 +46,10 @@ def shuffle_peer(data, rate, steps):
             role.stop()
         figures = benchlib.summarize(shuffle_json[0], recv_json)
         return {"gbps": figures["sent_gbps"], "loss": figures["loss"]}
-    finally:
-        for cleanup in ws.cleanups:
-            cleanup()
-        ws.close()
 
 
 def library_run(data, rate, steps, queue, compute_ms=0):
-    ws = lib.Workspace("bench")
-    ws.cleanups = []
-    try:
+    with benchlib.workspace("bench") as ws:
         ports, recv_json = benchlib.start_receiver(ws, DIMS, 1, DIMS[2])
         with open(os.path.join(data, "dataset.json")) as f:
             step_file = os.path.join(data, json.load(f)["steps"][1]["file"])
@@ -76,10 +68,6 @@ def library_run(data, rate, steps, queue, compute_ms=0):
         loss = 100.0 * (expected - sum(e["records"] for e in reports)) / expected
         return {"gbps": out["bytes"] * 8e-9 / out["send_s"], "loss": loss, "call_median_ms": 1e3 * out["call_median_s"],
                 "call_max_ms": 1e3 * out["call_max_s"], "steps": out["steps_sent"]}
-    finally:
-        for cleanup in ws.cleanups:
-            cleanup()
-        ws.close()
 
 
 def main():

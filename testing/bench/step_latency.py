@@ -51,9 +51,7 @@ def shuffle_args(fmt):
 def run(n, steps, fmt):
     dims = (n, n, n)
     depth = n // STREAMS
-    ws = lib.Workspace("latency")
-    ws.cleanups = []
-    try:
+    with benchlib.workspace("latency") as ws:
         data = benchlib.dataset(dims, steps=steps)
         ports, _ = benchlib.start_receiver(ws, dims, STREAMS, depth)
         benchlib.prestage(ws, data)
@@ -81,10 +79,6 @@ def run(n, steps, fmt):
         step_gbit = statistics.median(sum(x["gbps"] * x["seconds"] for x in v) for v in by_step.values())
         return {"latencies": latencies, "gbps": statistics.median(rates), "step_gbit": step_gbit,
                 "missed": steps - len(latencies)}
-    finally:
-        for cleanup in ws.cleanups:
-            cleanup()
-        ws.close()
 
 
 def main():

@@ -43,9 +43,7 @@ def receive_args(fmt):
 
 def run_format(dims, data, fmt, rate, steps):
     """Steps back to back at `rate`; the receiver's figures and the wall clock."""
-    ws = lib.Workspace("bench")
-    ws.cleanups = []
-    try:
+    with benchlib.workspace("bench") as ws:
         ports, recv_json = benchlib.start_receiver(ws, dims, 1, dims[2], receive_args(fmt))
         benchlib.prestage(ws, data)
         sync_ports, shuffle_json = benchlib.start_shufflers(ws, data, dims[2], ports, rate, shuffle_args(fmt))
@@ -69,10 +67,6 @@ def run_format(dims, data, fmt, rate, steps):
         return {"voxels_per_s": placed / seconds, "landed": landed, "loss": 100.0 * (expected - received) / max(expected, 1),
                 "seconds": seconds, "steps": len(reports), "wire_gbps": wire_bytes * 8e-9 / seconds,
                 "wire_bytes": wire_bytes, "packets": sum(e["packets_sent"] for e in sent)}
-    finally:
-        for cleanup in ws.cleanups:
-            cleanup()
-        ws.close()
 
 
 def best_rate(dims, data, fmt, steps, tries=6):
