@@ -190,13 +190,14 @@ private:
     void end_step(control::ReplyKind outcome) {
         const control::Sync& sync = *last_sync_;
         const std::uint64_t sent = sender_->packets_in_step(), total = sender_->total_packets();
+        const std::uint64_t bytes = sender_->bytes_in_step();
         sender_->end_step();  // nothing of the staged step is read after this
         step_.reset();
         last_outcome_ = outcome;
         write_done_marker(o_.staging, sync.location, o_.stream);
         reply(outcome, sync, sent);
         const double seconds = static_cast<double>(monotonic_ns() - step_started_ns_) * 1e-9;
-        const double gbps = static_cast<double>(step_bytes_) * 8e-9 / std::max(seconds, 1e-9);
+        const double gbps = static_cast<double>(bytes) * 8e-9 / std::max(seconds, 1e-9);
         if (outcome == control::ReplyKind::Finished) ++counters_.steps_finished;
         else ++counters_.steps_abandoned;
         spdlog::info("shuffle {}: step {} {} after {} of {} packets, {:.3f} s, {:.2f} Gbit/s", o_.stream, sync.step,
@@ -204,7 +205,6 @@ private:
         status_.event({{"kind", "step"}, {"stream", o_.stream}, {"step", sync.step},
                        {"result", control::to_string(outcome)}, {"packets_sent", sent},
                        {"packets_total", total}, {"seconds", seconds}, {"gbps", gbps}});
-        step_bytes_ = 0;
     }
 
     std::size_t slab_begin_bytes() const {
@@ -221,10 +221,9 @@ private:
         const std::size_t slab_end = slab_begin_bytes() + static_cast<std::size_t>(geometry_.stored_planes()) *
                                                               static_cast<std::size_t>(dataset_.dims.plane()) *
                                                               sizeof(float);
-        const bool scan = scan_;
         const std::size_t reading = slab_begin_bytes() + sender_->values_in_step() * sizeof(float);
-        if (prefaulted_to_ >= slab_end || (scan && prefaulted_to_ > reading + kAhead / 2)) return;
-        const std::size_t to = scan ? std::min(slab_end, reading + kAhead) : slab_end;
+        if (prefaulted_to_ >= slab_end || (scan_ && prefaulted_to_ > reading + kAhead / 2)) return;
+        const std::size_t to = scan_ ? std::min(slab_end, reading + kAhead) : slab_end;
         step_->prefault(prefaulted_to_, to - prefaulted_to_);
         prefaulted_to_ = to;
     }
@@ -240,7 +239,6 @@ private:
             end_step(control::ReplyKind::Finished);
             return;
         }
-        step_bytes_ += sender_->bytes_in_step() - bytes;
         counters_.packets += sender_->packets_in_step() - packets;
         counters_.bytes += sender_->bytes_in_step() - bytes;
         counters_.step_packets = sender_->packets_in_step();
@@ -275,7 +273,6 @@ private:
     control::ReplyKind last_outcome_ = control::ReplyKind::Finished;
     sockaddr_storage controller_{};
     socklen_t controller_len_ = 0;
-    std::uint64_t step_bytes_ = 0;
     std::int64_t step_started_ns_ = 0;
     bool warned_refused_ = false;
     ShuffleCounters counters_;

@@ -53,14 +53,12 @@ public:
 
     // Stops reading the step's values (its counts stay until the next begins).
     void end_step() { planes_ = nullptr; }
-    bool in_step() const { return planes_ != nullptr; }
     std::uint64_t values_in_step() const { return values_in_step_; }
     std::uint64_t packets_in_step() const { return packets_in_step_; }
     std::uint64_t bytes_in_step() const { return bytes_in_step_; }
     std::uint64_t total_packets() const { return walker_.total_packets(); }
     std::uint64_t total_values() const { return walker_.total_records(); }
     std::size_t fixed_packet_bytes() const { return walker_.fixed_packet_bytes(); }
-    bool gso() const { return gso_; }
     int fd() const { return socket_.fd(); }
 
 private:
