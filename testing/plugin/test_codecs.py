@@ -1,6 +1,7 @@
 """ctest plugin_codecs: the real roles stream each slab in another data packet
 format into one receiver (quad packets; run packets raw, lz4 and zfp:12;
-docs/wire-format.md), in scan order and then in Morton order, and the
+docs/wire-format.md), in scan order, then in Morton order, then in the
+progressive order (coarse first, runs across rows of that order), and the
 ParaView reader shows the step: bit for bit where the format is lossless,
 within zfp's error where it is not."""
 import array
@@ -43,7 +44,7 @@ def write_dataset(directory, steps):
 
 
 def body():
-    for order in ("scan", "morton"):
+    for order in ("scan", "morton", "progressive"):
         stream_and_check(order)
 
 
@@ -83,7 +84,8 @@ def stream_and_check(order):
             # bound (slabcast_testlib.zfp_bounds). Here every run starts a
             # multiple of 4 values from the slab's first stored value (its
             # ghost plane): in scan order all runs but the last are whole
-            # blocks, in Morton order each run is a whole plane.
+            # blocks, in Morton order each run is a whole plane, in the
+            # progressive order each run is whole blocks of rows of 48.
             bounds = zfp_bounds(want[zfp_from:hi], ZFP_RATE)
             differs = 0
             for i in range(lo, hi):

@@ -45,6 +45,21 @@ TEST_CASE("run packet matches golden bytes") {
     CHECK(run::is_run_packet(p.data(), p.size()));
 }
 
+TEST_CASE("a run of the progressive order sets bit 7 of the codec byte and reads back so") {
+    run::Header h = header(2);
+    h.progressive = true;
+    std::vector<std::uint8_t> p = packet(h, {1.5f, -2.0f});
+    CHECK(p[5] == 0x80);  // codec none, progressive
+    run::Header got;
+    REQUIRE(run::parse_header(p.data(), p.size(), got) == run::ParseResult::Ok);
+    CHECK(got.progressive);
+    CHECK(got.codec == run::Codec::None);
+    p[5] = 0x82;  // zfp, progressive: the parameter decides
+    CHECK(run::parse_header(p.data(), p.size(), got) == run::ParseResult::BadCodec);
+    p[5] = 0x40;  // no codec of that number
+    CHECK(run::parse_header(p.data(), p.size(), got) == run::ParseResult::BadCodec);
+}
+
 TEST_CASE("a full run packet carries 2233 values in a quad packet's 8968 bytes") {
     CHECK(run::packet_bytes(run::kMaxValues) == 8968);
     CHECK(run::packet_bytes(run::kMaxValues) <= 9000 - 20 - 8);

@@ -125,7 +125,8 @@ TEST_CASE("a walker restarts from the beginning after reset") {
     w.reset();
     CHECK(w.fill(p.data(), volume.data()) == 512);
     CHECK(parse_send_order("morton") == SendOrder::Morton);
-    CHECK_THROWS_WITH(parse_send_order("random"), Catch::Contains("expected scan or morton"));
+    CHECK(parse_send_order("progressive") == SendOrder::Progressive);
+    CHECK_THROWS_WITH(parse_send_order("random"), Catch::Contains("expected scan, morton or progressive"));
 }
 
 TEST_CASE("run packets cover the slab once, in order, 2233 values at most, and need scan order") {

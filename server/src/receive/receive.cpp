@@ -49,6 +49,7 @@ struct ReceiveOptions {
     int rcvbuf_mb = 64;
     int batch = 64;
     int stale_window_ms = 250;
+    std::string fill = "previous";
     int step_timeout_ms = 500;
     int buffers = kDefaultBuffers;
     bool gro = true;
@@ -80,7 +81,8 @@ std::vector<int> choose_cpus(const ReceiveOptions& o, const std::string& nic, co
 
 class Receiver {
 public:
-    explicit Receiver(const ReceiveOptions& o) : o_(o), dims_(parse_dims(o.dims_text)), status_("receive", o.stats_json) {
+    explicit Receiver(const ReceiveOptions& o)
+        : o_(o), dims_(parse_dims(o.dims_text)), fill_(parse_fill_rule(o.fill)), status_("receive", o.stats_json) {
         if (o.name.empty() || o.name.find('/') != std::string::npos)
             throw std::invalid_argument("--name '" + o.name + "' must be a plain name");
         const bool bare_v6 = o.listen.find(':') != std::string::npos && o.listen.front() != '[';
@@ -201,6 +203,7 @@ private:
             s.spec.slab, s.slab, [this, counters](const StepReport& r) { step_finished(*counters, r); },
             static_cast<std::int64_t>(o_.stale_window_ms) * 1'000'000,
             static_cast<std::int64_t>(o_.step_timeout_ms) * 1'000'000);
+        s.receiver->set_fill(fill_);
     }
 
     void step_finished(StreamCounters& counters, const StepReport& r) {
@@ -218,12 +221,12 @@ private:
         spdlog::info("stream {} step {}: {} of {} records, loss {:.3f}%, {} duplicates, {} rejected, {} stale, "
                      "published in buffer {}{}",
                      r.stream, r.step, r.records, r.expected, r.loss_percent(), r.duplicates, r.rejected, r.stale,
-                     r.buffer, r.complete ? "" : fmt::format(" ({} holes filled from an older step)", r.holes));
+                     r.buffer, r.complete ? "" : fmt::format(" ({} holes filled, {} from a coarser sample of the step)", r.holes, r.coarse_filled));
         status_.event({{"kind", "step"},       {"stream", r.stream},       {"step", r.step},
                        {"records", r.records}, {"expected", r.expected},   {"ghost_records", r.ghost_records},
                        {"duplicates", r.duplicates}, {"rejected", r.rejected}, {"stale", r.stale},
                        {"packets", r.packets}, {"complete", r.complete},  {"loss_percent", r.loss_percent()},
-                       {"holes", r.holes},     {"buffer", r.buffer}});
+                       {"holes", r.holes},     {"coarse_filled", r.coarse_filled}, {"buffer", r.buffer}});
     }
 
     // NAME.slabcast lists this receiver's slabs and those of the others that
@@ -330,6 +333,7 @@ private:
 
     const ReceiveOptions& o_;
     const Dims dims_;
+    const FillRule fill_;
     Endpoint listen_;
     std::vector<int> cpus_;
     std::vector<std::unique_ptr<Stream>> streams_;
@@ -391,6 +395,12 @@ void register_receive(CLI::App& root, RoleMain& run) {
     c->add_option("--step-timeout", o->step_timeout_ms,
                   "ms without a packet of the step being written after which it is published as it is")
         ->check(CLI::Range(1, 600000))
+        ->capture_default_str();
+    c->add_option("--fill", o->fill,
+                  "where a published step's missing values come from: previous (the slab's previous step) or "
+                  "nearest (first a coarser sample of the same step along the progressive order's hierarchy, "
+                  "age 254; else the previous step)")
+        ->check(CLI::IsMember({"previous", "nearest"}))
         ->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
     c->callback([o, &run] { run = [o] { return Receiver(*o).run(); }; });

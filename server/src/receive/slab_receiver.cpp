@@ -9,8 +9,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace slabcast {
+
+FillRule parse_fill_rule(const std::string& text) {
+    if (text == "previous") return FillRule::Previous;
+    if (text == "nearest") return FillRule::Nearest;
+    throw std::invalid_argument("fill '" + text + "': expected previous or nearest");
+}
 
 SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished, std::int64_t stale_window_ns,
                            std::int64_t step_timeout_ns)
@@ -31,6 +38,8 @@ SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finish
     live_.step_expected.store(current_.expected);
     live_.writer_pid.store(::getpid());
     live_.writing_buffer.store(-1);
+    if (dims_.ny * geometry_.stored_planes() <= ProgressiveRows::kMostRows)
+        progressive_.emplace(dims_.ny, geometry_.owned_planes(), geometry_.ghost_planes());
     // A re-attached slab keeps its values, its publications and step numbers;
     // what its age buffers hold is unknown, and the traffic counters are this
     // receiver's own and start from zero.
@@ -134,6 +143,8 @@ bool SlabReceiver::read_quad(const std::uint8_t* packet, std::size_t length, Arr
 
 // Where run `h` goes in the slab (its first stored value), when it lies
 // wholly inside the stream's stored planes.
+// A progressive run: `first` is its place in the progressive order (rank of
+// its first row * nx + x), and the run ends within the order's last row.
 bool SlabReceiver::run_offset(const run::Header& h, std::int64_t& first) const {
     if (h.slab != geometry_.index) return false;  // another stream's slab
     // Its first voxel inside the stored planes, and the whole run inside the
@@ -142,6 +153,10 @@ bool SlabReceiver::run_offset(const run::Header& h, std::int64_t& first) const {
         h.z >= geometry_.z_end)
         return false;
     first = slab_offset(dims_, geometry_, h.x, h.y, h.z);
+    if (h.progressive) {
+        if (!progressive_) return false;
+        first = progressive_->rank_of(first / dims_.nx) * dims_.nx + h.x;
+    }
     return first + std::int64_t{h.count} <= static_cast<std::int64_t>(slab_.value_count());
 }
 
@@ -160,7 +175,8 @@ bool SlabReceiver::read_run(const std::uint8_t* packet, std::size_t length, cons
     a.values = reinterpret_cast<const std::uint8_t*>(values);
     a.stride = sizeof(float);
     a.count = h.count;
-    a.full_raw = h.codec == run::Codec::None && h.count == run::kMaxValues;
+    a.progressive = h.progressive;
+    a.full_raw = h.codec == run::Codec::None && h.count == run::kMaxValues && !h.progressive;
     a.landed = landed != nullptr;
     return true;
 }
@@ -178,7 +194,7 @@ bool SlabReceiver::landed_in_place(const std::uint8_t* header, std::size_t lengt
     run::Header h;
     std::int64_t first = 0;
     return active_ && values_ && run::is_run_packet(header, length) &&
-           run::parse_header(header, length, h) == run::ParseResult::Ok && h.codec == run::Codec::None &&
+           run::parse_header(header, length, h) == run::ParseResult::Ok && h.codec == run::Codec::None && !h.progressive &&
            h.step == current_.step && run_offset(h, first) &&
            payload == reinterpret_cast<const std::uint8_t*>(values_ + first);
 }
@@ -268,18 +284,36 @@ void SlabReceiver::store_scattered(const std::uint8_t* packet, int n) {
 }
 
 void SlabReceiver::store_run(const Arrival& a) {
-    float* out = values_ + a.first;
-    if (a.values == reinterpret_cast<const std::uint8_t*>(out)) {
-        // Landed where it belongs: the kernel's copy was the only one.
-    } else if (a.stride == sizeof(float)) {
-        std::memcpy(out, a.values, sizeof(float) * static_cast<std::size_t>(a.count));
-    } else {
-        for (int i = 0; i < a.count; ++i) std::memcpy(out + i, a.values + a.stride * static_cast<std::size_t>(i), 4);
+    if (a.progressive) {
+        // A piece of a row at a time, each a range of the slab.
+        const std::int64_t nx = dims_.nx;
+        for (std::int64_t k = 0, at = a.first; k < a.count;) {
+            const std::int64_t x = at % nx, piece = std::min<std::int64_t>(a.count - k, nx - x);
+            store_range(progressive_->row_at(at / nx) * nx + x, a.values + a.stride * static_cast<std::size_t>(k),
+                        a.stride, piece);
+            k += piece;
+            at += piece;
+        }
+        // Values anywhere: nothing may land for the rest of the step.
+        furthest_ = static_cast<std::int64_t>(slab_.value_count());
+        raw_in_order_ = false;
+        return;
     }
-    const std::int64_t first = a.first;
-    const std::int64_t end = first + a.count;
-    raw_in_order_ = a.full_raw && first == furthest_;
-    furthest_ = std::max(furthest_, end);
+    raw_in_order_ = a.full_raw && a.first == furthest_;
+    furthest_ = std::max(furthest_, a.first + a.count);
+    store_range(a.first, a.values, a.stride, a.count);
+}
+
+void SlabReceiver::store_range(std::int64_t first, const std::uint8_t* values, std::size_t stride, std::int64_t n) {
+    float* out = values_ + first;
+    if (values == reinterpret_cast<const std::uint8_t*>(out)) {
+        // Landed where it belongs: the kernel's copy was the only one.
+    } else if (stride == sizeof(float)) {
+        std::memcpy(out, values, sizeof(float) * static_cast<std::size_t>(n));
+    } else {
+        for (std::int64_t i = 0; i < n; ++i) std::memcpy(out + i, values + stride * static_cast<std::size_t>(i), 4);
+    }
+    const std::int64_t end = first + n;
     // Ghost planes come first in the slab, then the owned ones.
     const std::int64_t split = std::clamp(owned_begin_, first, end);
     const std::uint64_t ghost_dups = holes_.mark_range(first, split);
@@ -342,6 +376,9 @@ void SlabReceiver::publish_step() {
     const bool first = previous_ < 0;
     current_.holes = holes_.fill(w, values, ages, first ? nullptr : slab_.values(previous_),
                                  first ? nullptr : slab_.ages(previous_), owned_begin_);
+    const bool lost_any = current_.records + current_.ghost_records < slab_.value_count();
+    if (fill_ == FillRule::Nearest && lost_any && progressive_)
+        current_.coarse_filled = fill_from_coarser(*progressive_, dims_.nx, values, ages);
     if (expect_ghost_ && !ghost_complete()) {
         // The ghost plane this stream did not carry: the previous slab's
         // publication of the same step, with its ages, over the older values

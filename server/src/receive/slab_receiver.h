@@ -9,7 +9,9 @@
 // Each step goes into a buffer of its own that no reader pins, and is published
 // whole when it ends: all of its records placed, the next step begun, or the
 // step timeout passed with nothing of it (docs/shared-memory.md, "Buffers and
-// publication"). What it lost is filled from the step before and aged. When
+// publication"). What it lost is filled from the step before and aged, or
+// (`--fill nearest`) from a coarser sample of the same step where one arrived
+// (slabcast/progressive_rows.h). When
 // readers pin every buffer the step is dropped and counted; the receiver never
 // waits for a reader.
 #pragma once
@@ -18,6 +20,7 @@
 #include "receive/landing_site.h"
 #include "receive/step_holes.h"
 
+#include "slabcast/progressive_rows.h"
 #include "slabcast/run_codec.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/volume.h"
@@ -27,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace slabcast {
@@ -41,7 +45,8 @@ struct StepReport {
     std::uint64_t packets = 0;
     std::uint64_t rejected = 0;  // during this step, any step
     std::uint64_t stale = 0;     // during this step
-    std::uint64_t holes = 0;     // owned values filled from an older step at publication
+    std::uint64_t holes = 0;     // owned values that did not arrive, filled at publication
+    std::uint64_t coarse_filled = 0;  // of the stored values, those filled from a coarser sample (--fill nearest)
     int buffer = -1;             // the buffer it was published in
     bool complete = false;
     bool dropped = false;        // not written: every buffer was in use
@@ -52,6 +57,12 @@ struct StepReport {
 };
 
 enum class PacketVerdict { Stored, Rejected, Stale, Dropped };
+
+// Where a published step's missing values come from (docs/shared-memory.md,
+// "Holes and ages"): the slab's previous publication, or first a coarser
+// sample of the same step along the progressive hierarchy.
+enum class FillRule { Previous, Nearest };
+FillRule parse_fill_rule(const std::string& text);  // "previous" | "nearest"
 
 class SlabReceiver final : public LandingSite {
 public:
@@ -72,6 +83,7 @@ public:
                          const std::uint8_t* landed = nullptr);
     Room landing_room() const override;
     bool landed_in_place(const std::uint8_t* header, std::size_t length, const std::uint8_t* payload) const override;
+    void set_fill(FillRule fill) { fill_ = fill; }
     // Called after a batch of packets: publishes counters to the slab header.
     void publish();
     // Called at least every 100 ms: ends a step whose timeout passed, or whose
@@ -110,6 +122,7 @@ private:
         std::size_t stride = 0;
         int count = 0;
         const std::uint8_t* records = nullptr;  // quad records, when not a run
+        bool progressive = false;      // a run of the progressive order: `first` is rank * nx + x there
         bool full_raw = false;  // a run packet of codec none with the most values
         bool landed = false;    // its payload landed in the slab (LandingSite)
     };
@@ -119,6 +132,7 @@ private:
     bool inside(const std::uint8_t* packet, int n) const;
     bool is_scan_run(const std::uint8_t* packet, int n) const;
     void store_run(const Arrival& a);
+    void store_range(std::int64_t first, const std::uint8_t* values, std::size_t stride, std::int64_t n);
     void store_scattered(const std::uint8_t* packet, int n);
     void count(std::uint64_t fresh, std::uint64_t fresh_ghost, std::uint64_t dups);
     bool is_stale(std::int64_t batch, std::int64_t now_ns) const;
@@ -144,6 +158,8 @@ private:
     bool expect_ghost_ = false;
     StepFinished on_finished_;
     run::RunDecoder decoder_;  // run packets' payloads (lz4, zfp)
+    std::optional<ProgressiveRows> progressive_;  // the slab's rows coarse first; none past 2^32 rows
+    FillRule fill_ = FillRule::Previous;
 
     StepHoles holes_;
     StepReport current_;

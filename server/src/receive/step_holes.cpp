@@ -73,7 +73,9 @@ std::uint64_t StepHoles::fill(int w, float* values, std::uint8_t* ages, const fl
             }
             if (previous_values) {
                 values[i] = previous_values[i];
-                const std::uint8_t a = previous_ages[i];
+                // A value the previous step filled from its own coarser
+                // sample is of that step: one step old now.
+                const std::uint8_t a = previous_ages[i] == kAgeCoarse ? 0 : previous_ages[i];
                 ages[i] = a == kAgeNeverArrived ? kAgeNeverArrived : static_cast<std::uint8_t>(std::min<int>(a + 1, kAgeOldest));
             } else {  // nothing to fall back on: 0, whatever the buffer held (docs/shared-memory.md)
                 values[i] = 0.0f;

@@ -70,6 +70,7 @@ public:
         so.dims = dataset_.dims;
         so.z_begin = geometry_.stored_z_begin;
         so.z_end = geometry_.z_end;
+        so.ghost_planes = geometry_.ghost_planes();
         so.slab = o.stream;
         so.order = parse_send_order(o.order);
         so.wire = parse_wire_format(o.wire);
@@ -318,7 +319,9 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
     c->add_option("--key-file", o->key_file, "accept only syncs authenticated with this key (slabcast keygen)");
     c->add_option("--controller", o->controller, "accept syncs only from these addresses/CIDRs, e.g. 10.0.0.5");
     c->add_option("--rate", o->rate, "send rate of UDP payload, e.g. 2.81G; 0 = unlimited")->capture_default_str();
-    c->add_option("--order", o->order, "scan (z-slab scan order) or morton (z-order)")->capture_default_str();
+    c->add_option("--order", o->order,
+                     "scan (z-slab scan order), morton (z-order) or progressive (coarse first: a step cut short "
+                     "still covers the slab)")->capture_default_str();
     c->add_option("--wire", o->wire,
                   "data packets: run (a run of values, 4 bytes each) or quad (the paper's packets, 16 bytes a "
                   "value, for receivers older than run packets)")

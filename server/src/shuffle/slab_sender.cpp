@@ -23,7 +23,7 @@ int batch_packets(double rate_bps, int most) {
 }  // namespace
 
 SlabSender::SlabSender(const SlabSenderOptions& o)
-    : o_(o), walker_(o.dims, o.z_begin, o.z_end, o.order, o.wire, o.codec), pacer_(o.rate_bps) {
+    : o_(o), walker_(o.dims, o.z_begin, o.z_end, o.order, o.wire, o.codec, o.ghost_planes), pacer_(o.rate_bps) {
     const Endpoint to = parse_endpoint(o.to);
     const auto* v4 = reinterpret_cast<const sockaddr_in*>(&to.addr);
     const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&to.addr);

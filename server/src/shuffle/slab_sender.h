@@ -23,6 +23,7 @@ namespace slabcast {
 struct SlabSenderOptions {
     Dims dims;
     std::int64_t z_begin = 0, z_end = 0;  // the planes sent, ghost plane included
+    std::int64_t ghost_planes = 0;        // how many of them, from z_begin, are the slab's ghost plane
     std::int32_t slab = 0;                // the stream's slab index, named in run packets
     SendOrder order = SendOrder::Scan;
     WireFormat wire = WireFormat::Run;

@@ -13,7 +13,8 @@ namespace slabcast {
 SendOrder parse_send_order(const std::string& text) {
     if (text == "scan") return SendOrder::Scan;
     if (text == "morton" || text == "zorder") return SendOrder::Morton;
-    throw std::invalid_argument("order '" + text + "': expected scan or morton");
+    if (text == "progressive") return SendOrder::Progressive;
+    throw std::invalid_argument("order '" + text + "': expected scan, morton or progressive");
 }
 
 WireFormat parse_wire_format(const std::string& text) {
@@ -53,12 +54,16 @@ std::uint64_t SlabWalker::RowTiles::packets(std::int64_t per_packet) const {
 }
 
 SlabWalker::SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order, WireFormat wire,
-                       run::CodecChoice codec)
+                       run::CodecChoice codec, std::int64_t ghost_planes)
     : dims_(dims), z_begin_(z_begin), z_end_(z_end), order_(order), wire_(wire),
       total_(static_cast<std::uint64_t>(dims.plane() * (z_end - z_begin))) {
     if (wire == WireFormat::Quad && codec.codec != run::Codec::None)
         throw std::invalid_argument("codec " + run::to_string(codec) + " needs run packets (--wire run)");
     if (wire == WireFormat::Run) encoder_.emplace(codec);
+    if (order == SendOrder::Progressive) {
+        progressive_.emplace(dims.ny, z_end - z_begin - ghost_planes, ghost_planes);
+        if (wire == WireFormat::Run) gathered_.resize(static_cast<std::size_t>(encoder_->most_values()));
+    }
     if (order == SendOrder::Morton) {
         const auto cells = [](std::int64_t n) { return static_cast<std::int32_t>(n); };
         if (wire == WireFormat::Run) {
@@ -83,14 +88,30 @@ run::RunEncoder::Packet SlabWalker::fill_run_planes(std::uint8_t* packet, const 
     }
     if (left <= 0) return {};
     const std::int64_t i = next_linear_;
+    const std::int64_t first_row = row_at(i / dims_.nx);
     run::Header h;
     h.step = step;
     h.slab = slab;
     h.x = static_cast<std::int32_t>(i % dims_.nx);
-    h.y = static_cast<std::int32_t>((i / dims_.nx) % dims_.ny);
-    h.z = static_cast<std::int32_t>(z_begin_ + i / dims_.plane());
-    // The values as the staged step holds them, encoded straight into the packet.
-    const run::RunEncoder::Packet p = encoder_->encode(planes + i, left, h, packet);
+    h.y = static_cast<std::int32_t>(first_row % dims_.ny);
+    h.z = static_cast<std::int32_t>(z_begin_ + first_row / dims_.ny);
+    h.progressive = progressive_.has_value();
+    // The values as the staged step holds them, encoded straight into the
+    // packet; in progressive order gathered first, a row's piece at a time.
+    const float* values = planes + i;
+    if (progressive_) {
+        const std::int64_t n = std::min<std::int64_t>(left, static_cast<std::int64_t>(gathered_.size()));
+        for (std::int64_t k = 0, at = i; k < n;) {
+            const std::int64_t x = at % dims_.nx, piece = std::min(n - k, dims_.nx - x);
+            std::memcpy(gathered_.data() + k, planes + row_at(at / dims_.nx) * dims_.nx + x,
+                        sizeof(float) * static_cast<std::size_t>(piece));
+            k += piece;
+            at += piece;
+        }
+        values = gathered_.data();
+        left = n;
+    }
+    const run::RunEncoder::Packet p = encoder_->encode(values, left, h, packet);
     next_linear_ += p.count;
     if (tiles_) tile_left_ -= p.count;
     return p;
@@ -116,19 +137,20 @@ void SlabWalker::reset() {
 }
 
 int SlabWalker::fill_planes(std::uint8_t* packet, const float* planes) {
-    return order_ == SendOrder::Scan ? fill_scan(packet, planes) : fill_morton(packet, planes);
+    return order_ == SendOrder::Morton ? fill_morton(packet, planes) : fill_rows(packet, planes);
 }
 
-int SlabWalker::fill_scan(std::uint8_t* packet, const float* planes) {
+int SlabWalker::fill_rows(std::uint8_t* packet, const float* planes) {
     const int n = static_cast<int>(std::min<std::int64_t>(quad::kMaxRecords, total_ - next_linear_));
     if (n <= 0) return 0;
-    std::int64_t i = next_linear_;
-    auto x = static_cast<std::int32_t>(i % dims_.nx);
-    auto y = static_cast<std::int32_t>((i / dims_.nx) % dims_.ny);
-    auto z = static_cast<std::int32_t>(z_begin_ + i / dims_.plane());
-    const float* v = planes + i;
+    std::int64_t rank = next_linear_ / dims_.nx;
+    auto x = static_cast<std::int32_t>(next_linear_ % dims_.nx);
     // Row by row: within a row only x changes, a loop the compiler keeps tight.
-    for (int k = 0; k < n;) {
+    for (int k = 0; k < n; ++rank, x = 0) {
+        const std::int64_t row = row_at(rank);
+        const auto y = static_cast<std::int32_t>(row % dims_.ny);
+        const auto z = static_cast<std::int32_t>(z_begin_ + row / dims_.ny);
+        const float* v = planes + row * dims_.nx + x;  // v[j]: the row's value at x + j
         const int run = static_cast<int>(std::min<std::int64_t>(n - k, dims_.nx - x));
         // Each record as two little-endian 64-bit words, (x, y) and (z, v):
         // x counts up within the row, so the first word is a plain increment.
@@ -138,21 +160,13 @@ int SlabWalker::fill_scan(std::uint8_t* packet, const float* planes) {
         for (int j = 0; j < run; ++j, out += quad::kRecordBytes) {
             // The staged step is in 4 KiB pages, and hardware prefetchers stop
             // at a page's end: ask for the values a page ahead, a line at a time.
-            if ((j & 15) == 0) __builtin_prefetch(v + k + j + 1024);
+            if ((j & 15) == 0) __builtin_prefetch(v + j + 1024);
             std::uint32_t bits;
-            std::memcpy(&bits, v + k + j, sizeof bits);
+            std::memcpy(&bits, v + j, sizeof bits);
             const std::uint64_t words[2] = {xy + static_cast<std::uint64_t>(j), z_low | std::uint64_t{bits} << 32};
             std::memcpy(out, words, sizeof words);
         }
         k += run;
-        x += run;
-        if (x == dims_.nx) {
-            x = 0;
-            if (++y == dims_.ny) {
-                y = 0;
-                ++z;
-            }
-        }
     }
     next_linear_ += n;
     return n;

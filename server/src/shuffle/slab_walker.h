@@ -1,10 +1,13 @@
 // The order in which a shuffler walks its slab: z-slab scan order (x fastest,
 // so each packet is one contiguous run and the receiver's stores are
-// sequential) or z-order (Morton) over the slab, the paper's alternative
-// (Balman et al., 2012, section 4.2).
+// sequential), z-order (Morton) over the slab, the paper's alternative
+// (Balman et al., 2012, section 4.2), or the progressive order, coarse first,
+// row by row (slabcast/progressive_rows.h), so that a step cut short still
+// covers the whole slab.
 #pragma once
 
 #include "shuffle/morton_walk.h"
+#include "slabcast/progressive_rows.h"
 #include "slabcast/run_codec.h"
 #include "slabcast/volume.h"
 
@@ -17,8 +20,8 @@
 
 namespace slabcast {
 
-enum class SendOrder { Scan, Morton };
-SendOrder parse_send_order(const std::string& text);  // "scan" | "morton"
+enum class SendOrder { Scan, Morton, Progressive };
+SendOrder parse_send_order(const std::string& text);  // "scan" | "morton" | "progressive"
 
 // The data packets' format (docs/wire-format.md): the paper's quad packets, or
 // run packets (a contiguous run of the slab's values, its first voxel once).
@@ -28,10 +31,11 @@ WireFormat parse_wire_format(const std::string& text);  // "quad" | "run"
 class SlabWalker {
 public:
     // Walks planes [z_begin, z_end) of a volume of `dims`, in `wire` packets,
-    // run packets' payloads in `codec`. A codec other than none needs run
-    // packets (throws std::invalid_argument).
+    // run packets' payloads in `codec`; the first `ghost_planes` of them are
+    // the slab's ghost plane (the progressive order sends those rows last). A
+    // codec other than none needs run packets (throws std::invalid_argument).
     SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order,
-               WireFormat wire = WireFormat::Quad, run::CodecChoice codec = {});
+               WireFormat wire = WireFormat::Quad, run::CodecChoice codec = {}, std::int64_t ghost_planes = 0);
 
     void reset();
     // Quad packets: packs up to 560 records (coordinates + values read from
@@ -77,7 +81,10 @@ public:
 
 private:
     std::int64_t first_value() const { return z_begin_ * dims_.plane(); }
-    int fill_scan(std::uint8_t* packet, const float* planes);
+    int fill_rows(std::uint8_t* packet, const float* planes);
+    // The row (from the first plane walked) that comes `rank`-th: scan order's
+    // rows are in place, the progressive order's are not.
+    std::int64_t row_at(std::int64_t rank) const { return progressive_ ? progressive_->row_at(rank) : rank; }
     int fill_morton(std::uint8_t* packet, const float* planes);
 
     Dims dims_;
@@ -86,10 +93,12 @@ private:
     WireFormat wire_;
     std::optional<run::RunEncoder> encoder_;  // run packets
     std::uint64_t total_;
-    std::int64_t next_linear_ = 0;  // scan order, or within a tile: next index from the first plane
+    std::int64_t next_linear_ = 0;  // scan and progressive order, or within a tile: next index from the first plane
     std::int64_t tile_left_ = 0;    // run packets in Morton order: values left in the tile
     std::optional<RowTiles> tiles_;  // run packets in Morton order
     MortonWalk morton_;              // Morton order: over voxels (quad packets) or tiles (run packets)
+    std::optional<ProgressiveRows> progressive_;  // progressive order
+    std::vector<float> gathered_;                 // progressive run packets: the run's values, row by row
 };
 
 }  // namespace slabcast

@@ -20,7 +20,7 @@ std::uint8_t* write_header(std::uint8_t* packet, const Header& h) {
     const std::uint32_t payload = h.payload_bytes != 0 ? h.payload_bytes
                                                        : static_cast<std::uint32_t>(sizeof(float)) *
                                                              static_cast<std::uint32_t>(h.count);
-    const auto codec = static_cast<std::uint8_t>(h.codec);
+    const auto codec = static_cast<std::uint8_t>(static_cast<std::uint8_t>(h.codec) | (h.progressive ? kProgressiveBit : 0));
     std::memcpy(packet, &kMagic, 4);
     std::memcpy(packet + 4, &h.version, 1);
     std::memcpy(packet + 5, &codec, 1);
@@ -50,6 +50,8 @@ ParseResult parse_header(const std::uint8_t* packet, std::size_t length, Header&
     std::memcpy(&out.count, packet + 28, 4);
     std::memcpy(&out.payload_bytes, packet + 32, 4);
     if (out.version != kVersion) return ParseResult::BadVersion;
+    out.progressive = (codec & kProgressiveBit) != 0;
+    codec &= static_cast<std::uint8_t>(~kProgressiveBit);
     out.codec = static_cast<Codec>(codec);
     const int most = codec <= static_cast<std::uint8_t>(Codec::Zfp) ? max_values(out.codec, out.codec_parameter) : 0;
     if (most == 0) return ParseResult::BadCodec;

@@ -6,7 +6,8 @@
 // packet's batch is a step number (>= 0), a run packet's magic is negative.
 // Byte by byte in docs/wire-format.md.
 //
-//   int32 magic (bytes "SCR" 0x80); uint8 version (1); uint8 codec; uint16 codec_parameter;
+//   int32 magic (bytes "SCR" 0x80); uint8 version (1); uint8 codec (bit 7: the
+//   run follows the progressive order); uint16 codec_parameter;
 //   int32 step; int32 slab; int32 x, y, z (the first voxel); int32 count (values);
 //   uint32 payload_bytes; then the payload: count float32 values (codec none),
 //   or the same values encoded so that the packet decodes on its own (lz4, zfp;
@@ -33,6 +34,10 @@ static_assert(kMaxValues == 2233);
 // The payload's encoding (docs/wire-format.md, "Codecs"); codec_parameter is
 // zfp's rate in bits a value and 0 for the others.
 enum class Codec : std::uint8_t { None = 0, Lz4 = 1, Zfp = 2 };
+// Bit 7 of the codec byte: the run goes on, past the end of its first voxel's
+// row, at the start of the next row in the slab's progressive order
+// (slabcast/progressive_rows.h) rather than of the next row in the slab.
+constexpr std::uint8_t kProgressiveBit = 0x80;
 
 constexpr std::size_t kMaxPayloadBytes = kMaxPacketBytes - kHeaderBytes;  // 8932
 // lz4: values a packet may carry however well they compress (bounds the
@@ -76,6 +81,7 @@ struct Header {
     std::int32_t x = 0, y = 0, z = 0;  // the run's first voxel
     std::int32_t count = 0;            // values in the run, 1..max_values(codec, codec_parameter)
     std::uint32_t payload_bytes = 0;
+    bool progressive = false;  // a range of the progressive order, not of the slab's linear index
 };
 
 enum class ParseResult { Ok, TooShort, BadMagic, BadVersion, BadCodec, BadCount, BadLength, BadStep };

@@ -33,8 +33,11 @@ constexpr int kMinBuffers = 2;
 constexpr int kMaxBuffers = 16;
 // The age of a value: 0 it arrived in the step the buffer holds, k it is k
 // steps old (filled from an earlier step where this one lost it), saturating
-// at kAgeOldest; kAgeNeverArrived it has never arrived at all.
-constexpr std::uint8_t kAgeOldest = 254;
+// at kAgeOldest; kAgeCoarse it was filled from a coarser sample of the same
+// step (`--fill nearest`, slabcast/progressive_rows.h); kAgeNeverArrived it
+// has never arrived at all.
+constexpr std::uint8_t kAgeOldest = 253;
+constexpr std::uint8_t kAgeCoarse = 254;
 constexpr std::uint8_t kAgeNeverArrived = 255;
 // A reader pins buffer b with an OFD read lock on byte kPinLockOffset + b of
 // the file (the kernel drops it with the process); the receiver does not take
