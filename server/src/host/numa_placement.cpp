@@ -131,4 +131,17 @@ void bind_and_prefault(void* addr, std::size_t bytes, int node, int fd, off_t of
         reinterpret_cast<std::atomic<std::uint8_t>*>(p + off)->fetch_add(0, std::memory_order_relaxed);
 }
 
+std::vector<int> choose_stream_cpus(const std::string& cpus, const std::string& nic, const std::string& address) {
+    if (!cpus.empty()) return parse_index_list(cpus, CPU_SETSIZE - 1, "--cpus");
+    const int node = numa_node_of_interface(nic);
+    const std::vector<int> local = allowed_cpus_of_node(node);
+    if (!local.empty()) {
+        spdlog::info("receive: NIC {} is on NUMA node {}: stream threads and slabs there", nic, node);
+        return local;
+    }
+    spdlog::info("receive: NIC {} has no NUMA node ({}): stream threads on every allowed CPU",
+                 nic.empty() ? "?" : nic, nic.empty() ? "no interface holds " + address : "virtual, or one node");
+    return allowed_cpus();
+}
+
 }  // namespace slabcast

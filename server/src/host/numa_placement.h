@@ -25,6 +25,11 @@ int numa_node_of_interface(const std::string& interface);
 // The allowed CPUs of a NUMA node (empty if none).
 std::vector<int> allowed_cpus_of_node(int node);
 
+// The receiver's stream CPUs: `cpus` (receive --cpus, e.g. "0,2-3") when
+// given, else the CPUs of the NUMA node of `nic`, the NIC that carries the
+// listen address `address`, else every allowed CPU. Says which and why, since
+// placement makes or breaks line rate.
+std::vector<int> choose_stream_cpus(const std::string& cpus, const std::string& nic, const std::string& address);
 // NUMA node of a CPU, or -1 when libnuma is unavailable.
 int numa_node_of(int cpu);
 // Pins the calling thread to one CPU; throws std::runtime_error on failure.

@@ -63,22 +63,6 @@ std::string listen_address(const std::string& listen) {
     return a;
 }
 
-// --cpus, else the CPUs of the NUMA node of the NIC that carries the listen
-// address (Balman et al., 2012, section 4.5: receiver and memory on the NIC's node), else
-// every allowed CPU. Says which and why, since placement makes or breaks line rate.
-std::vector<int> choose_cpus(const ReceiveOptions& o, const std::string& nic, const std::string& address) {
-    if (!o.cpus.empty()) return parse_index_list(o.cpus, CPU_SETSIZE - 1, "--cpus");
-    const int node = numa_node_of_interface(nic);
-    const std::vector<int> local = allowed_cpus_of_node(node);
-    if (!local.empty()) {
-        spdlog::info("receive: NIC {} is on NUMA node {}: stream threads and slabs there", nic, node);
-        return local;
-    }
-    spdlog::info("receive: NIC {} has no NUMA node ({}): stream threads on every allowed CPU",
-                 nic.empty() ? "?" : nic, nic.empty() ? "no interface holds " + address : "virtual, or one node");
-    return allowed_cpus();
-}
-
 class Receiver {
 public:
     explicit Receiver(const ReceiveOptions& o)
@@ -89,7 +73,7 @@ public:
         listen_ = parse_endpoint(bare_v6 ? "[" + o.listen + "]:0" : o.listen + ":0");
         const std::string address = listen_address(o.listen);
         const std::string nic = o.interface.empty() ? interface_of_address(address) : o.interface;
-        cpus_ = choose_cpus(o, nic, address);
+        cpus_ = choose_stream_cpus(o.cpus, nic, address);
         warn_host_limits(nic);
         add_streams();
         apply_allowlist(o.allow, by_slab_);
@@ -396,12 +380,9 @@ void register_receive(CLI::App& root, RoleMain& run) {
                   "ms without a packet of the step being written after which it is published as it is")
         ->check(CLI::Range(1, 600000))
         ->capture_default_str();
-    c->add_option("--fill", o->fill,
-                  "where a published step's missing values come from: previous (the slab's previous step) or "
-                  "nearest (first a coarser sample of the same step along the progressive order's hierarchy, "
-                  "age 254; else the previous step)")
-        ->check(CLI::IsMember({"previous", "nearest"}))
-        ->capture_default_str();
+    c->add_option("--fill", o->fill, "a published step's missing values: previous (the previous step's) or nearest "
+                                     "(a coarser sample of the same step where one came, age 254; else previous)")
+        ->check(CLI::IsMember({"previous", "nearest"}))->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
     c->callback([o, &run] { run = [o] { return Receiver(*o).run(); }; });
 }
