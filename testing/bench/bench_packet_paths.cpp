@@ -1,8 +1,11 @@
 // Benchmark: the per-packet work at both ends, without sockets, on one core:
-// the shuffler packing quad packets from the staged volume, and the
-// receiver's store path (validate, place every value in a real /dev/shm slab,
-// duplicate bitmap, accounting), each against their floor, a plain memcpy of
-// the same packet bytes. This isolates them from the kernel's UDP path.
+// the shuffler packing packets from the staged volume, and the receiver's
+// store path (validate, place every value in a real /dev/shm slab, duplicate
+// bitmap, accounting), in quad packets (scan, Morton and progressive order)
+// and raw run packets (scan and progressive order), each against their floor,
+// a plain memcpy of the same packet bytes. This isolates them from the
+// kernel's UDP path (and so from landing, which only scan order's run packets
+// have: testing/bench/wire_formats.py measures that).
 //
 //   build/testing/bench_packet_paths [--benchmark_min_time=1]
 //
@@ -12,6 +15,7 @@
 #include "receive/slab_receiver.h"
 
 #include "slabcast/quad_packet.h"
+#include "slabcast/run_packet.h"
 #include "slabcast/slab_file.h"
 
 #include <benchmark/benchmark.h>
@@ -22,6 +26,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -35,17 +40,29 @@ struct Workload {
     std::string dir = "/dev/shm/slabcast-bench-packets-" + std::to_string(::getpid());
     SlabGeometry geometry = slab_geometry(kDims, kDepth, 1, 1);
     std::vector<float> volume;
-    std::map<SendOrder, std::vector<std::vector<std::uint8_t>>> packets;
+    using Kind = std::pair<SendOrder, WireFormat>;
+    std::map<Kind, std::vector<std::vector<std::uint8_t>>> packets;
 
     Workload() : volume(static_cast<std::size_t>(kDims.nx) * kDims.ny * kDims.nz) {
         std::filesystem::create_directories(dir);
         for (std::size_t i = 0; i < volume.size(); ++i) volume[i] = static_cast<float>(i % 977);
-        for (SendOrder order : {SendOrder::Scan, SendOrder::Morton}) {
-            SlabWalker walker(kDims, geometry.stored_z_begin, geometry.z_end, order);
+        for (const Kind kind : {Kind{SendOrder::Scan, WireFormat::Quad}, Kind{SendOrder::Morton, WireFormat::Quad},
+                                Kind{SendOrder::Progressive, WireFormat::Quad}, Kind{SendOrder::Scan, WireFormat::Run},
+                                Kind{SendOrder::Progressive, WireFormat::Run}}) {
+            SlabWalker walker(kDims, geometry.stored_z_begin, geometry.z_end, kind.first, kind.second, {},
+                              geometry.ghost_planes());
             std::vector<std::uint8_t> buffer(quad::kMaxPacketBytes);
-            while (int n = walker.fill(buffer.data(), volume.data())) {
-                quad::write_header(buffer.data(), 0, n);
-                packets[order].emplace_back(buffer.begin(), buffer.begin() + quad::packet_bytes(n));
+            for (;;) {
+                std::size_t bytes = 0;
+                if (kind.second == WireFormat::Quad) {
+                    const int n = walker.fill(buffer.data(), volume.data());
+                    quad::write_header(buffer.data(), 0, n);
+                    bytes = n ? quad::packet_bytes(n) : 0;
+                } else {
+                    bytes = walker.fill_run(buffer.data(), volume.data(), 0, geometry.index).bytes;
+                }
+                if (bytes == 0) break;
+                packets[kind].emplace_back(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(bytes));
             }
         }
     }
@@ -67,17 +84,20 @@ std::int64_t packet_bytes(const std::vector<std::vector<std::uint8_t>>& packets)
 }
 
 // One whole step per iteration; the step number changes so each is a new step.
-void receiver_handle(benchmark::State& state, SendOrder order) {
+void receiver_handle(benchmark::State& state, SendOrder order, WireFormat wire) {
     Workload& w = workload();
-    SlabMapping slab = w.slab(order == SendOrder::Scan ? "scan.slab1" : "morton.slab1");
+    SlabMapping slab = w.slab("handle-" + std::to_string(static_cast<int>(order)) + "-" +
+                              std::to_string(static_cast<int>(wire)) + ".slab1");
     std::uint64_t completed = 0;
     SlabReceiver receiver(1, slab, [&](const StepReport& r) { completed += r.complete; });
-    auto& packets = w.packets[order];
+    auto& packets = w.packets[{order, wire}];
+    // Where the step number is: a quad packet's batch, a run packet's step.
+    const std::size_t step_at = wire == WireFormat::Quad ? 0 : 8;
     std::int32_t step = 0;
     for (auto _ : state) {
         ++step;
         for (auto& p : packets) {
-            std::memcpy(p.data(), &step, 4);
+            std::memcpy(p.data() + step_at, &step, 4);
             receiver.handle(p.data(), p.size(), 0);
         }
         receiver.publish();
@@ -92,7 +112,7 @@ void memcpy_peer(benchmark::State& state) {
     SlabMapping slab = w.slab("memcpy.slab1");
     auto* dst = reinterpret_cast<std::uint8_t*>(slab.values_rw(0));
     const std::size_t capacity = slab.value_count() * sizeof(float);
-    auto& packets = w.packets[SendOrder::Scan];
+    auto& packets = w.packets[{SendOrder::Scan, WireFormat::Quad}];
     for (auto _ : state) {
         std::size_t at = 0;
         for (const auto& p : packets) {
@@ -108,7 +128,8 @@ void memcpy_peer(benchmark::State& state) {
 // The shuffler's side: packing one step's packets from the staged volume.
 void shuffler_fill(benchmark::State& state, SendOrder order) {
     Workload& w = workload();
-    SlabWalker walker(kDims, w.geometry.stored_z_begin, w.geometry.z_end, order);
+    SlabWalker walker(kDims, w.geometry.stored_z_begin, w.geometry.z_end, order, WireFormat::Quad, {},
+                      w.geometry.ghost_planes());
     std::vector<std::uint8_t> packets(quad::kMaxPacketBytes * 64);
     std::int64_t bytes = 0;
     for (auto _ : state) {
@@ -125,8 +146,14 @@ void shuffler_fill(benchmark::State& state, SendOrder order) {
 
 BENCHMARK_CAPTURE(shuffler_fill, scan_order, SendOrder::Scan)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(shuffler_fill, morton_order, SendOrder::Morton)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(receiver_handle, scan_order, SendOrder::Scan)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(receiver_handle, morton_order, SendOrder::Morton)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(shuffler_fill, progressive_order, SendOrder::Progressive)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(receiver_handle, scan_order, SendOrder::Scan, WireFormat::Quad)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(receiver_handle, morton_order, SendOrder::Morton, WireFormat::Quad)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(receiver_handle, progressive_order, SendOrder::Progressive, WireFormat::Quad)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(receiver_handle, run_scan_order, SendOrder::Scan, WireFormat::Run)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(receiver_handle, run_progressive_order, SendOrder::Progressive, WireFormat::Run)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(memcpy_peer)->Unit(benchmark::kMillisecond);
 
 // Collects the rates to print the ratios after the table.
@@ -141,9 +168,18 @@ public:
         ConsoleReporter::Finalize();
         const auto peer = rates_.find("memcpy_peer");
         const double floor = peer == rates_.end() ? 0.0 : peer->second;
-        std::printf("\nGbit/s of quad packets built or handled on one core (peer: memcpy of the same bytes)\n");
+        std::printf("\nGbit/s of packets built or handled on one core (peer: memcpy of the same bytes)\n");
         for (const auto& [name, rate] : rates_)
-            std::printf("  %-32s %8.2f Gbit/s   %.2fx memcpy\n", name.c_str(), rate * 8e-9, floor > 0 ? rate / floor : 0.0);
+            std::printf("  %-40s %8.2f Gbit/s   %.2fx memcpy\n", name.c_str(), rate * 8e-9, floor > 0 ? rate / floor : 0.0);
+        // The progressive order's store rate against scan order's, same packets' format, same slab.
+        const auto ratio = [&](const char* a, const char* b) {
+            const auto x = rates_.find(a), y = rates_.find(b);
+            if (x != rates_.end() && y != rates_.end())
+                std::printf("  %s / %s: %.2fx\n", a, b, x->second / y->second);
+        };
+        std::printf("\nprogressive order against scan order (receiver's store path, same packets' format):\n");
+        ratio("receiver_handle/progressive_order", "receiver_handle/scan_order");
+        ratio("receiver_handle/run_progressive_order", "receiver_handle/run_scan_order");
     }
 
 private:

@@ -12,9 +12,12 @@ count every value placed in the slab over the wall clock from the
 controller's first sync to the last step placed, so the time between steps
 counts.
 
-A format is WIRE[/CODEC][+copy]: "+copy" runs the receiver with
+A format is WIRE[/CODEC][+copy][@ORDER]: "+copy" runs the receiver with
 `--land false`, so that every payload is copied from the receiver's buffer
-into the slab (the peer for payloads landing straight in the slab).
+into the slab (the peer for payloads landing straight in the slab); "@ORDER"
+sends in that order (shuffle --order; default scan): run@progressive against
+run is the progressive order's store rate against scan order's, landing and
+all, as a receiver takes them.
 
 Usage: SLABCAST_BUILD=build testing/bench/wire_formats.py [--dims 256,256,256] [--steps 8]
        [--formats quad,run,run+copy,run/lz4,run/zfp:8]
@@ -33,12 +36,13 @@ LOSS_LIMIT = 0.1  # percent
 
 
 def shuffle_args(fmt):
+    fmt, _, order = fmt.partition("@")
     wire, _, codec = fmt.partition("+")[0].partition("/")
-    return ["--wire", wire] + (["--codec", codec] if codec else [])
+    return ["--wire", wire] + (["--codec", codec] if codec else []) + ["--order", order or "scan"]
 
 
 def receive_args(fmt):
-    return ["--land", "false"] if fmt.endswith("+copy") else []
+    return ["--land", "false"] if fmt.partition("@")[0].endswith("+copy") else []
 
 
 def run_format(dims, data, fmt, rate, steps):

@@ -6,12 +6,28 @@
 #include "slabcast/run_codec.h"
 
 #include <unistd.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 namespace slabcast {
+namespace {
+
+// The slab is read by the renderer after publication, not by this thread
+// now: stores that bypass the cache (SSE2's, in every x86-64) save reading
+// each destination line first. A progressive order's rows of 1 KiB went in at
+// 0.42x scan order's rate through memcpy, 0.72-0.77x so (bench_packet_paths).
+// publish_step fences them before the step is published.
+void copy_past_cache(float* out, const std::uint8_t* values, std::int64_t n) {
+    std::int64_t i = 0;
+    for (; i < n && (reinterpret_cast<std::uintptr_t>(out + i) & 15); ++i) std::memcpy(out + i, values + 4 * i, 4);
+    for (; i + 4 <= n; i += 4) _mm_stream_ps(out + i, _mm_loadu_ps(reinterpret_cast<const float*>(values + 4 * i)));
+    for (; i < n; ++i) std::memcpy(out + i, values + 4 * i, 4);
+}
+
+}  // namespace
 
 FillRule parse_fill_rule(const std::string& text) {
     if (text == "previous") return FillRule::Previous;
@@ -171,7 +187,7 @@ void SlabReceiver::store_range(std::int64_t first, const std::uint8_t* values, s
     if (values == reinterpret_cast<const std::uint8_t*>(out)) {
         // Landed where it belongs: the kernel's copy was the only one.
     } else if (stride == sizeof(float)) {
-        std::memcpy(out, values, sizeof(float) * static_cast<std::size_t>(n));
+        copy_past_cache(out, values, n);
     } else {
         for (std::int64_t i = 0; i < n; ++i) std::memcpy(out + i, values + stride * static_cast<std::size_t>(i), 4);
     }
@@ -250,6 +266,7 @@ void SlabReceiver::publish_step() {
             return !holes_.arrived(ghost_plane + static_cast<std::int64_t>(i));
         });
     }
+    _mm_sfence();  // the stores that bypassed the cache (copy_past_cache) before the step is seen
     publish_buffer(slab_, w, PublishInfo{current_.step, current_.records, current_.expected, current_.holes,
                                          current_.records == current_.expected});
     current_.buffer = w;

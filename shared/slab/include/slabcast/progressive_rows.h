@@ -10,14 +10,16 @@
 // numbered as the slab stores them: row = (z - stored_z_begin) * ny + y. Each
 // packet still carries whole pieces of rows, so stores stay sequential.
 //
-// The owned rows come first, ordered by the bit-reversed Morton code of
-// (y, p), p = z - z_begin, with y's bit i before p's bit i: the first 2^k rows
-// of the order are the rows whose y and p are multiples of the coarse strides,
-// those strides halving alternately along y and p (equal spacing in y and z)
-// as the order goes on, and a partial level is spread over the whole slab, not
-// over its first part. The ghost plane's rows (docs/shared-memory.md) follow,
-// in bit-reversed order of y, so a sender that sends no ghost plane walks the
-// same order and stops sooner.
+// The owned rows come first, level by level: a row's level is the bit length
+// of the bit-reversed Morton code of (y, p), p = z - z_begin, y's bit i before
+// p's bit i. Levels 0..k hold the rows whose y and p are multiples of the
+// coarse strides, the strides halving alternately along y and p (equal
+// spacing in y and z) from one level to the next; within a level, rows go in
+// the order the slab stores them, so stores sweep memory at a fixed stride. A
+// cut within a level leaves the slab at that level's resolution in its first
+// part and the level before's in the rest: coarser, never missing. The ghost
+// plane's rows (docs/shared-memory.md) follow, as stored, so a sender that
+// sends no ghost plane walks the same order and stops sooner.
 //
 // Each row but the first has a parent earlier in the order: the row whose
 // Morton code is the row's with its lowest set bit cleared (a coarser sample,
