@@ -133,7 +133,7 @@ TEST_CASE_METHOD(Fixture, "every malformed packet is counted as rejected and wri
     CHECK(slab.header().live.step == -1);  // a rejected packet starts no step
 }
 
-TEST_CASE_METHOD(Fixture, "packets that are almost a scan-order run are stored value by value, or rejected whole") {
+TEST_CASE_METHOD(Fixture, "packets that are almost runs of rows are stored value by value, or rejected whole") {
     // Rows of 8 values; the stored planes are 3..7. A run from (6,3,3) crosses a row and a plane.
     std::vector<quad::Record> records;
     for (int i = 0; i < 6; ++i) records.push_back({(6 + i) % 8, i < 2 ? 3 : 0, i < 2 ? 3 : 4, 10.0f + i});
@@ -142,6 +142,11 @@ TEST_CASE_METHOD(Fixture, "packets that are almost a scan-order run are stored v
     CHECK(receiver.current().ghost_records == 2);
     CHECK(writing()[at(7, 3, 3)] == 11.0f);
     CHECK(writing()[at(3, 0, 4)] == 15.0f);
+
+    // Rows in another order (the progressive order's): each piece lands as a block.
+    CHECK(send(Packet(0, {{6, 2, 6, 7.0f}, {7, 2, 6, 8.0f}, {0, 3, 4, 9.0f}, {1, 3, 4, 10.0f}})) == PacketVerdict::Stored);
+    CHECK(writing()[at(7, 2, 6)] == 8.0f);
+    CHECK(writing()[at(1, 3, 4)] == 10.0f);
 
     // One record out of sequence but inside: every value still lands where its coordinates say.
     std::vector<quad::Record> skewed{{0, 1, 5, 1.0f}, {1, 1, 5, 2.0f}, {5, 2, 6, 3.0f}, {3, 1, 5, 4.0f}};

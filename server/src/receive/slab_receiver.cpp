@@ -120,6 +120,7 @@ PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t lengt
     ++current_.packets;
 
     if (a.run) store_run(a);
+    else if (a.rows) store_quad_rows(a.records, a.count);
     else store_scattered(a.records, a.count);
     if (ready_to_publish()) end_step(true);
     return PacketVerdict::Stored;
@@ -158,6 +159,20 @@ void SlabReceiver::store_scattered(const std::uint8_t* packet, int n) {
     count(fresh, fresh_ghost, dups);
     // Values anywhere: nothing may land for the rest of the step.
     furthest_ = static_cast<std::int64_t>(slab_.value_count());
+    raw_in_order_ = false;
+}
+
+void SlabReceiver::store_quad_rows(const std::uint8_t* packet, int n) {
+    // Pieces of rows (is_row_runs checked them): each a range of the slab.
+    for (int k = 0; k < n;) {
+        const quad::Record r = quad::read_record(packet, k);
+        const int piece = static_cast<int>(std::min<std::int64_t>(n - k, dims_.nx - r.x));
+        const std::int64_t first = slab_offset(dims_, geometry_, r.x, r.y, r.z);
+        store_range(first, packet + quad::kHeaderBytes + quad::kRecordBytes * static_cast<std::size_t>(k) + 12,
+                    quad::kRecordBytes, piece);
+        furthest_ = std::max(furthest_, first + piece);
+        k += piece;
+    }
     raw_in_order_ = false;
 }
 

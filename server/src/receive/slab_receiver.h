@@ -122,6 +122,7 @@ private:
         std::size_t stride = 0;
         int count = 0;
         const std::uint8_t* records = nullptr;  // quad records, when not a run
+        bool rows = false;                      // quad records in pieces of rows (scan or progressive order)
         bool progressive = false;      // a run of the progressive order: `first` is rank * nx + x there
         bool full_raw = false;  // a run packet of codec none with the most values
         bool landed = false;    // its payload landed in the slab (LandingSite)
@@ -130,10 +131,11 @@ private:
     bool read_run(const std::uint8_t* packet, std::size_t length, const std::uint8_t* landed, Arrival& a);
     bool run_offset(const run::Header& h, std::int64_t& first) const;
     bool inside(const std::uint8_t* packet, int n) const;
-    bool is_scan_run(const std::uint8_t* packet, int n) const;
+    bool is_row_runs(const std::uint8_t* packet, int n) const;
     void store_run(const Arrival& a);
     void store_range(std::int64_t first, const std::uint8_t* values, std::size_t stride, std::int64_t n);
     void store_scattered(const std::uint8_t* packet, int n);
+    void store_quad_rows(const std::uint8_t* packet, int n);
     void count(std::uint64_t fresh, std::uint64_t fresh_ghost, std::uint64_t dups);
     bool is_stale(std::int64_t batch, std::int64_t now_ns) const;
     bool starts_slab(std::int64_t x, std::int64_t y, std::int64_t z) const;

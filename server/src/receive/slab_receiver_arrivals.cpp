@@ -29,12 +29,13 @@ bool SlabReceiver::inside(const std::uint8_t* packet, int n) const {
     return ok;
 }
 
-bool SlabReceiver::is_scan_run(const std::uint8_t* packet, int n) const {
-    // Compares the packet with the records scan order would put there after
-    // its first one, a row at a time: within a row only x moves, so each
+bool SlabReceiver::is_row_runs(const std::uint8_t* packet, int n) const {
+    // Compares the packet with the records a row order (scan or progressive)
+    // would put there, a row at a time: within a row only x moves, so each
     // record is one 16-byte compare against a vector that steps x by one
-    // (the value lane is masked off). A match also proves every record
-    // inside the slab, since the expected coordinates are.
+    // (the value lane is masked off); the next row begins at x = 0 of the row
+    // its first record names, checked to be one of the slab's. A match also
+    // proves every record inside the slab, since the expected coordinates are.
     using Lane = std::int32_t __attribute__((vector_size(16)));
     const quad::Record first = quad::read_record(packet, 0);
     std::int64_t x = first.x, y = first.y, z = first.z;
@@ -45,7 +46,13 @@ bool SlabReceiver::is_scan_run(const std::uint8_t* packet, int n) const {
     Lane differ = {0, 0, 0, 0};
     const std::uint8_t* record = packet + quad::kHeaderBytes;
     for (int k = 0; k < n;) {
-        if (z >= geometry_.z_end) return false;
+        if (k > 0) {  // the next row's first record: x = 0 is what the compare expects
+            const quad::Record next = quad::read_record(packet, k);
+            x = 0;
+            y = next.y;
+            z = next.z;
+            if (y < 0 || y >= dims_.ny || z < geometry_.stored_z_begin || z >= geometry_.z_end) return false;
+        }
         const int row = static_cast<int>(std::min<std::int64_t>(n - k, dims_.nx - x));
         Lane expected = {static_cast<std::int32_t>(x), static_cast<std::int32_t>(y), static_cast<std::int32_t>(z), 0};
         for (int j = 0; j < row; ++j, record += quad::kRecordBytes) {
@@ -57,11 +64,6 @@ bool SlabReceiver::is_scan_run(const std::uint8_t* packet, int n) const {
         differ &= coordinates_only;
         if ((differ[0] | differ[1] | differ[2]) != 0) return false;  // other orders give up here, one row in
         k += row;
-        x = 0;
-        if (++y == dims_.ny) {
-            y = 0;
-            ++z;
-        }
     }
     return true;
 }
@@ -80,17 +82,12 @@ bool SlabReceiver::read_quad(const std::uint8_t* packet, std::size_t length, Arr
     a.step = h.batch;
     a.starts_slab = starts_slab(first.x, first.y, first.z);
     a.count = h.n;
-    // Scan order, the default, sends runs of consecutive values: checked and
-    // stored as a block. Anything else is checked and stored value by value.
-    a.run = is_scan_run(packet, h.n);
-    if (!a.run) {
-        a.records = packet;
-        return inside(packet, h.n);
-    }
-    a.first = slab_offset(dims_, geometry_, first.x, first.y, first.z);
-    a.values = packet + quad::kHeaderBytes + 12;  // the value of record 0
-    a.stride = quad::kRecordBytes;
-    return true;
+    // Scan and progressive order send rows of consecutive values: checked
+    // and stored a row's piece at a time. Anything else (Morton order) is
+    // checked and stored value by value.
+    a.records = packet;
+    a.rows = is_row_runs(packet, h.n);
+    return a.rows || inside(packet, h.n);
 }
 
 // Where run `h` goes in the slab (its first stored value), when it lies
