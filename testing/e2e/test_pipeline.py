@@ -12,8 +12,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from slabcast_testlib import (Workspace, free_tcp_port, free_udp_ports, read_json_lines, read_slab_header, read_slab_values,
-                              source_planes, wait_for, unittest_main, zfp_bounds)
+from slabcast_testlib import (Workspace, free_tcp_port, free_udp_ports, read_json_lines, read_slab_ages, read_slab_header,
+                              read_slab_values, source_planes, wait_for, unittest_main, zfp_bounds)
 
 DIMS = (64, 64, 64)
 DEPTH = 16
@@ -24,7 +24,7 @@ class Deployment:
     """Every role of one sender host and one receiver host, on loopback."""
 
     def __init__(self, ws, dataset, rate="500M", name="e2e", wait_staged_ms=2000, order="scan", key_file=None,
-                 stage_from=None, wire="quad", codec="none"):
+                 stage_from=None, wire="quad", codec="none", receive_args=()):
         """stage_from: (HOST:PORT, dataset path beneath that server's root): the
         stager pulls the steps from a `slabcast serve --allow-pull` there.
         wire, codec: the shufflers' packet format and run packets' codec, one
@@ -40,7 +40,7 @@ class Deployment:
         self.receiver = ws.start("receive", [
             "receive", "--name", name, "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
             "--listen", "127.0.0.1", "--shm-dir", ws.shm, "--stats-json", self.recv_json,
-        ] + sum((["--stream", "%d:%d" % (k, p)] for k, p in enumerate(self.data_ports)), []))
+        ] + list(receive_args) + sum((["--stream", "%d:%d" % (k, p)] for k, p in enumerate(self.data_ports)), []))
         self.descriptor = os.path.join(ws.shm, name + ".slabcast")
         wait_for(lambda: os.path.exists(self.descriptor), what="the receiver's descriptor")
         self.stage_json = os.path.join(ws.dir, name + "-stage.json")
@@ -307,6 +307,42 @@ class PipelineTest(unittest.TestCase):
         self.assertEqual(per_step[1], -(-values // 5952), per_step)
         self.assertLessEqual(per_step[0], -(-values // 2233), per_step)
         self.assertEqual(per_step[3], -(-values // 2233), per_step)
+
+    def test_a_progressive_step_cut_by_the_controller_shows_the_whole_slab_coarsely(self):
+        # 5 Mbit/s: a slab's run packets take ~0.45 s, the controller moves on
+        # every 0.15 s, so steps 0 and 1 are cut after about a third.
+        d = Deployment(self.ws, self.dataset, rate="5M", order="progressive", wire="run",
+                       receive_args=["--fill", "nearest"])
+        wait_for(lambda: all(os.path.exists(os.path.join(self.ws.staging, self.files[s])) for s in (0, 1, 2)),
+                 what="steps 0-2 staged")
+        d.control("--steps", "0-2", "--interval", "0.15")
+        wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
+                 what="step 2 at every slab")
+        self.assert_slabs_equal_step(d, 2)
+        row = DIMS[0]
+        for k in range(STREAMS):
+            h = read_slab_header(d.slab_path(k))
+            cut = [p for p in h["publications_of"] if p["published"] and p["step"] == 1]
+            self.assertEqual(len(cut), 1, h["publications_of"])
+            self.assertFalse(cut[0]["complete"])
+            values = array.array("f", read_slab_values(d.slab_path(k), cut[0]["buffer"]))
+            ages = read_slab_ages(d.slab_path(k), cut[0]["buffer"])
+            want = array.array("f", source_planes(self.dataset, self.files[1], DIMS, h["stored_z_begin"], h["z_end"]))
+            # What came is step 1 exactly; everything else is filled from a
+            # coarser sample of step 1 (age 254): nothing is older, nothing empty.
+            self.assertEqual(set(ages), {0, 254}, "slab %d" % k)
+            arrived = [i for i, a in enumerate(ages) if a == 0]
+            self.assertLess(len(arrived), 0.9 * len(ages), "slab %d: the step was not cut" % k)
+            self.assertTrue(all(values[i] == want[i] for i in arrived), "slab %d" % k)
+            # A cut of scan order ends in the slab's first planes; the
+            # progressive order's rows came from its first owned plane to its last.
+            ghost = h["z_begin"] - h["stored_z_begin"]
+            planes = {i // (row * DIMS[1]) - ghost for i in arrived}
+            self.assertEqual(min(planes), 0, "slab %d" % k)
+            self.assertGreaterEqual(max(planes), DEPTH - 2, "slab %d: rows came from planes %s only" % (k, sorted(planes)))
+        self.assertEqual(set(d.stop_all().values()), {0})
+        reports = [e for e in read_json_lines(d.recv_json) if e.get("kind") == "step" and e["step"] == 1]
+        self.assertTrue(all(r["coarse_filled"] > 0 for r in reports), reports)
 
     def test_a_codec_needs_run_packets_and_a_valid_name(self):
         for codec, wire, words in [("zfp:8", "quad", "needs run packets"), ("zfp:2", "run", "4 to 32"),

@@ -14,7 +14,12 @@ bit for bit; the loss the receiver reports is within 0.1 percentage point of
 what the relay dropped, in values, whatever a packet holds (and the relay
 dropped exactly what its blocks of 100 datagrams ask for); a packet from
 another host is counted and dropped; the last, lossy step still renders in
-ParaView. Needs root; the ParaView part needs the plugin build."""
+ParaView. Needs root; the ParaView part needs the plugin build.
+
+A second run sends every format in the progressive order (coarse first) to a
+receiver with --fill nearest through the 10%-lossy WAN: every value lost is
+filled from its coarser sample of the same step (age 254, the parent row's
+value at the same x), or keeps the step before where no coarser sample came."""
 
 import array
 import json
@@ -60,6 +65,17 @@ def floats(raw):
     return a
 
 
+def progressive_parent(row, ny, ghost_rows):
+    """The row a row of the owned planes refines in the progressive order
+    (slabcast/progressive_rows.h), rows counted from the first owned plane:
+    clear the lowest set bit of its Morton code, y's bit i before p's."""
+    y, p = row % ny, row // ny
+    low = lambda v: v & -v  # noqa: E731
+    if y and (p == 0 or low(y) <= low(p)):
+        return ghost_rows + row - low(y)
+    return ghost_rows + row - low(p) * ny
+
+
 class NetnsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -80,13 +96,13 @@ class NetnsTest(unittest.TestCase):
         self.ws.close()  # stops every role first: a namespace lives while a process is in it
         self.bed.close()
 
-    def start_roles(self):
+    def start_roles(self, order="scan", receive_args=()):
         ws, bed = self.ws, self.bed
         self.recv_json = os.path.join(ws.dir, "receive.json")
         self.receiver = ws.start("receive", [
             "receive", "--name", "wan", "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
             "--listen", tb.RECEIVER, "--allow", tb.SENDER + "/32", "--shm-dir", ws.shm, "--stats-json", self.recv_json]
-            + sum((["--stream", "%d:%d" % (k, DATA_PORT + k)] for k in range(STREAMS)), []),
+            + list(receive_args) + sum((["--stream", "%d:%d" % (k, DATA_PORT + k)] for k in range(STREAMS)), []),
             prefix=bed.prefix("receiver"))
         self.descriptor = os.path.join(ws.shm, "wan.slabcast")
         wait_for(lambda: os.path.exists(self.descriptor), what="the receiver's descriptor")
@@ -98,7 +114,7 @@ class NetnsTest(unittest.TestCase):
             "shuffle", "--stream", str(k), "--bind", tb.SENDER, "--to", "%s:%d" % (tb.WAN_SENDER_SIDE, DATA_PORT + k),
             "--staging", ws.staging, "--dataset", self.dataset, "--slab-depth", str(DEPTH),
             "--sync", "%s:%d" % (tb.SENDER, SYNC_PORT + k), "--rate", RATE, "--wire", FORMATS[k][0],
-            "--codec", FORMATS[k][1]] + auth,
+            "--codec", FORMATS[k][1], "--order", order] + auth,
             prefix=bed.prefix("sender")) for k in range(STREAMS)]
         wait_for(lambda: all("sync on" in s.text() for s in self.shufflers), what="the shufflers to start")
 
@@ -251,6 +267,45 @@ class NetnsTest(unittest.TestCase):
             self.assertGreater(seen["duplicated"], 0, (k, seen))
             self.assertGreater(seen["reordered"], 0, (k, seen))
             self.assertGreater(seen["duplicates"], 0, (k, seen))
+
+    def test_progressive_streams_fill_what_the_wan_lost_from_the_step_itself(self):
+        self.start_roles(order="progressive", receive_args=["--fill", "nearest"])
+        relay = self.start_relay(LOSS_LEVELS[-1], 0)
+        plane, nx = DIMS[0] * DIMS[1], DIMS[0]
+        before = None
+        for step in range(STEPS_PER_LEVEL):
+            self.send_step(step)
+            now = []
+            for k in range(STREAMS):
+                path = os.path.join(self.ws.shm, "wan.slab%d" % k)
+                wait_for(lambda: read_slab_header(path)["last_step"] == step, what="slab %d step %d" % (k, step))
+                h = read_slab_header(path)
+                got, ages = floats(read_slab_values(path)), read_slab_ages(path)
+                want = floats(source_planes(self.dataset, self.files[step], DIMS, h["stored_z_begin"], h["z_end"]))
+                ghost = (h["z_begin"] - h["stored_z_begin"]) * plane
+                rate = zfp_rate(FORMATS[k][1])
+                bounds = zfp_bounds(want, rate) if rate else None
+                coarse = older = 0
+                for i, a in enumerate(ages):
+                    if a == 0:  # arrived: this step's value
+                        ok = abs(got[i] - want[i]) <= bounds[i] if rate else got[i] == want[i]
+                    elif i < ghost:  # a ghost value lost: the slab below hands its own on
+                        continue
+                    elif a == 254:  # its parent row's value at the same x, itself of this step
+                        parent = progressive_parent(i // nx - ghost // nx, DIMS[1], ghost // nx) * nx + i % nx
+                        ok = got[i] == got[parent] and ages[parent] in (0, 254)
+                        coarse += 1
+                    else:  # no coarser sample came (the slab's first row was lost): the step before's, or 0
+                        ok = got[i] == (before[k][i] if before else 0.0)
+                        older += 1
+                    self.assertTrue(ok, "slab %d (%s) step %d value %d: got %r, want %r, age %d" % (
+                        k, label(k), step, i, got[i], want[i], a))
+                print("progressive, 10%% loss, slab %d (%s) step %d: %d values filled from the step's coarser "
+                      "samples, %d from the step before" % (k, label(k), step, coarse, older), flush=True)
+                self.assertGreater(coarse, 0, "slab %d step %d lost nothing?" % (k, step))
+                now.append(got)
+            before = now
+        self.assertEqual(relay.stop(), 0, relay.text())
 
     def render_last_step(self):
         """The last, 10%-lossy step, rendered by ParaView from the receiver's slabs."""
