@@ -1,15 +1,18 @@
 """pvpython: the whole volume as the reader shows it, written out as raw
 float32 (x fastest), with the step it shows and its age array.
 
-    pvpython pv_dump_volume.py DESCRIPTOR OUT.raw
+    pvpython pv_dump_volume.py DESCRIPTOR OUT.raw [FILL]
 
-Prints 'DUMP step=S values=N' and writes OUT.raw and OUT.raw.age (uint8)."""
+FILL sets the reader's Fill property ("As published", the default, or
+"Nearest"). Prints 'DUMP step=S values=N' and writes OUT.raw and OUT.raw.age (uint8)."""
 import sys
 
 from paraview import servermanager
 from paraview.simple import OpenDataFile
 
 reader = OpenDataFile(sys.argv[1])
+if len(sys.argv) > 3:
+    reader.Fill = sys.argv[3]
 reader.UpdatePipeline()
 image = servermanager.Fetch(reader)
 density = image.GetPointData().GetArray("density")

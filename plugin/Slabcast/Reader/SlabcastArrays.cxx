@@ -67,13 +67,13 @@ vtkUnsignedCharArray* NewZeroCopyAges(
 
 vtkFloatArray* NewAssembledValues(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
-  const int extent[6])
+  const int extent[6], const slabcast::FilledSlabs& filled)
 {
   const vtkIdType count = slabcast::extent_value_count(extent);
   vtkFloatArray* a = Own<vtkFloatArray>(slabcast::map_values(count), count);
   try
   {
-    slabcast::assemble_extent(selection, bySlab, dims, extent, a->GetPointer(0));
+    slabcast::assemble_extent(selection, bySlab, dims, extent, a->GetPointer(0), filled);
   }
   catch (...)
   {
@@ -85,13 +85,13 @@ vtkFloatArray* NewAssembledValues(const slabcast::SlabSelection& selection,
 
 vtkUnsignedCharArray* NewAssembledAges(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
-  const int extent[6])
+  const int extent[6], const slabcast::FilledSlabs& filled)
 {
   const vtkIdType count = slabcast::extent_value_count(extent);
   vtkUnsignedCharArray* a = Own<vtkUnsignedCharArray>(slabcast::map_ages(count), count);
   try
   {
-    slabcast::assemble_ages(selection, bySlab, dims, extent, a->GetPointer(0));
+    slabcast::assemble_ages(selection, bySlab, dims, extent, a->GetPointer(0), filled);
   }
   catch (...)
   {

@@ -34,14 +34,15 @@ vtkFloatArray* NewZeroCopyValues(
 vtkUnsignedCharArray* NewZeroCopyAges(
   const slabcast::SlabBuffer& buffer, const slabcast::Dims& dims, int z0, int z1);
 
-// Arrays holding `extent` assembled from each plane's slab buffer, in memory
-// of their own (slabcast::map_values) that VTK gives back with munmap.
+// Arrays holding `extent` assembled from each plane's slab buffer (or its
+// copy in `filled`), in memory of their own (slabcast::map_values) that VTK
+// gives back with munmap.
 vtkFloatArray* NewAssembledValues(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
-  const int extent[6]);
+  const int extent[6], const slabcast::FilledSlabs& filled = {});
 vtkUnsignedCharArray* NewAssembledAges(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
-  const int extent[6]);
+  const int extent[6], const slabcast::FilledSlabs& filled = {});
 
 // The ranges of an output's values and ages, as VTK computes them (the
 // range skips NaN, the finite range infinities too), in one pass.

@@ -262,6 +262,7 @@ int vtkSlabcastReader::RequestData(
   slabcast::StepChoice choice;
   std::vector<slabcast::SlabHeader> headers;
   int agreed = 0;
+  bool refilled = false;
   in.Follow = this->Completeness == NEWEST_DATA ? slabcast::LiveFollow::Writes
                                                 : slabcast::LiveFollow::Publications;
   try
@@ -304,7 +305,13 @@ int vtkSlabcastReader::RequestData(
       output->Initialize();
       return 1;
     }
-    if (sel.zero_copy_slab >= 0)
+    // The nearest fill over slabs that lost values: their copies, filled.
+    const slabcast::FilledSlabs filled =
+      this->Fill == FILL_NEAREST && this->Completeness == WHOLE_STEPS
+      ? slabcast::fill_slabs_from_coarser(choice.buffers)
+      : slabcast::FilledSlabs{};
+    refilled = !filled.empty();
+    if (sel.zero_copy_slab >= 0 && !refilled)
     {
       const slabcast::SlabBuffer& b = choice.buffers.at(sel.zero_copy_slab);
       values = slabcast_vtk::NewZeroCopyValues(b, d.dims, ext[4], ext[5]);
@@ -315,8 +322,8 @@ int vtkSlabcastReader::RequestData(
     }
     else
     {
-      values = slabcast_vtk::NewAssembledValues(sel, choice.buffers, d.dims, ext);
-      ages = slabcast_vtk::NewAssembledAges(sel, choice.buffers, d.dims, ext);
+      values = slabcast_vtk::NewAssembledValues(sel, choice.buffers, d.dims, ext, filled);
+      ages = slabcast_vtk::NewAssembledAges(sel, choice.buffers, d.dims, ext, filled);
     }
     std::vector<slabcast::SlabMappingPtr> shown;
     for (const auto& kv : choice.buffers)
@@ -350,7 +357,15 @@ int vtkSlabcastReader::RequestData(
   // which colours a new volume by the first array in name order, colours the
   // values and not their age.
   ages->SetName((d.field + "_age").c_str());
-  slabcast_vtk::PrimeRanges(in.Ranges, choice, ext, values, ages);
+  if (refilled)
+  {
+    // Not the publications' values: their ranges are not the cache's.
+    slabcast_vtk::PrimeRanges(values, ages, slabcast_vtk::ComputeRanges(values, ages));
+  }
+  else
+  {
+    slabcast_vtk::PrimeRanges(in.Ranges, choice, ext, values, ages);
+  }
   output->GetPointData()->SetScalars(values);
   this->ArrayAddress = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(values->GetVoidPointer(0)));
   values->Delete();
@@ -387,5 +402,6 @@ void vtkSlabcastReader::PrintSelf(ostream& os, vtkIndent indent)
      << "\n";
   os << indent << "Step: " << this->Step << "\n";
   os << indent << "AgreedStep: " << this->AgreedStep << "\n";
+  os << indent << "Fill: " << (this->Fill == FILL_NEAREST ? "Nearest" : "As published") << "\n";
   os << indent << "ZeroCopy: " << this->ZeroCopy << "\n";
 }

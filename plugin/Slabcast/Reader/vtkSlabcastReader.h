@@ -50,6 +50,15 @@ public:
     WHOLE_STEPS = 0,
     NEWEST_DATA = 1
   };
+  /// Where the values a step lost come from: as the receiver published them
+  /// (receive --fill), or from coarser samples of the same step where they
+  /// came (the nearest fill, slabcast/progressive_rows.h), applied by the
+  /// reader to a copy of each slab that lost values. Whole steps only.
+  enum FillModes
+  {
+    FILL_AS_PUBLISHED = 0,
+    FILL_NEAREST = 1
+  };
 
   ///@{
   /// The `.slabcast` descriptor.
@@ -68,6 +77,12 @@ public:
   /// WHOLE_STEPS (default) or NEWEST_DATA, see the class description.
   vtkSetClampMacro(Completeness, int, WHOLE_STEPS, NEWEST_DATA);
   vtkGetMacro(Completeness, int);
+  ///@}
+
+  ///@{
+  /// FILL_AS_PUBLISHED (default) or FILL_NEAREST, see FillModes.
+  vtkSetClampMacro(Fill, int, FILL_AS_PUBLISHED, FILL_NEAREST);
+  vtkGetMacro(Fill, int);
   ///@}
 
   /// Collective: every rank reads what its slabs hold, the ranks agree on the
@@ -115,6 +130,7 @@ protected:
   char* FileName = nullptr;
   vtkTypeBool Pause = 0;
   int Completeness = WHOLE_STEPS;
+  int Fill = FILL_AS_PUBLISHED;
   vtkIdType Step = -1;
   vtkIdType AgreedStep = -1;
   int ZeroCopy = 0;

@@ -1,10 +1,12 @@
 #include "slabcast/extent_values.h"
 
+#include "slabcast/progressive_rows.h"
 #include "slabcast/volume.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -103,15 +105,18 @@ template <class T, class Base>
 void assemble(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab, const Dims& dims,
               const int extent[6], T* out, Base base) {
     for (const auto& kv : by_slab) require_whole(*kv.second.mapping);
+    // base(slab, buffer): the slab's first stored value.
     const std::int64_t row_length = extent[1] - extent[0] + 1;
     const std::int64_t rows = extent[3] - extent[2] + 1;
     const bool whole_rows = row_length == dims.nx;
     const std::int64_t run = whole_rows ? row_length * rows : row_length;
     for (int z = extent[4]; z <= extent[5]; ++z) {
-        const SlabBuffer& b = by_slab.at(selection.planes[z - extent[4]].slab);
+        const int slab = selection.planes[z - extent[4]].slab;
+        const SlabBuffer& b = by_slab.at(slab);
         const SlabGeometry& g = b.mapping->geometry();
+        const T* first = base(slab, b);
         for (int y = extent[2]; y <= extent[3]; y += whole_rows ? static_cast<int>(rows) : 1) {
-            std::memcpy(out, base(b) + slab_offset(dims, g, extent[0], y, z), static_cast<std::size_t>(run) * sizeof(T));
+            std::memcpy(out, first + slab_offset(dims, g, extent[0], y, z), static_cast<std::size_t>(run) * sizeof(T));
             out += run;
         }
     }
@@ -119,13 +124,37 @@ void assemble(const SlabSelection& selection, const std::map<int, SlabBuffer>& b
 }  // namespace
 
 void assemble_extent(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab,
-                     const Dims& dims, const int extent[6], float* out) {
-    assemble(selection, by_slab, dims, extent, out, [](const SlabBuffer& b) { return b.values(); });
+                     const Dims& dims, const int extent[6], float* out, const FilledSlabs& filled) {
+    assemble(selection, by_slab, dims, extent, out, [&](int slab, const SlabBuffer& b) {
+        const auto f = filled.find(slab);
+        return f != filled.end() ? f->second.values.data() : b.values();
+    });
 }
 
 void assemble_ages(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab, const Dims& dims,
-                   const int extent[6], std::uint8_t* out) {
-    assemble(selection, by_slab, dims, extent, out, [](const SlabBuffer& b) { return b.ages(); });
+                   const int extent[6], std::uint8_t* out, const FilledSlabs& filled) {
+    assemble(selection, by_slab, dims, extent, out, [&](int slab, const SlabBuffer& b) {
+        const auto f = filled.find(slab);
+        return f != filled.end() ? f->second.ages.data() : b.ages();
+    });
+}
+
+FilledSlabs fill_slabs_from_coarser(const std::map<int, SlabBuffer>& by_slab) {
+    FilledSlabs filled;
+    for (const auto& [slab, b] : by_slab) {
+        require_whole(*b.mapping);
+        const auto count = static_cast<std::ptrdiff_t>(b.mapping->value_count());
+        if (std::all_of(b.ages(), b.ages() + count, [](std::uint8_t a) { return a == 0; })) continue;
+        const SlabGeometry& g = b.mapping->geometry();
+        const Dims& dims = b.mapping->dims();
+        FilledSlab& f = filled[slab];
+        f.values.assign(b.values(), b.values() + count);
+        f.ages.assign(b.ages(), b.ages() + count);
+        // The slab's rows and their parents: sized by the validated header (slab_header_problem).
+        const ProgressiveRows rows(dims.ny, g.owned_planes(), g.ghost_planes());
+        fill_from_coarser(rows, dims.nx, f.values.data(), f.ages.data());
+    }
+    return filled;
 }
 
 }  // namespace slabcast

@@ -61,13 +61,26 @@ float* map_values(std::int64_t count);
 std::uint8_t* map_ages(std::int64_t count);
 void unmap_values(void* values);
 
+// A slab buffer's step with the values it lost filled again from coarser
+// samples of the same step (fill_from_coarser, slabcast/progressive_rows.h),
+// in memory of its own: the reader's "Fill: nearest" over a step the receiver
+// filled from the step before (docs/shared-memory.md, "Holes and ages").
+struct FilledSlab {
+    std::vector<float> values;
+    std::vector<std::uint8_t> ages;
+};
+using FilledSlabs = std::map<int, FilledSlab>;
+// The slabs of `by_slab` whose buffer lost values (an age not 0), filled so;
+// the others are left out, as there is nothing to fill.
+FilledSlabs fill_slabs_from_coarser(const std::map<int, SlabBuffer>& by_slab);
+
 // Copies `extent` into `out` (extent_value_count(extent) floats, x fastest)
-// from each plane's source slab buffer in `by_slab`. Checks every file is
-// still whole first.
+// from each plane's source slab buffer in `by_slab`, or from its copy in
+// `filled` where there is one. Checks every file is still whole first.
 void assemble_extent(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab,
-                     const Dims& dims, const int extent[6], float* out);
+                     const Dims& dims, const int extent[6], float* out, const FilledSlabs& filled = {});
 // The same for the values' ages.
 void assemble_ages(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab, const Dims& dims,
-                   const int extent[6], std::uint8_t* out);
+                   const int extent[6], std::uint8_t* out, const FilledSlabs& filled = {});
 
 }  // namespace slabcast
