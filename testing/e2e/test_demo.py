@@ -93,24 +93,32 @@ class DemoTest(unittest.TestCase):
         self.assertTrue(shown, "no head-to-head frame lines")
 
     def test_formats_compared_at_one_rate_show_what_each_delivers(self):
-        """Quad packets, raw runs and zfp:8 runs of the same volume, 10 Mbit/s a
-        stream, a step every 0.4 s: quad packets carry about half of each step
-        in that time, run packets all of it; one frame shows the three."""
-        out, text = self.run_demo("--compare-formats", "quad,run,run/zfp:8", rate="10M")
-        self.assertRegex(text, r"quad: step \d+ .* \| run: step \d+ .* \| run-zfp-8: step \d+")
+        """Quad packets (in scan and in the progressive order), raw runs and
+        zfp:8 runs of the same volume, 10 Mbit/s a stream, a step every 0.4 s,
+        the receivers filling what a step lost from the step itself: quad
+        packets carry about half of each step in that time, run packets all of
+        it; the progressive quad stream's cut steps are filled from their own
+        coarser samples; one frame shows the four."""
+        out, text = self.run_demo("--compare-formats", "quad,quad@progressive,run,run/zfp:8", "--fill", "nearest",
+                                  rate="10M")
+        self.assertRegex(text, r"quad: step \d+ .* \| quad-progressive: step \d+ .* \| run: step \d+ .* \| "
+                               r"run-zfp-8: step \d+")
         with open(os.path.join(out, "logs", "render.log")) as f:
-            shown = re.findall(r"frame \d+: step (\d+) \| step (\d+) \| step (\d+)", f.read())
-        self.assertTrue(shown, "no frame lines with three volumes")
+            shown = re.findall(r"frame \d+: step (\d+) \| step (\d+) \| step (\d+) \| step (\d+)", f.read())
+        self.assertTrue(shown, "no frame lines with four volumes")
         stats = image_stats(sorted(glob.glob(os.path.join(out, "frames", "*.png")))[-1])
         self.assertEqual((stats["width"], stats["height"]), (480, 360))
         self.assertGreater(stats["lit"], 0.02)
-        arrived = {}
-        for side in ("quad", "run", "run-zfp-8"):
+        arrived, coarse = {}, {}
+        for side in ("quad", "quad-progressive", "run", "run-zfp-8"):
             with open(os.path.join(out, "logs", side + "-receive.json")) as f:
                 steps = [json.loads(l) for l in f if '"kind":"step"' in l]
             self.assertGreaterEqual(len(steps), 8, side)
             arrived[side] = sum(r["records"] for r in steps) / sum(r["expected"] for r in steps)
+            coarse[side] = sum(r["coarse_filled"] for r in steps)
         self.assertLess(arrived["quad"], 0.8, arrived)
+        self.assertLess(arrived["quad-progressive"], 0.8, arrived)
+        self.assertGreater(coarse["quad-progressive"], 0, coarse)
         self.assertGreater(arrived["run"], 0.99, arrived)
         self.assertGreater(arrived["run-zfp-8"], 0.99, arrived)
 

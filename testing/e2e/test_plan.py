@@ -143,9 +143,26 @@ class PlanTest(unittest.TestCase):
         self.assertIn('deploy.json: "codec" zfp:8 needs "wire": "run"', self.plan(dict(self.config, wire="quad", codec="zfp:8")).stderr)
         self.assertIn('deploy.json: "codec": codec \'zfp:99\': zfp\'s rate', self.plan(dict(self.config, wire="run",
                                                                                            codec="zfp:99")).stderr)
+        self.assertIn('deploy.json: "order" must be scan, morton or progressive',
+                      self.plan(dict(self.config, order="random")).stderr)
+        self.assertIn('deploy.json: "fill" must be previous or nearest', self.plan(dict(self.config, fill="zero")).stderr)
+        self.assertIn("deploy.json: field 'wan' has the wrong type", self.plan(dict(self.config, wan="yes")).stderr)
         r = self.plan(self.config)
-        self.assertNotIn("--wire", r.stdout)  # the defaults print nothing
-        self.assertNotIn("--codec", r.stdout)
+        for option in ("--wire", "--codec", "--order", "--fill"):
+            self.assertNotIn(option, r.stdout)  # the defaults print nothing
+
+    def test_a_wan_volume_is_sent_coarse_first_and_filled_from_the_step_itself(self):
+        lines = [shlex.split(l) for l in self.plan(dict(self.config, wan=True)).stdout.splitlines()
+                 if l.startswith("slabcast")]
+        for argv in lines:
+            if argv[1] == "shuffle":
+                self.assertEqual(argv[argv.index("--order") + 1], "progressive")
+            if argv[1] == "receive":
+                self.assertEqual(argv[argv.index("--fill") + 1], "nearest")
+        # Named ones win over what "wan" implies.
+        r = self.plan(dict(self.config, wan=True, order="scan", fill="previous"))
+        self.assertNotIn("--order", r.stdout)
+        self.assertNotIn("--fill", r.stdout)
         c = dict(self.config, ports={"data": 65534})
         self.assertIn("port \"data\" 65534 leaves no room for 4 streams", self.plan(c).stderr)
 

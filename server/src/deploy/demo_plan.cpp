@@ -13,7 +13,7 @@ namespace {
 
 // `step_bytes`: a step of the dataset, which every side's stager copies whole.
 void add_side(DemoPlan& plan, const DemoOptions& o, const DemoSide& side, const Dims& dims, int depth, int streams,
-              const std::string& rate, std::int64_t step_bytes, const DemoFormat& format = {"run", "run", "none"}) {
+              const std::string& rate, std::int64_t step_bytes, const DemoFormat& format = {"run", "run", "none", ""}) {
     const int base = o.base_port + 300 * static_cast<int>(plan.sides.size());
     PlanVolume v;
     v.name = side.name;
@@ -22,6 +22,8 @@ void add_side(DemoPlan& plan, const DemoOptions& o, const DemoSide& side, const 
     v.rate = rate;
     v.wire = format.wire;
     v.codec = format.codec;
+    v.order = !format.order.empty() ? format.order : !o.order.empty() ? o.order : o.wan ? "progressive" : "scan";
+    v.fill = !o.fill.empty() ? o.fill : o.wan ? "nearest" : "previous";
     v.ports = PortLayout{base, base + 100, base + 200};
     PlanHost host;
     host.name = "localhost";
@@ -48,10 +50,15 @@ std::vector<DemoFormat> parse_demo_formats(const std::string& list) {
     while (at <= list.size()) {
         const std::size_t comma = std::min(list.find(',', at), list.size());
         const std::string text = list.substr(at, comma - at);
-        const std::size_t slash = text.find('/');
-        DemoFormat f{text, text.substr(0, slash), slash == std::string::npos ? "none" : text.substr(slash + 1)};
+        const std::size_t order_at = std::min(text.find('@'), text.size());
+        const std::string format = text.substr(0, order_at);
+        const std::size_t slash = format.find('/');
+        DemoFormat f{text, format.substr(0, slash), slash == std::string::npos ? "none" : format.substr(slash + 1),
+                     order_at < text.size() ? text.substr(order_at + 1) : ""};
+        if (!f.order.empty() && f.order != "scan" && f.order != "morton" && f.order != "progressive")
+            throw std::invalid_argument("--compare-formats: '" + text + "': @ORDER is scan, morton or progressive");
         if (f.wire != "quad" && f.wire != "run")
-            throw std::invalid_argument("--compare-formats: '" + text + "': expected quad, run or run/CODEC");
+            throw std::invalid_argument("--compare-formats: '" + text + "': expected quad, run or run/CODEC[@ORDER]");
         if (run::parse_codec(f.codec).codec != run::Codec::None && f.wire != "run")
             throw std::invalid_argument("--compare-formats: '" + text + "': a codec needs run packets (run/CODEC)");
         out.push_back(f);
@@ -85,7 +92,7 @@ DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std:
         for (const DemoFormat& f : parse_demo_formats(o.compare_formats)) {
             std::string name = f.text;
             for (char& c : name)
-                if (c == '/' || c == ':') c = '-';
+                if (c == '/' || c == ':' || c == '@') c = '-';
             add_side(plan, o, {name, fmt::format("{}: {} streams x {}", f.text, o.streams, format_rate(rate))}, dims,
                      depth, o.streams, o.rate, step_bytes, f);
         }

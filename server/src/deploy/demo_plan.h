@@ -25,10 +25,11 @@ struct DemoPlan {
     std::vector<DemoSide> sides;
 };
 
-// --compare-formats' list, each FORMAT as `quad`, `run` or `run/CODEC`
-// (checked: std::invalid_argument names a bad one); 2 to 4 of them.
+// --compare-formats' list, each FORMAT as `quad`, `run` or `run/CODEC`, then
+// `@ORDER` for a send order other than the demo's (checked:
+// std::invalid_argument names a bad one); 2 to 4 of them.
 struct DemoFormat {
-    std::string text, wire, codec;
+    std::string text, wire, codec, order;  // order empty: the demo's
 };
 std::vector<DemoFormat> parse_demo_formats(const std::string& list);
 

@@ -49,6 +49,7 @@ Argv receive_command(const Deployment&, const PlanVolume& v, const PlanHost& r,
     if (!r.cpus.empty()) add(argv, "--cpus", r.cpus);
     if (!r.shm_dir.empty()) add(argv, "--shm-dir", r.shm_dir);
     if (r.buffers) add(argv, "--buffers", std::to_string(r.buffers));
+    if (v.fill != "previous") add(argv, "--fill", v.fill);
     return argv;
 }
 
@@ -85,6 +86,7 @@ Argv shuffle_command(const Deployment& d, const PlanVolume& v, const PlanHost& s
                  "--sync", fmt::format("{}:{}", s.address, v.ports.sync + k), "--rate", s.rate.empty() ? v.rate : s.rate};
     if (v.wire != "run") add(argv, "--wire", v.wire);
     if (v.codec != "none") add(argv, "--codec", v.codec);
+    if (v.order != "scan") add(argv, "--order", v.order);
     add_sync_security(argv, d, true);
     return argv;
 }

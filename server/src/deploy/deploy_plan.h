@@ -44,6 +44,10 @@ struct PlanVolume {
     std::string rate = "2.81G";  // per stream
     std::string wire = "run";    // data packets: run or quad (docs/wire-format.md)
     std::string codec = "none";  // run packets' codec: none, lz4, zfp:RATE
+    // Coarse first, holes filled from the step itself: a lossy path's choice
+    // (a deployment file's "wan": true; docs/wire-format.md, "Send order").
+    std::string order = "scan";     // shuffle --order: scan, morton or progressive
+    std::string fill = "previous";  // receive --fill: previous or nearest
     PortLayout ports;
     std::vector<PlanHost> senders, receivers;  // every stream exactly once in each
 };
