@@ -159,9 +159,12 @@ class PlanTest(unittest.TestCase):
                 self.assertEqual(argv[argv.index("--order") + 1], "progressive")
             if argv[1] == "receive":
                 self.assertEqual(argv[argv.index("--fill") + 1], "nearest")
-        # Named ones win over what "wan" implies.
-        r = self.plan(dict(self.config, wan=True, order="scan", fill="previous"))
+        # Named ones win over what "wan" implies; the nearest fill follows the progressive order.
+        r = self.plan(dict(self.config, wan=True, order="scan"))
         self.assertNotIn("--order", r.stdout)
+        self.assertNotIn("--fill", r.stdout)
+        r = self.plan(dict(self.config, order="progressive", fill="previous"))
+        self.assertIn("--order progressive", r.stdout)
         self.assertNotIn("--fill", r.stdout)
         c = dict(self.config, ports={"data": 65534})
         self.assertIn("port \"data\" 65534 leaves no room for 4 streams", self.plan(c).stderr)

@@ -32,11 +32,12 @@ void register_demo(CLI::App& root, RoleMain& run) {
                   "with what it delivers, e.g. quad,run,run/zfp:8 or run,run@progressive (2 to 4 of quad, run, "
                   "run/CODEC, each with @ORDER for a send order of its own)");
     c->add_flag("--wan", o->wan,
-                "stream as over a lossy WAN: the progressive order (coarse first) and the nearest fill, so that a "
-                "step cut short (--rate too low for --step-interval) still shows the whole volume, coarsely");
+                "stream as over a lossy WAN: the progressive order (coarse first, filled nearest), so that a step "
+                "cut short (--rate too low for --step-interval) still shows the whole volume, coarsely");
     c->add_option("--order", o->order, "send order: scan (default), morton or progressive (default with --wan)")
         ->check(CLI::IsMember({"scan", "morton", "progressive"}));
-    c->add_option("--fill", o->fill, "the receiver's fill rule: previous (default) or nearest (default with --wan)")
+    c->add_option("--fill", o->fill,
+                  "the receivers' fill rule: previous or nearest (default: nearest for the progressive order)")
         ->check(CLI::IsMember({"previous", "nearest"}));
     c->add_option("--step-interval", o->step_interval,
                   "seconds per step; 0 = each step as soon as every shuffler has sent it")

@@ -17,8 +17,9 @@ struct DemoOptions {
     // "quad,run,run/zfp:8": the full volume once per data packet format, all at
     // --rate, side by side (docs/wire-format.md).
     std::string compare_formats;
-    // As over a lossy WAN: the progressive order and the nearest fill, unless
-    // --order / --fill name others (empty: the default).
+    // As over a lossy WAN: the progressive order, unless --order names
+    // another; the fill is nearest for the progressive order and previous
+    // for the others, unless --fill names one (empty: the default).
     bool wan = false;
     std::string order, fill;
     std::string size = "1280x720";

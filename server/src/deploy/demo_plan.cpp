@@ -23,7 +23,7 @@ void add_side(DemoPlan& plan, const DemoOptions& o, const DemoSide& side, const 
     v.wire = format.wire;
     v.codec = format.codec;
     v.order = !format.order.empty() ? format.order : !o.order.empty() ? o.order : o.wan ? "progressive" : "scan";
-    v.fill = !o.fill.empty() ? o.fill : o.wan ? "nearest" : "previous";
+    v.fill = !o.fill.empty() ? o.fill : v.order == "progressive" ? "nearest" : "previous";
     v.ports = PortLayout{base, base + 100, base + 200};
     PlanHost host;
     host.name = "localhost";

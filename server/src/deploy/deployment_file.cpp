@@ -77,12 +77,13 @@ private:
             bad(std::string("\"codec\": ") + e.what());
         }
         // "wan": the streams cross a path that may lose packets or be narrower
-        // than the step rate: the progressive order and the nearest fill, unless named.
+        // than the step rate: the progressive order, unless named; the nearest
+        // fill is its partner, unless named.
         const bool wan = field_or<bool>(j_, "wan", false, config_);
         v.order = word_or(j_, "order", wan ? "progressive" : v.order, config_);
         if (v.order != "scan" && v.order != "morton" && v.order != "progressive")
             bad("\"order\" must be scan, morton or progressive");
-        v.fill = word_or(j_, "fill", wan ? "nearest" : v.fill, config_);
+        v.fill = word_or(j_, "fill", v.order == "progressive" ? "nearest" : v.fill, config_);
         if (v.fill != "previous" && v.fill != "nearest") bad("\"fill\" must be previous or nearest");
         const json ports = field_or<json>(j_, "ports", json::object(), config_);
         v.ports.data = port_base(ports, "data", v.ports.data, count);
