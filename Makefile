@@ -29,7 +29,7 @@ bench: build
 	bash testing/install-deps.sh --bench
 	cd $(BUILD) && ctest --output-on-failure -L benchmark -V
 	$(BUILD)/testing/bench_packet_paths
-	for b in loopback_vs_iperf3 sender_vs_iperf3 pacing_accuracy step_latency wire_formats sender_library mover_vs_peers; do \
+	for b in loopback_vs_iperf3 sender_vs_iperf3 pacing_accuracy step_latency wire_formats sender_library mover_vs_peers progressive_cut; do \
 	  SLABCAST_BUILD=$(BUILD) python3 testing/bench/$$b.py || exit 1; done
 	SLABCAST_BUILD=$(BUILD) python3 testing/bench/pacing_accuracy.py --wire run
 	$(BUILD)/testing/bench_run_codecs --step data/cache/bench-256x256x256/step_00003.raw
