@@ -110,15 +110,18 @@ def main():
     print("\nvoxels a second into the slab, %s in one stream on loopback (sender cpu0, receiver cpu1), "
           "steps back to back, loss < %.1f%%" % ("x".join(map(str, dims)), LOSS_LIMIT))
     quad = best.get("quad")
-    print("%-10s %8s %11s %10s %8s %9s %8s %9s" % ("format", "rate", "Mvoxel/s", "wire Gb/s", "loss %", "packets",
-                                                    "landed", "vs quad"))
+    print("%-16s %8s %11s %10s %8s %9s %8s %9s %9s" % ("format", "rate", "Mvoxel/s", "wire Gb/s", "loss %", "packets",
+                                                         "landed", "vs quad", "vs scan"))
     for fmt, r in best.items():
         if r is None:
             print("%-10s no rate with loss under %.1f%%" % (fmt, LOSS_LIMIT))
             continue
-        print("%-10s %8s %11.1f %10.2f %8.3f %9d %7.0f%% %8.2fx" % (
+        # An @ORDER format against the same format in scan order, run in this script.
+        scan = best.get(fmt.partition("@")[0]) if "@" in fmt else None
+        print("%-16s %8s %11.1f %10.2f %8.3f %9d %7.0f%% %8.2fx %8s" % (
             fmt, r["rate"], r["voxels_per_s"] * 1e-6, r["wire_gbps"], r["loss"], r["packets"], 100 * r["landed"],
-            r["voxels_per_s"] / quad["voxels_per_s"] if quad else float("nan")))
+            r["voxels_per_s"] / quad["voxels_per_s"] if quad else float("nan"),
+            "%.2fx" % (r["voxels_per_s"] / scan["voxels_per_s"]) if scan else ""))
     if peer:
         for p, how in zip(peer, ("unpaced", "at run's rate %s" % run["rate"])):
             print("iperf3 -u -l 8968, the same %d bytes %s: sent %.2f Gbit/s, received %.2f, loss %.3f%%"

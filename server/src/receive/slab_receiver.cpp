@@ -179,9 +179,10 @@ void SlabReceiver::store_quad_rows(const std::uint8_t* packet, int n) {
 void SlabReceiver::store_run(const Arrival& a) {
     if (a.progressive) {
         // A piece of a row at a time, each a range of the slab.
-        const std::int64_t nx = dims_.nx;
+        const std::int64_t nx = dims_.nx, rows = progressive_->rows();
         for (std::int64_t k = 0, at = a.first; k < a.count;) {
             const std::int64_t x = at % nx, piece = std::min<std::int64_t>(a.count - k, nx - x);
+            if (const std::int64_t ahead = at / nx + 2; ahead < rows) holes_.prefetch(progressive_->row_at(ahead) * nx);
             store_range(progressive_->row_at(at / nx) * nx + x, a.values + a.stride * static_cast<std::size_t>(k),
                         a.stride, piece);
             k += piece;

@@ -62,7 +62,8 @@ SlabWalker::SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_en
     if (wire == WireFormat::Run) encoder_.emplace(codec);
     if (order == SendOrder::Progressive) {
         progressive_.emplace(dims.ny, z_end - z_begin - ghost_planes, ghost_planes);
-        if (wire == WireFormat::Run) gathered_.resize(static_cast<std::size_t>(encoder_->most_values()));
+        if (wire == WireFormat::Run && codec.codec != run::Codec::None)
+            gathered_.resize(static_cast<std::size_t>(encoder_->most_values()));
     }
     if (order == SendOrder::Morton) {
         const auto cells = [](std::int64_t n) { return static_cast<std::int32_t>(n); };
@@ -97,24 +98,42 @@ run::RunEncoder::Packet SlabWalker::fill_run_planes(std::uint8_t* packet, const 
     h.z = static_cast<std::int32_t>(z_begin_ + first_row / dims_.ny);
     h.progressive = progressive_.has_value();
     // The values as the staged step holds them, encoded straight into the
-    // packet; in progressive order gathered first, a row's piece at a time.
+    // packet; in progressive order gathered a row's piece at a time, raw ones
+    // straight into the packet (a copy fewer), others for the encoder.
     const float* values = planes + i;
-    if (progressive_) {
-        const std::int64_t n = std::min<std::int64_t>(left, static_cast<std::int64_t>(gathered_.size()));
-        for (std::int64_t k = 0, at = i; k < n;) {
-            const std::int64_t x = at % dims_.nx, piece = std::min(n - k, dims_.nx - x);
-            std::memcpy(gathered_.data() + k, planes + row_at(at / dims_.nx) * dims_.nx + x,
-                        sizeof(float) * static_cast<std::size_t>(piece));
-            k += piece;
-            at += piece;
+    run::RunEncoder::Packet p;
+    if (progressive_ && encoder_->choice().codec == run::Codec::None) {
+        h.count = static_cast<std::int32_t>(std::min<std::int64_t>(left, encoder_->most_values()));
+        gather_rows(planes, i, h.count, reinterpret_cast<float*>(run::write_header(packet, h)));
+        p = {h.count, run::packet_bytes(h.count)};
+    } else {
+        if (progressive_) {
+            left = std::min<std::int64_t>(left, static_cast<std::int64_t>(gathered_.size()));
+            gather_rows(planes, i, left, gathered_.data());
+            values = gathered_.data();
         }
-        values = gathered_.data();
-        left = n;
+        p = encoder_->encode(values, left, h, packet);
     }
-    const run::RunEncoder::Packet p = encoder_->encode(values, left, h, packet);
     next_linear_ += p.count;
     if (tiles_) tile_left_ -= p.count;
     return p;
+}
+
+void SlabWalker::gather_rows(const float* planes, std::int64_t from, std::int64_t n, float* out) const {
+    const std::int64_t rows = static_cast<std::int64_t>(total_) / dims_.nx;
+    for (std::int64_t k = 0, at = from; k < n;) {
+        const std::int64_t x = at % dims_.nx, piece = std::min(n - k, dims_.nx - x);
+        // The rows of a level lie a stride apart, past where hardware
+        // prefetchers follow: ask for the one kAhead rows on, a line at a time.
+        constexpr std::int64_t kAhead = 4;
+        if (const std::int64_t ahead = at / dims_.nx + kAhead; ahead < rows) {
+            const char* row = reinterpret_cast<const char*>(planes + row_at(ahead) * dims_.nx);
+            for (std::int64_t line = 0; line < dims_.nx * 4; line += 64) __builtin_prefetch(row + line);
+        }
+        std::memcpy(out + k, planes + row_at(at / dims_.nx) * dims_.nx + x, sizeof(float) * static_cast<std::size_t>(piece));
+        k += piece;
+        at += piece;
+    }
 }
 
 std::uint64_t SlabWalker::total_packets() const {

@@ -82,6 +82,8 @@ public:
 private:
     std::int64_t first_value() const { return z_begin_ * dims_.plane(); }
     int fill_rows(std::uint8_t* packet, const float* planes);
+    // The progressive order's values from position `from` (rank * nx + x), `n` of them, into `out`.
+    void gather_rows(const float* planes, std::int64_t from, std::int64_t n, float* out) const;
     // The row (from the first plane walked) that comes `rank`-th: scan order's
     // rows are in place, the progressive order's are not.
     std::int64_t row_at(std::int64_t rank) const { return progressive_ ? progressive_->row_at(rank) : rank; }
@@ -98,7 +100,7 @@ private:
     std::optional<RowTiles> tiles_;  // run packets in Morton order
     MortonWalk morton_;              // Morton order: over voxels (quad packets) or tiles (run packets)
     std::optional<ProgressiveRows> progressive_;  // progressive order
-    std::vector<float> gathered_;                 // progressive run packets: the run's values, row by row
+    std::vector<float> gathered_;                 // progressive run packets in a codec: the run's values, row by row
 };
 
 }  // namespace slabcast
