@@ -25,7 +25,7 @@
 
 using namespace slabcast;
 
-TEST_CASE("the progressive order is a permutation of the rows, parents first, ghost rows last") {
+TEST_CASE("the progressive order is a permutation of the rows: ghost rows first, then each owned row after its parent") {
     for (const auto& [ny, owned, ghost] : std::vector<std::array<std::int64_t, 3>>{{8, 4, 1}, {7, 5, 0}, {1, 1, 1},
                                                                                    {256, 33, 1}, {12, 1, 0}}) {
         const ProgressiveRows rows(ny, owned, ghost);
@@ -35,17 +35,22 @@ TEST_CASE("the progressive order is a permutation of the rows, parents first, gh
             const std::int64_t row = rows.row_at(r);
             REQUIRE(rows.rank_of(row) == r);
             seen.insert(row);
-            // Every row's parent comes before it; the first is the first owned row.
+            // The ghost plane first, as stored: a sender with no ghost plane walks the rest.
+            REQUIRE((r < ghost * ny) == (row < ghost * ny));
+            if (r < ghost * ny) {
+                REQUIRE(row == r);
+                REQUIRE(rows.parent(row) == ghost * ny + row % ny);  // the same y, first owned plane
+                continue;
+            }
+            // Every owned row's parent comes before it; the first is the root.
             const std::int64_t parent = rows.parent(row);
-            if (r == 0) {
+            if (r == ghost * ny) {
                 REQUIRE(row == ghost * ny);
                 REQUIRE(parent == -1);
             } else {
-                REQUIRE(parent >= 0);
+                REQUIRE(parent >= ghost * ny);
                 REQUIRE(rows.rank_of(parent) < r);
             }
-            // Owned rows first: the walk of a sender with no ghost plane is a prefix.
-            REQUIRE((r < rows.owned_rows()) == (row >= ghost * ny));
         }
         REQUIRE(seen.size() == static_cast<std::size_t>(rows.rows()));
     }
@@ -176,8 +181,8 @@ TEST_CASE("a progressive packet's first rows arrive first: a run packet spans ro
     run::Header h;
     REQUIRE(run::parse_header(packets[0].data(), packets[0].size(), h) == run::ParseResult::Ok);
     REQUIRE(h.count == 320);
-    REQUIRE((h.x == 0 && h.y == 0 && h.z == kSlab * kDepth));  // (0, 0) of the first owned plane
-    // The values follow the order: the second row is (y 4, the first owned plane), the third (y 0, p 2).
+    REQUIRE((h.x == 0 && h.y == 0 && h.z == kSlab * kDepth - 1));  // (0, 0) of the ghost plane
+    // The values follow the order: the ghost plane's 8 rows, then (y 0, the first owned plane), (y 4, p 0), (y 0, p 2).
     const ProgressiveRows rows(kDims.ny, kDepth, 1);
     const float* v = reinterpret_cast<const float*>(run::payload(packets[0].data()));
     const SlabGeometry g = slab_geometry(kDims, kDepth, kSlab, 1);
@@ -216,7 +221,8 @@ TEST_CASE("a hostile progressive run is rejected whole: outside the order, anoth
 
 TEST_CASE("a step cut short with nothing to fall back on: progressive + nearest shows the whole new step, coarsely") {
     // Each packet of 8 x 8 slabs is one whole run; make them smaller so a cut falls between rows.
-    for (const double share : {0.1, 0.25, 0.5}) {
+    // The ghost plane comes first: a fifth of these small slabs' rows.
+    for (const double share : {0.25, 0.5, 0.75}) {
         Receiving scan, progressive;
         progressive.receiver.set_fill(FillRule::Nearest);
         // Quad packets carry 560 values, a run packet all 320: cut by records instead, in quad packets of the order.
@@ -255,45 +261,46 @@ TEST_CASE("nearest fills from the step's own coarser samples where they came, an
     const auto whole = packets_of(1, SendOrder::Progressive, WireFormat::Quad);
     for (const auto& p : whole) r.send(p);
     r.receiver.finish_current();
-    // Step 2 loses every row but the first of the order: all filled from row (0, 0) of step 2.
+    // One row of the order's records (rank `rank`) of step `step`, alone in a packet.
     const SlabGeometry g = r.geometry;
-    SlabWalker w(kDims, g.stored_z_begin, g.z_end, SendOrder::Progressive, WireFormat::Quad, {}, g.ghost_planes());
-    const std::vector<float> volume = volume_of(2);
-    std::vector<std::uint8_t> p(quad::kMaxPacketBytes);
-    w.fill(p.data(), volume.data());
-    quad::write_header(p.data(), 2, static_cast<std::int32_t>(kDims.nx));
-    r.send(std::vector<std::uint8_t>(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(quad::packet_bytes(kDims.nx))));
+    const auto row_packet = [&](int step, std::int64_t rank) {
+        SlabWalker w(kDims, g.stored_z_begin, g.z_end, SendOrder::Progressive, WireFormat::Quad, {}, g.ghost_planes());
+        const std::vector<float> volume = volume_of(step);
+        std::vector<std::uint8_t> all(quad::kMaxPacketBytes);
+        w.fill(all.data(), volume.data());  // the whole slab's 320 records
+        std::vector<std::uint8_t> p(quad::packet_bytes(kDims.nx));
+        quad::write_header(p.data(), step, static_cast<std::int32_t>(kDims.nx));
+        std::memcpy(p.data() + quad::kHeaderBytes, all.data() + quad::kHeaderBytes + quad::kRecordBytes * rank * kDims.nx,
+                    quad::kRecordBytes * kDims.nx);
+        return p;
+    };
+    const ProgressiveRows rows(kDims.ny, kDepth, 1);
+    const std::int64_t first_row = kDims.ny;  // the root, (y 0, first owned plane), after the ghost plane's rows
+    // Step 2 loses every row but the root: all filled from it.
+    r.send(row_packet(2, rows.rank_of(first_row)));
     r.receiver.finish_current();
-    const std::int64_t first_row = kDims.plane();  // (y 0, first owned plane) after the ghost plane
     for (std::int64_t i = 0; i < r.stored(); ++i) {
         const std::int64_t x = i % kDims.nx;
         INFO("value " << i);
-        if (i >= first_row && i < first_row + kDims.nx) {
+        if (i / kDims.nx == first_row) {
             REQUIRE(r.ages()[i] == 0);
         } else {
             REQUIRE(r.ages()[i] == kAgeCoarse);
-            REQUIRE(r.values()[i] == r.truth(2, first_row + x));
+            REQUIRE(r.values()[i] == r.truth(2, first_row * kDims.nx + x));
         }
     }
-    // Step 3 loses the first row itself: nothing of step 3 to refine, so all of it
-    // keeps the previous step's values, one step old; the one row that came is new.
-    SlabWalker w3(kDims, g.stored_z_begin, g.z_end, SendOrder::Progressive, WireFormat::Quad, {}, g.ghost_planes());
-    const std::vector<float> volume3 = volume_of(3);
-    w3.fill(p.data(), volume3.data());
-    // Send only records nx .. 2 nx - 1: the order's second row.
-    std::vector<std::uint8_t> second(quad::packet_bytes(kDims.nx));
-    quad::write_header(second.data(), 3, static_cast<std::int32_t>(kDims.nx));
-    std::memcpy(second.data() + quad::kHeaderBytes, p.data() + quad::kHeaderBytes + quad::kRecordBytes * kDims.nx,
-                quad::kRecordBytes * kDims.nx);
-    r.send(second);
+    // Step 3 loses the root itself and all but the owned row after it: what
+    // lies under that row takes its value, the rest keeps step 2's, one step old.
+    const std::int64_t second_row = rows.row_at(rows.rank_of(first_row) + 1);
+    r.send(row_packet(3, rows.rank_of(second_row)));
     r.receiver.finish_current();
-    const ProgressiveRows rows(kDims.ny, kDepth, 1);
-    const std::int64_t second_row = rows.row_at(1);
+    std::int64_t under = 0, older = 0;
     for (std::int64_t i = 0; i < r.stored(); ++i) {
         const std::int64_t row = i / kDims.nx;
         INFO("value " << i);
         if (row == second_row) REQUIRE(r.ages()[i] == 0);
         else if (r.ages()[i] == kAgeCoarse) {
+            ++under;
             // Rows below the second row's subtree take its value...
             std::int64_t up = row;
             while (up != -1 && up != second_row) up = rows.parent(up);
@@ -302,6 +309,9 @@ TEST_CASE("nearest fills from the step's own coarser samples where they came, an
         } else {
             // ...the others keep step 2's, one step old (a coarse value of step 2 is of step 2).
             REQUIRE(r.ages()[i] == 1);
+            ++older;
         }
     }
+    REQUIRE(under > 0);
+    REQUIRE(older > 0);
 }

@@ -51,6 +51,10 @@ ProgressiveRows::ProgressiveRows(std::int64_t ny, std::int64_t owned_planes, std
     const int y_bits = bits_for(ny), p_bits = bits_for(owned_planes);
     std::vector<std::pair<std::uint64_t, std::uint32_t>> keyed;
     keyed.reserve(static_cast<std::size_t>(owned_rows_ + ghost_rows_));
+    // The ghost plane's rows first, as stored (docs/shared-memory.md): a step
+    // whose owned planes are whole then has its ghost plane too, as in scan
+    // order, so the receiver may publish it as soon as they are.
+    for (std::int64_t row = 0; row < ghost_rows_; ++row) keyed.emplace_back(0, static_cast<std::uint32_t>(row));
     // A row's level: the bit length of its bit-reversed Morton code. Within a
     // level, rows go in the order the slab stores them, so the receiver's
     // stores sweep memory at a fixed stride rather than jump about (measured:
@@ -62,9 +66,7 @@ ProgressiveRows::ProgressiveRows(std::int64_t ny, std::int64_t owned_planes, std
             const std::int64_t row = ghost_rows_ + p * ny + y;
             keyed.emplace_back(level << 32 | static_cast<std::uint64_t>(row), static_cast<std::uint32_t>(row));
         }
-    std::sort(keyed.begin(), keyed.end());
-    // The ghost plane's rows after them, as stored: their parents have all come.
-    for (std::int64_t row = 0; row < ghost_rows_; ++row) keyed.emplace_back(0, static_cast<std::uint32_t>(row));
+    std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(ghost_rows_), keyed.end());
     order_.resize(keyed.size());
     rank_.resize(keyed.size());
     for (std::size_t r = 0; r < keyed.size(); ++r) {
@@ -86,7 +88,11 @@ std::int64_t ProgressiveRows::parent(std::int64_t row) const {
 std::uint64_t fill_from_coarser(const ProgressiveRows& rows, std::int64_t nx, float* values, std::uint8_t* ages) {
     std::uint64_t filled = 0;
     const auto width = static_cast<std::size_t>(nx);
-    for (std::int64_t rank = 1; rank < rows.rows(); ++rank) {
+    // Coarse to fine: the owned rows after the first, then the ghost rows,
+    // whose parents are owned rows; each row's parent is final before it.
+    const std::int64_t ghost = rows.rows() - rows.owned_rows();
+    for (std::int64_t k = 1; k < rows.rows(); ++k) {
+        const std::int64_t rank = k < rows.owned_rows() ? ghost + k : k - rows.owned_rows();
         const std::int64_t row = rows.row_at(rank);
         std::uint8_t* age = ages + row * nx;
         // Rows that arrived whole are the common case: one pass finds them.

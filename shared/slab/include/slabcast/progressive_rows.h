@@ -10,21 +10,22 @@
 // numbered as the slab stores them: row = (z - stored_z_begin) * ny + y. Each
 // packet still carries whole pieces of rows, so stores stay sequential.
 //
-// The owned rows come first, level by level: a row's level is the bit length
+// The ghost plane's rows (docs/shared-memory.md) come first, as stored, as
+// in scan order: a step whose owned planes are whole has its ghost plane too,
+// and a sender that sends no ghost plane walks the same order from its first
+// owned row. Then the owned rows, level by level: a row's level is the bit length
 // of the bit-reversed Morton code of (y, p), p = z - z_begin, y's bit i before
 // p's bit i. Levels 0..k hold the rows whose y and p are multiples of the
 // coarse strides, the strides halving alternately along y and p (equal
 // spacing in y and z) from one level to the next; within a level, rows go in
 // the order the slab stores them, so stores sweep memory at a fixed stride. A
 // cut within a level leaves the slab at that level's resolution in its first
-// part and the level before's in the rest: coarser, never missing. The ghost
-// plane's rows (docs/shared-memory.md) follow, as stored, so a sender that
-// sends no ghost plane walks the same order and stops sooner.
+// part and the level before's in the rest: coarser, never missing.
 //
-// Each row but the first has a parent earlier in the order: the row whose
-// Morton code is the row's with its lowest set bit cleared (a coarser sample,
-// 2^i rows or planes below it), and for a ghost row the same y in the first
-// owned plane, the plane next to it. `--fill nearest` takes a missing value
+// Each owned row but the first has a parent earlier in the order: the row
+// whose Morton code is the row's with its lowest set bit cleared (a coarser
+// sample, 2^i rows or planes below it); a ghost row's parent is the same y in
+// the first owned plane, the plane next to it. `--fill nearest` takes a missing value
 // from the parent's (docs/shared-memory.md, "Holes and ages").
 #pragma once
 
@@ -46,11 +47,11 @@ public:
 
     std::int64_t rows() const { return static_cast<std::int64_t>(order_.size()); }
     std::int64_t owned_rows() const { return owned_rows_; }
-    // The row sent `rank`-th, 0 <= rank < rows().
+    // The row sent `rank`-th, 0 <= rank < rows(); the first owned row is rank rows() - owned_rows().
     std::int64_t row_at(std::int64_t rank) const { return order_[static_cast<std::size_t>(rank)]; }
     // Where `row` comes in the order, 0 <= row < rows().
     std::int64_t rank_of(std::int64_t row) const { return rank_[static_cast<std::size_t>(row)]; }
-    // The coarser row `row` refines, earlier in the order; -1 for the first row.
+    // The coarser row `row` refines; -1 for the first owned row, the root.
     std::int64_t parent(std::int64_t row) const;
 
 private:
