@@ -125,50 +125,35 @@ void memcpy_peer(benchmark::State& state) {
     state.SetBytesProcessed(state.iterations() * packet_bytes(packets));
 }
 
-// The shuffler's side in raw run packets: one step's packets from the staged volume.
-void shuffler_fill_run(benchmark::State& state, SendOrder order) {
-    Workload& w = workload();
-    SlabWalker walker(kDims, w.geometry.stored_z_begin, w.geometry.z_end, order, WireFormat::Run, {},
-                      w.geometry.ghost_planes());
-    std::vector<std::uint8_t> packets(quad::kMaxPacketBytes * 64);
-    std::int64_t bytes = 0;
-    for (auto _ : state) {
-        walker.reset();
-        for (int i = 0;; i = (i + 1) % 64) {
-            const auto p = walker.fill_run(packets.data() + quad::kMaxPacketBytes * static_cast<std::size_t>(i),
-                                           w.volume.data(), 0, w.geometry.index);
-            if (p.count == 0) break;
-            bytes += static_cast<std::int64_t>(p.bytes);
-        }
-        benchmark::ClobberMemory();
-    }
-    state.SetBytesProcessed(bytes);
-}
-
 // The shuffler's side: packing one step's packets from the staged volume.
-void shuffler_fill(benchmark::State& state, SendOrder order) {
+void shuffler_fill(benchmark::State& state, SendOrder order, WireFormat wire) {
     Workload& w = workload();
-    SlabWalker walker(kDims, w.geometry.stored_z_begin, w.geometry.z_end, order, WireFormat::Quad, {},
-                      w.geometry.ghost_planes());
+    SlabWalker walker(kDims, w.geometry.stored_z_begin, w.geometry.z_end, order, wire, {}, w.geometry.ghost_planes());
     std::vector<std::uint8_t> packets(quad::kMaxPacketBytes * 64);
     std::int64_t bytes = 0;
     for (auto _ : state) {
         walker.reset();
         for (int i = 0;; i = (i + 1) % 64) {
-            const int n = walker.fill(packets.data() + quad::kMaxPacketBytes * static_cast<std::size_t>(i), w.volume.data());
-            if (n == 0) break;
-            bytes += static_cast<std::int64_t>(quad::packet_bytes(n));
+            std::uint8_t* packet = packets.data() + quad::kMaxPacketBytes * static_cast<std::size_t>(i);
+            const std::size_t size =
+                wire == WireFormat::Quad
+                    ? quad::packet_bytes(walker.fill(packet, w.volume.data()))
+                    : walker.fill_run(packet, w.volume.data(), 0, w.geometry.index).bytes;
+            if (size <= quad::kHeaderBytes) break;  // nothing but a header: the step is done
+            bytes += static_cast<std::int64_t>(size);
         }
         benchmark::ClobberMemory();
     }
     state.SetBytesProcessed(bytes);
 }
 
-BENCHMARK_CAPTURE(shuffler_fill, scan_order, SendOrder::Scan)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(shuffler_fill, morton_order, SendOrder::Morton)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(shuffler_fill, progressive_order, SendOrder::Progressive)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(shuffler_fill_run, scan_order, SendOrder::Scan)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(shuffler_fill_run, progressive_order, SendOrder::Progressive)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(shuffler_fill, scan_order, SendOrder::Scan, WireFormat::Quad)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(shuffler_fill, morton_order, SendOrder::Morton, WireFormat::Quad)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(shuffler_fill, progressive_order, SendOrder::Progressive, WireFormat::Quad)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(shuffler_fill, run_scan_order, SendOrder::Scan, WireFormat::Run)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(shuffler_fill, run_progressive_order, SendOrder::Progressive, WireFormat::Run)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(receiver_handle, scan_order, SendOrder::Scan, WireFormat::Quad)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(receiver_handle, morton_order, SendOrder::Morton, WireFormat::Quad)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(receiver_handle, progressive_order, SendOrder::Progressive, WireFormat::Quad)
@@ -204,7 +189,7 @@ public:
         ratio("receiver_handle/run_progressive_order", "receiver_handle/run_scan_order");
         std::printf("progressive order against scan order (shuffler's packing, same packets' format):\n");
         ratio("shuffler_fill/progressive_order", "shuffler_fill/scan_order");
-        ratio("shuffler_fill_run/progressive_order", "shuffler_fill_run/scan_order");
+        ratio("shuffler_fill/run_progressive_order", "shuffler_fill/run_scan_order");
     }
 
 private:

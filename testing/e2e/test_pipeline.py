@@ -97,6 +97,20 @@ class PipelineTest(unittest.TestCase):
             self.assertEqual(read_slab_values(d.slab_path(k)), expected,
                              "slab %d differs from step %d (planes %d..%d)" % (k, step, h["stored_z_begin"], h["z_end"] - 1))
 
+    def cut_steps_0_and_1(self, d):
+        """Steps 0-2, the controller moving on every 0.15 s, faster than a
+        slab goes out: 0 and 1 are cut part way, 2 arrives whole. Steps 0-2 are
+        staged first (the stager reads 3 steps ahead from the start): a stager
+        slower than 0.3 s on a loaded machine would otherwise see the
+        controller at step 2 before staging 0 and 1, and rightly skip them, so
+        the shufflers would report them missing, not abandoned."""
+        wait_for(lambda: all(os.path.exists(os.path.join(self.ws.staging, self.files[s])) for s in (0, 1, 2)),
+                 what="steps 0-2 staged")
+        d.control("--steps", "0-2", "--interval", "0.15")
+        wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
+                 what="step 2 at every slab")
+        self.assert_slabs_equal_step(d, 2)
+
     def test_with_a_key_only_authenticated_syncs_move_the_shufflers(self):
         key = os.path.join(self.ws.dir, "sync.key")
         r = self.ws.run(["keygen", key])
@@ -313,12 +327,7 @@ class PipelineTest(unittest.TestCase):
         # every 0.15 s, so steps 0 and 1 are cut after about a third.
         d = Deployment(self.ws, self.dataset, rate="5M", order="progressive", wire="run",
                        receive_args=["--fill", "nearest"])
-        wait_for(lambda: all(os.path.exists(os.path.join(self.ws.staging, self.files[s])) for s in (0, 1, 2)),
-                 what="steps 0-2 staged")
-        d.control("--steps", "0-2", "--interval", "0.15")
-        wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
-                 what="step 2 at every slab")
-        self.assert_slabs_equal_step(d, 2)
+        self.cut_steps_0_and_1(d)
         row = DIMS[0]
         for k in range(STREAMS):
             h = read_slab_header(d.slab_path(k))
@@ -356,16 +365,7 @@ class PipelineTest(unittest.TestCase):
     def test_controller_step_change_abandons_the_old_step(self):
         # 20 Mbit/s: a slab takes ~0.45 s, the controller moves on every 0.15 s.
         d = Deployment(self.ws, self.dataset, rate="20M")
-        # Steps 0-2 staged first (the stager reads 3 steps ahead from the start):
-        # a stager slower than 0.3 s on a loaded machine would otherwise see the
-        # controller at step 2 before staging 0 and 1, and rightly skip them, so
-        # the shufflers would report them missing, not abandoned.
-        wait_for(lambda: all(os.path.exists(os.path.join(self.ws.staging, self.files[s])) for s in (0, 1, 2)),
-                 what="steps 0-2 staged")
-        d.control("--steps", "0-2", "--interval", "0.15")
-        wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
-                 what="step 2 at every slab")
-        self.assert_slabs_equal_step(d, 2)
+        self.cut_steps_0_and_1(d)
         codes = d.stop_all()
         self.assertEqual(set(codes.values()), {0}, codes)
         for k in range(STREAMS):
