@@ -323,7 +323,8 @@ class CommandLineTest(unittest.TestCase):
                    "--slab-depth", "4", "--sync", "127.0.0.1:0"]
         self.assert_fails(shuffle + ["--dataset", "/nonexistent"], "/nonexistent")
         self.assert_fails(shuffle + ["--dataset", self.dataset, "--rate", "fast"], "rate 'fast'")
-        self.assert_fails(shuffle + ["--dataset", self.dataset, "--order", "random"], "expected scan or morton")
+        self.assert_fails(shuffle + ["--dataset", self.dataset, "--order", "random"], "expected scan, morton or progressive")
+        self.assert_fails(recv + ["--dims", "8,8,8", "--slab-depth", "4", "--stream", "0:9", "--fill", "zero"], "--fill")
         self.assert_fails(["stage", "--dataset", self.dataset, "--staging", self.ws.staging, "--streams", "0-1",
                            "--budget", "1K"], "smaller than one step")
         self.assert_fails(["control", "--dataset", self.dataset, "--shuffler", "127.0.0.1:9", "--steps", "7"],

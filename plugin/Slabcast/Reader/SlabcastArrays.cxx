@@ -164,13 +164,14 @@ void PrimeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages, const ArrayR
 }
 
 void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const int extent[6],
-  vtkFloatArray* values, vtkUnsignedCharArray* ages)
+  vtkFloatArray* values, vtkUnsignedCharArray* ages, bool refilled)
 {
   if (!choice.whole)
   {
     return;
   }
   std::vector<std::uint64_t> key(extent, extent + 6);
+  key.push_back(refilled ? 1 : 0);
   for (const auto& kv : choice.buffers)
   {
     key.push_back(kv.second.mapping->inode());

@@ -68,11 +68,11 @@ struct RangeCache
   ArrayRanges Ranges;
 };
 // For a whole step (`choice.whole`): the ranges from `cache` when the output
-// is made of the same publications, else computed and remembered; then
-// primed. A step being written (Newest data) changes under the reader: VTK
+// is made of the same publications, filled the same way (`refilled`: the
+// reader's Fill made copies), else computed and remembered; then primed. A step being written (Newest data) changes under the reader: VTK
 // computes those ranges itself when asked.
 void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const int extent[6],
-  vtkFloatArray* values, vtkUnsignedCharArray* ages);
+  vtkFloatArray* values, vtkUnsignedCharArray* ages, bool refilled);
 
 // The step shown, its age, and per slab (in `choice`'s order) how whole it is
 // and the receiver's counters from `headers` (read from the same slabs), so

@@ -357,15 +357,7 @@ int vtkSlabcastReader::RequestData(
   // which colours a new volume by the first array in name order, colours the
   // values and not their age.
   ages->SetName((d.field + "_age").c_str());
-  if (refilled)
-  {
-    // Not the publications' values: their ranges are not the cache's.
-    slabcast_vtk::PrimeRanges(values, ages, slabcast_vtk::ComputeRanges(values, ages));
-  }
-  else
-  {
-    slabcast_vtk::PrimeRanges(in.Ranges, choice, ext, values, ages);
-  }
+  slabcast_vtk::PrimeRanges(in.Ranges, choice, ext, values, ages, refilled);
   output->GetPointData()->SetScalars(values);
   this->ArrayAddress = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(values->GetVoidPointer(0)));
   values->Delete();
