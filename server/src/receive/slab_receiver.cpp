@@ -18,7 +18,8 @@ namespace {
 // The slab is read by the renderer after publication, not by this thread
 // now: stores that bypass the cache (SSE2's, in every x86-64) save reading
 // each destination line first. A progressive order's rows of 1 KiB went in at
-// 0.42x scan order's rate through memcpy, 0.72-0.77x so (bench_packet_paths).
+// 0.42x scan order's rate through memcpy, 0.72-0.77x with these stores
+// (bench_packet_paths; docs/performance.md, section 13).
 // publish_step fences them before the step is published.
 void copy_past_cache(float* out, const std::uint8_t* values, std::int64_t n) {
     std::int64_t i = 0;

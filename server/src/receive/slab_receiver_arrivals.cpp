@@ -69,8 +69,8 @@ bool SlabReceiver::is_row_runs(const std::uint8_t* packet, int n) const {
 }
 
 bool SlabReceiver::starts_slab(std::int64_t x, std::int64_t y, std::int64_t z) const {
-    // Both send orders begin at (0, 0) of the first plane sent: the ghost plane,
-    // or the first owned plane for a sender that sends no ghost plane.
+    // Every send order begins at (0, 0) of the first plane sent: the ghost
+    // plane, or the first owned plane for a sender that sends no ghost plane.
     return x == 0 && y == 0 && (z == geometry_.stored_z_begin || z == geometry_.z_begin);
 }
 
