@@ -81,6 +81,10 @@ TEST_CASE("sizes the progressive order cannot take are refused") {
     REQUIRE_THROWS_AS(ProgressiveRows(8, 0, 1), std::invalid_argument);
     REQUIRE_THROWS_AS(ProgressiveRows(8, 4, -1), std::invalid_argument);
     REQUIRE_THROWS_AS(ProgressiveRows(std::int64_t{1} << 20, std::int64_t{1} << 20, 1), std::invalid_argument);
+    // Sizes whose product would wrap a 64-bit number are refused, not wrapped.
+    REQUIRE_THROWS_AS(ProgressiveRows(std::int64_t{1} << 32, std::int64_t{1} << 32, std::int64_t{1} << 32),
+                      std::invalid_argument);
+    REQUIRE_THROWS_AS(ProgressiveRows(std::int64_t{1} << 62, 4, 0), std::invalid_argument);
 }
 
 namespace {

@@ -42,9 +42,8 @@ ProgressiveRows::ProgressiveRows(std::int64_t ny, std::int64_t owned_planes, std
     : ny_(ny), ghost_rows_(0), owned_rows_(0) {
     if (ny < 1 || owned_planes < 1 || ghost_planes < 0)
         throw std::invalid_argument("progressive order: a slab needs ny >= 1, an owned plane, and no negative ghost planes");
-    // Each factor is at most kMostRows, so neither product wraps.
-    if (ny > kMostRows || owned_planes > kMostRows || ghost_planes > kMostRows ||
-        ny * (owned_planes + ghost_planes) > kMostRows)
+    // Compared by division: no product of hostile sizes can wrap.
+    if (owned_planes > kMostRows || ghost_planes > kMostRows || owned_planes + ghost_planes > kMostRows / ny)
         throw std::invalid_argument("progressive order: the slab has more than 2^32 rows");
     ghost_rows_ = ny * ghost_planes;
     owned_rows_ = ny * owned_planes;
