@@ -1,6 +1,6 @@
 // The progressive order of a slab's rows (docs/wire-format.md, "Send order"):
-// coarse first, so that any prefix of a step covers the whole slab at a
-// coarser resolution and the picture refines as more arrives. The SC11 stream
+// coarse first, so that any prefix of a step past its ghost plane covers the
+// whole slab at a coarser resolution and the picture refines as more arrives. The SC11 stream
 // sent each slab in scan order (Balman et al., 2012, section 4.2), so a step
 // cut short showed its first planes new and the rest old; hierarchical orders
 // exist in storage formats (ViSUS's HZ order) but not, before this, on a live
