@@ -124,11 +124,13 @@ void SlabWalker::gather_rows(const float* planes, std::int64_t from, std::int64_
     for (std::int64_t k = 0, at = from; k < n;) {
         const std::int64_t x = at % dims_.nx, piece = std::min(n - k, dims_.nx - x);
         // The rows of a level lie a stride apart, past where hardware
-        // prefetchers follow: ask for the one kAhead rows on, a line at a time.
-        constexpr std::int64_t kAhead = 4;
+        // prefetchers follow: ask for the one kAhead rows on, a line at a
+        // time, as much of it as a packet holds at most.
+        constexpr std::int64_t kAhead = 4, kMostBytes = run::kMaxPayloadBytes;
         if (const std::int64_t ahead = at / dims_.nx + kAhead; ahead < rows) {
             const char* row = reinterpret_cast<const char*>(planes + row_at(ahead) * dims_.nx);
-            for (std::int64_t line = 0; line < dims_.nx * 4; line += 64) __builtin_prefetch(row + line);
+            const std::int64_t bytes = std::min<std::int64_t>(dims_.nx * 4, kMostBytes);
+            for (std::int64_t line = 0; line < bytes; line += 64) __builtin_prefetch(row + line);
         }
         std::memcpy(out + k, planes + row_at(at / dims_.nx) * dims_.nx + x, sizeof(float) * static_cast<std::size_t>(piece));
         k += piece;
