@@ -61,8 +61,7 @@ COMBOS = [("scan", "previous"), ("scan", "nearest"), ("progressive", "previous")
 SCENARIOS = [("nothing older", "nothing older to fall back on"),
              ("previous whole", "a slowly evolving simulation: step S-1 whole before")]
 GOAL = 1.0 / 3.0       # scenario 1, 25%: progressive+nearest image RMSE / scan+previous image RMSE
-MONTAGE_TILE = 300     # px, each frame's width and height in the montage
-MONTAGE_LABEL = 26     # px, the label strip under each tile
+MONTAGE_TILE = zfp_image_error.MONTAGE_TILE  # px, each frame's width and height, as its label strip's
 MONTAGE_BITS = 6       # bits kept a colour channel: a volume rendering's noise does not compress, and
                        # docs/ wants the montage under ~400 KB (6 bits: ~340 KB, 8: ~530 KB, 1200x652)
 
@@ -274,8 +273,6 @@ def compose(target, grid):
     from vtkmodules.vtkCommonDataModel import vtkImageData
     from vtkmodules.vtkImagingCore import vtkImageResize
     from vtkmodules.vtkIOImage import vtkPNGReader, vtkPNGWriter
-    from vtkmodules.vtkRenderingCore import vtkTextProperty, vtkTextRenderer
-    import vtkmodules.vtkRenderingFreeType  # noqa: F401  (the text renderer's implementation)
 
     def tile(path):
         r = vtkPNGReader()
@@ -287,22 +284,8 @@ def compose(target, grid):
         pixels = numpy_support.vtk_to_numpy(resize.GetOutput().GetPointData().GetScalars())
         return pixels.reshape(MONTAGE_TILE, MONTAGE_TILE, -1)[::-1, :, :3]  # top row first, RGB
 
-    def label(text):
-        strip = np.zeros((MONTAGE_LABEL, MONTAGE_TILE, 3), np.uint8)
-        prop = vtkTextProperty()
-        prop.SetFontSize(16)
-        prop.SetColor(1.0, 1.0, 1.0)
-        image, size = vtkImageData(), [0, 0]
-        if vtkTextRenderer.GetInstance().RenderString(prop, text, image, size, 72):
-            # The text lies in the image's lower left corner, size[0] x size[1] px.
-            w, h, _ = image.GetDimensions()
-            rgba = numpy_support.vtk_to_numpy(image.GetPointData().GetScalars()).reshape(h, w, 4)
-            alpha = rgba[:min(size[1], MONTAGE_LABEL), :min(size[0], MONTAGE_TILE - 8), 3][::-1]
-            top = (MONTAGE_LABEL - alpha.shape[0]) // 2
-            strip[top:top + alpha.shape[0], 8:8 + alpha.shape[1], :] = alpha[:, :, None]
-        return strip
-
-    canvas = np.vstack([np.hstack([np.vstack([tile(path), label(text)]) for path, text in row]) for row in grid])
+    canvas = np.vstack([np.hstack([np.vstack([tile(path), zfp_image_error.montage_label(text)]) for path, text in row])
+                        for row in grid])
     canvas = canvas.astype(np.uint8) & np.uint8((0xFF << (8 - MONTAGE_BITS)) & 0xFF)  # at most 3/255 darker
     h, w, _ = canvas.shape
     image = vtkImageData()

@@ -259,6 +259,30 @@ def main():
         print("montage: %s" % args.montage)
 
 
+def montage_label(text):
+    """pvpython: a MONTAGE_LABEL px strip, MONTAGE_TILE px wide, with `text`
+    in white on black (progressive_cut.py's montage uses it too)."""
+    import numpy as np
+    from vtkmodules.util import numpy_support
+    from vtkmodules.vtkCommonDataModel import vtkImageData
+    from vtkmodules.vtkRenderingCore import vtkTextProperty, vtkTextRenderer
+    import vtkmodules.vtkRenderingFreeType  # noqa: F401  (the text renderer's implementation)
+
+    strip = np.zeros((MONTAGE_LABEL, MONTAGE_TILE, 3), np.uint8)
+    prop = vtkTextProperty()
+    prop.SetFontSize(16)
+    prop.SetColor(1.0, 1.0, 1.0)
+    image, size = vtkImageData(), [0, 0]
+    if vtkTextRenderer.GetInstance().RenderString(prop, text, image, size, 72):
+        # The text lies in the image's lower left corner, size[0] x size[1] px.
+        w, h, _ = image.GetDimensions()
+        rgba = numpy_support.vtk_to_numpy(image.GetPointData().GetScalars()).reshape(h, w, 4)
+        alpha = rgba[:min(size[1], MONTAGE_LABEL), :min(size[0], MONTAGE_TILE - 8), 3][::-1]
+        top = (MONTAGE_LABEL - alpha.shape[0]) // 2
+        strip[top:top + alpha.shape[0], 8:8 + alpha.shape[1], :] = alpha[:, :, None]
+    return strip
+
+
 def compose(target, reference, tiles):
     """pvpython: a row of tiles (IMAGE=DIFF_IMAGE=LABEL), each IMAGE scaled to
     MONTAGE_TILE px with LABEL under it, over a row of |DIFF_IMAGE - reference|
@@ -268,8 +292,6 @@ def compose(target, reference, tiles):
     from vtkmodules.vtkCommonDataModel import vtkImageData
     from vtkmodules.vtkImagingCore import vtkImageResize
     from vtkmodules.vtkIOImage import vtkPNGReader, vtkPNGWriter
-    from vtkmodules.vtkRenderingCore import vtkTextProperty, vtkTextRenderer
-    import vtkmodules.vtkRenderingFreeType  # noqa: F401  (the text renderer's implementation)
 
     def load(path):
         r = vtkPNGReader()
@@ -292,29 +314,14 @@ def compose(target, reference, tiles):
         out = numpy_support.vtk_to_numpy(resize.GetOutput().GetPointData().GetScalars())
         return out.reshape(MONTAGE_TILE, MONTAGE_TILE, -1)[::-1, :, :3]
 
-    def label(text):
-        strip = np.zeros((MONTAGE_LABEL, MONTAGE_TILE, 3), np.uint8)
-        prop = vtkTextProperty()
-        prop.SetFontSize(16)
-        prop.SetColor(1.0, 1.0, 1.0)
-        image, size = vtkImageData(), [0, 0]
-        if vtkTextRenderer.GetInstance().RenderString(prop, text, image, size, 72):
-            # The text lies in the image's lower left corner, size[0] x size[1] px.
-            w, h, _ = image.GetDimensions()
-            rgba = numpy_support.vtk_to_numpy(image.GetPointData().GetScalars()).reshape(h, w, 4)
-            alpha = rgba[:min(size[1], MONTAGE_LABEL), :min(size[0], MONTAGE_TILE - 8), 3][::-1]
-            top = (MONTAGE_LABEL - alpha.shape[0]) // 2
-            strip[top:top + alpha.shape[0], 8:8 + alpha.shape[1], :] = alpha[:, :, None]
-        return strip
-
     ref = load(reference)
     top, bottom = [], []
     for tile in tiles:
         image, diff_of, text = tile.split("=", 2)
-        top.append(np.vstack([scaled(load(image)), label(text)]))
+        top.append(np.vstack([scaled(load(image)), montage_label(text)]))
         diff = np.abs(load(diff_of) - ref) * DIFF_GAIN
         name = text.split()[0].rstrip(",")
-        bottom.append(np.vstack([scaled(diff), label("%s - none, x%d" % (name, DIFF_GAIN) if diff_of == image
+        bottom.append(np.vstack([scaled(diff), montage_label("%s - none, x%d" % (name, DIFF_GAIN) if diff_of == image
                                                       else "%s again - %s, x%d" % (name, name, DIFF_GAIN))]))
     canvas = np.vstack([np.hstack(top), np.hstack(bottom)])
     h, w, _ = canvas.shape
