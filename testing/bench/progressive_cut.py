@@ -270,9 +270,8 @@ def compose(target, grid):
     zfp_image_error.compose, less its difference row)."""
     import numpy as np
     from vtkmodules.util import numpy_support
-    from vtkmodules.vtkCommonDataModel import vtkImageData
     from vtkmodules.vtkImagingCore import vtkImageResize
-    from vtkmodules.vtkIOImage import vtkPNGReader, vtkPNGWriter
+    from vtkmodules.vtkIOImage import vtkPNGReader
 
     def tile(path):
         r = vtkPNGReader()
@@ -287,17 +286,8 @@ def compose(target, grid):
     canvas = np.vstack([np.hstack([np.vstack([tile(path), zfp_image_error.montage_label(text)]) for path, text in row])
                         for row in grid])
     canvas = canvas.astype(np.uint8) & np.uint8((0xFF << (8 - MONTAGE_BITS)) & 0xFF)  # at most 3/255 darker
-    h, w, _ = canvas.shape
-    image = vtkImageData()
-    image.SetDimensions(w, h, 1)
-    image.GetPointData().SetScalars(numpy_support.numpy_to_vtk(
-        np.ascontiguousarray(canvas[::-1].reshape(-1, 3)), deep=1))
-    writer = vtkPNGWriter()
-    writer.SetFileName(target)
-    writer.SetInputData(image)
-    writer.SetCompressionLevel(9)  # it goes into docs/: the smallest file, whatever it costs in time
-    writer.Write()
-    print("wrote %s, %dx%d" % (target, w, h))
+    # It goes into docs/: the smallest file, whatever it costs in time.
+    zfp_image_error.montage_write(canvas, target, compression=9)
 
 
 if __name__ == "__main__":

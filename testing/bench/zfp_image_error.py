@@ -283,6 +283,28 @@ def montage_label(text):
     return strip
 
 
+def montage_write(canvas, target, compression=None):
+    """pvpython: an RGB canvas (rows top first, uint8) written as a PNG;
+    `compression` 0..9 for zlib's level (None: VTK's default)."""
+    import numpy as np
+    from vtkmodules.util import numpy_support
+    from vtkmodules.vtkCommonDataModel import vtkImageData
+    from vtkmodules.vtkIOImage import vtkPNGWriter
+
+    h, w, _ = canvas.shape
+    image = vtkImageData()
+    image.SetDimensions(w, h, 1)
+    image.GetPointData().SetScalars(numpy_support.numpy_to_vtk(
+        np.ascontiguousarray(canvas.astype(np.uint8)[::-1].reshape(-1, 3)), deep=1))
+    writer = vtkPNGWriter()
+    writer.SetFileName(target)
+    writer.SetInputData(image)
+    if compression is not None:
+        writer.SetCompressionLevel(compression)
+    writer.Write()
+    print("wrote %s, %dx%d" % (target, w, h))
+
+
 def compose(target, reference, tiles):
     """pvpython: a row of tiles (IMAGE=DIFF_IMAGE=LABEL), each IMAGE scaled to
     MONTAGE_TILE px with LABEL under it, over a row of |DIFF_IMAGE - reference|
@@ -291,7 +313,7 @@ def compose(target, reference, tiles):
     from vtkmodules.util import numpy_support
     from vtkmodules.vtkCommonDataModel import vtkImageData
     from vtkmodules.vtkImagingCore import vtkImageResize
-    from vtkmodules.vtkIOImage import vtkPNGReader, vtkPNGWriter
+    from vtkmodules.vtkIOImage import vtkPNGReader
 
     def load(path):
         r = vtkPNGReader()
@@ -323,17 +345,7 @@ def compose(target, reference, tiles):
         name = text.split()[0].rstrip(",")
         bottom.append(np.vstack([scaled(diff), montage_label("%s - none, x%d" % (name, DIFF_GAIN) if diff_of == image
                                                       else "%s again - %s, x%d" % (name, name, DIFF_GAIN))]))
-    canvas = np.vstack([np.hstack(top), np.hstack(bottom)])
-    h, w, _ = canvas.shape
-    image = vtkImageData()
-    image.SetDimensions(w, h, 1)
-    image.GetPointData().SetScalars(numpy_support.numpy_to_vtk(
-        np.ascontiguousarray(canvas[::-1].reshape(-1, 3)), deep=1))
-    writer = vtkPNGWriter()
-    writer.SetFileName(target)
-    writer.SetInputData(image)
-    writer.Write()
-    print("wrote %s, %dx%d" % (target, w, h))
+    montage_write(np.vstack([np.hstack(top), np.hstack(bottom)]), target)
 
 
 if __name__ == "__main__":
