@@ -143,9 +143,9 @@ class PlanTest(unittest.TestCase):
         self.assertIn('deploy.json: "codec" zfp:8 needs "wire": "run"', self.plan(dict(self.config, wire="quad", codec="zfp:8")).stderr)
         self.assertIn('deploy.json: "codec": codec \'zfp:99\': zfp\'s rate', self.plan(dict(self.config, wire="run",
                                                                                            codec="zfp:99")).stderr)
-        self.assertIn('deploy.json: "order" must be scan, morton or progressive',
+        self.assertIn("deploy.json: order 'random': expected scan, morton or progressive",
                       self.plan(dict(self.config, order="random")).stderr)
-        self.assertIn('deploy.json: "fill" must be previous or nearest', self.plan(dict(self.config, fill="zero")).stderr)
+        self.assertIn("deploy.json: fill 'zero': expected previous or nearest", self.plan(dict(self.config, fill="zero")).stderr)
         self.assertIn("deploy.json: field 'wan' has the wrong type", self.plan(dict(self.config, wan="yes")).stderr)
         r = self.plan(self.config)
         for option in ("--wire", "--codec", "--order", "--fill"):

@@ -69,7 +69,8 @@ struct RangeCache
 };
 // For a whole step (`choice.whole`): the ranges from `cache` when the output
 // is made of the same publications, filled the same way (`refilled`: the
-// reader's Fill made copies), else computed and remembered; then primed. A step being written (Newest data) changes under the reader: VTK
+// reader's Fill made copies), else computed and remembered; then primed. A
+// step being written (Newest data) changes under the reader: VTK
 // computes those ranges itself when asked.
 void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const int extent[6],
   vtkFloatArray* values, vtkUnsignedCharArray* ages, bool refilled);

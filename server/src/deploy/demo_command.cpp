@@ -4,6 +4,8 @@
 #include "host/option_checks.h"
 #include "host/roles.h"
 
+#include "slabcast/send_order.h"
+
 #include <memory>
 
 namespace slabcast {
@@ -35,10 +37,10 @@ void register_demo(CLI::App& root, RoleMain& run) {
                 "stream as over a lossy WAN: the progressive order (coarse first, filled nearest), so that a step "
                 "cut short (--rate too low for --step-interval) still shows the whole volume, coarsely");
     c->add_option("--order", o->order, "send order: scan (default), morton or progressive (default with --wan)")
-        ->check(CLI::IsMember({"scan", "morton", "progressive"}));
+        ->check(parsed_by(parse_send_order, "ORDER"));
     c->add_option("--fill", o->fill,
                   "the receivers' fill rule: previous or nearest (default: nearest for the progressive order)")
-        ->check(CLI::IsMember({"previous", "nearest"}));
+        ->check(parsed_by(parse_fill_rule, "RULE"));
     c->add_option("--step-interval", o->step_interval,
                   "seconds per step; 0 = each step as soon as every shuffler has sent it")
         ->check(seconds_range(0, 3600))

@@ -1,6 +1,7 @@
 #include "deploy/demo_plan.h"
 
 #include "slabcast/run_codec.h"
+#include "slabcast/send_order.h"
 #include "slabcast/units.h"
 
 #include <fmt/format.h>
@@ -55,8 +56,11 @@ std::vector<DemoFormat> parse_demo_formats(const std::string& list) {
         const std::size_t slash = format.find('/');
         DemoFormat f{text, format.substr(0, slash), slash == std::string::npos ? "none" : format.substr(slash + 1),
                      order_at < text.size() ? text.substr(order_at + 1) : ""};
-        if (!f.order.empty() && f.order != "scan" && f.order != "morton" && f.order != "progressive")
-            throw std::invalid_argument("--compare-formats: '" + text + "': @ORDER is scan, morton or progressive");
+        try {
+            if (!f.order.empty()) parse_send_order(f.order);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument("--compare-formats: '" + text + "': " + e.what());
+        }
         if (f.wire != "quad" && f.wire != "run")
             throw std::invalid_argument("--compare-formats: '" + text + "': expected quad, run or run/CODEC[@ORDER]");
         if (run::parse_codec(f.codec).codec != run::Codec::None && f.wire != "run")

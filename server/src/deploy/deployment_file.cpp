@@ -5,6 +5,7 @@
 
 #include "slabcast/json_file.h"
 #include "slabcast/run_codec.h"
+#include "slabcast/send_order.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/units.h"
 
@@ -81,10 +82,13 @@ private:
         // fill is its partner, unless named.
         const bool wan = field_or<bool>(j_, "wan", false, config_);
         v.order = word_or(j_, "order", wan ? "progressive" : v.order, config_);
-        if (v.order != "scan" && v.order != "morton" && v.order != "progressive")
-            bad("\"order\" must be scan, morton or progressive");
         v.fill = word_or(j_, "fill", v.order == "progressive" ? "nearest" : v.fill, config_);
-        if (v.fill != "previous" && v.fill != "nearest") bad("\"fill\" must be previous or nearest");
+        try {
+            parse_send_order(v.order);
+            parse_fill_rule(v.fill);
+        } catch (const std::invalid_argument& e) {
+            bad(e.what());  // "order 'random': expected scan, morton or progressive"
+        }
         const json ports = field_or<json>(j_, "ports", json::object(), config_);
         v.ports.data = port_base(ports, "data", v.ports.data, count);
         v.ports.sync = port_base(ports, "sync", v.ports.sync, count);

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 namespace slabcast {
@@ -24,6 +25,24 @@ inline CLI::Validator seconds_range(double lo, double hi) {
             return std::string();
         },
         "SECONDS in [" + range + "]");
+}
+
+// Names checked by the function that reads them (parse_send_order,
+// parse_fill_rule: it throws std::invalid_argument naming what is wrong), so
+// that each list of names is written once: "--fill: fill 'zero': expected
+// previous or nearest".
+template <class Parse>
+CLI::Validator parsed_by(Parse parse, const std::string& what) {
+    return CLI::Validator(
+        [parse](std::string& input) {
+            try {
+                parse(input);
+                return std::string();
+            } catch (const std::invalid_argument& e) {
+                return std::string(e.what());
+            }
+        },
+        what);
 }
 
 }  // namespace slabcast

@@ -5,6 +5,7 @@
 // the ParaView reader.
 #include "host/host_checks.h"
 #include "host/numa_placement.h"
+#include "host/option_checks.h"
 #include "host/roles.h"
 #include "host/status_reporter.h"
 #include "host/stop_signal.h"
@@ -382,7 +383,7 @@ void register_receive(CLI::App& root, RoleMain& run) {
         ->capture_default_str();
     c->add_option("--fill", o->fill, "a published step's missing values: previous (the previous step's) or nearest "
                                      "(a coarser sample of the same step where one came, age 254; else previous)")
-        ->check(CLI::IsMember({"previous", "nearest"}))->capture_default_str();
+        ->check(parsed_by(parse_fill_rule, "RULE"))->capture_default_str();
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
     c->callback([o, &run] { run = [o] { return Receiver(*o).run(); }; });
 }

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 
 namespace slabcast {
 namespace {
@@ -29,12 +28,6 @@ void copy_past_cache(float* out, const std::uint8_t* values, std::int64_t n) {
 }
 
 }  // namespace
-
-FillRule parse_fill_rule(const std::string& text) {
-    if (text == "previous") return FillRule::Previous;
-    if (text == "nearest") return FillRule::Nearest;
-    throw std::invalid_argument("fill '" + text + "': expected previous or nearest");
-}
 
 SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished, std::int64_t stale_window_ns,
                            std::int64_t step_timeout_ns)
@@ -55,7 +48,7 @@ SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finish
     live_.step_expected.store(current_.expected);
     live_.writer_pid.store(::getpid());
     live_.writing_buffer.store(-1);
-    if (dims_.ny * geometry_.stored_planes() <= ProgressiveRows::kMostRows)
+    if (ProgressiveRows::fits(dims_.ny, geometry_.owned_planes(), geometry_.ghost_planes()))
         progressive_.emplace(dims_.ny, geometry_.owned_planes(), geometry_.ghost_planes());
     // A re-attached slab keeps its values, its publications and step numbers;
     // what its age buffers hold is unknown, and the traffic counters are this

@@ -22,6 +22,7 @@
 
 #include "slabcast/progressive_rows.h"
 #include "slabcast/run_codec.h"
+#include "slabcast/send_order.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/volume.h"
 
@@ -57,12 +58,6 @@ struct StepReport {
 };
 
 enum class PacketVerdict { Stored, Rejected, Stale, Dropped };
-
-// Where a published step's missing values come from (docs/shared-memory.md,
-// "Holes and ages"): the slab's previous publication, or first a coarser
-// sample of the same step along the progressive hierarchy.
-enum class FillRule { Previous, Nearest };
-FillRule parse_fill_rule(const std::string& text);  // "previous" | "nearest"
 
 class SlabReceiver final : public LandingSite {
 public:

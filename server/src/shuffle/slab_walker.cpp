@@ -10,13 +10,6 @@
 
 namespace slabcast {
 
-SendOrder parse_send_order(const std::string& text) {
-    if (text == "scan") return SendOrder::Scan;
-    if (text == "morton" || text == "zorder") return SendOrder::Morton;
-    if (text == "progressive") return SendOrder::Progressive;
-    throw std::invalid_argument("order '" + text + "': expected scan, morton or progressive");
-}
-
 WireFormat parse_wire_format(const std::string& text) {
     if (text == "quad") return WireFormat::Quad;
     if (text == "run") return WireFormat::Run;

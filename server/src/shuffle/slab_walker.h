@@ -9,6 +9,7 @@
 #include "shuffle/morton_walk.h"
 #include "slabcast/progressive_rows.h"
 #include "slabcast/run_codec.h"
+#include "slabcast/send_order.h"
 #include "slabcast/volume.h"
 
 #include <array>
@@ -20,8 +21,6 @@
 
 namespace slabcast {
 
-enum class SendOrder { Scan, Morton, Progressive };
-SendOrder parse_send_order(const std::string& text);  // "scan" | "morton" | "progressive"
 
 // The data packets' format (docs/wire-format.md): the paper's quad packets, or
 // run packets (a contiguous run of the slab's values, its first voxel once).

@@ -42,8 +42,7 @@ ProgressiveRows::ProgressiveRows(std::int64_t ny, std::int64_t owned_planes, std
     : ny_(ny), ghost_rows_(0), owned_rows_(0) {
     if (ny < 1 || owned_planes < 1 || ghost_planes < 0)
         throw std::invalid_argument("progressive order: a slab needs ny >= 1, an owned plane, and no negative ghost planes");
-    // Compared by division: no product of hostile sizes can wrap.
-    if (owned_planes > kMostRows || ghost_planes > kMostRows || owned_planes + ghost_planes > kMostRows / ny)
+    if (!fits(ny, owned_planes, ghost_planes))
         throw std::invalid_argument("progressive order: the slab has more than 2^32 rows");
     ghost_rows_ = ny * ghost_planes;
     owned_rows_ = ny * owned_planes;
@@ -72,6 +71,12 @@ ProgressiveRows::ProgressiveRows(std::int64_t ny, std::int64_t owned_planes, std
         order_[r] = keyed[r].second;
         rank_[keyed[r].second] = static_cast<std::uint32_t>(r);
     }
+}
+
+bool ProgressiveRows::fits(std::int64_t ny, std::int64_t owned_planes, std::int64_t ghost_planes) {
+    // Compared by division: no product of hostile sizes can wrap.
+    return ny >= 1 && owned_planes >= 1 && ghost_planes >= 0 && owned_planes <= kMostRows &&
+           ghost_planes <= kMostRows && owned_planes + ghost_planes <= kMostRows / ny;
 }
 
 std::int64_t ProgressiveRows::parent(std::int64_t row) const {

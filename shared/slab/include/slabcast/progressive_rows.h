@@ -44,6 +44,8 @@ public:
     // size is below its least (ny, owned_planes 1, ghost_planes 0) or the
     // rows number more than kMostRows.
     ProgressiveRows(std::int64_t ny, std::int64_t owned_planes, std::int64_t ghost_planes);
+    // Whether a slab of these sizes has an order (the constructor's test).
+    static bool fits(std::int64_t ny, std::int64_t owned_planes, std::int64_t ghost_planes);
 
     std::int64_t rows() const { return static_cast<std::int64_t>(order_.size()); }
     std::int64_t owned_rows() const { return owned_rows_; }
