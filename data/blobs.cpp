@@ -3,6 +3,7 @@
 // The arithmetic is unchanged from the original generator, so its files are too.
 #include "generator.h"
 #include "hash_random.h"
+#include "progress.h"
 
 #include <cmath>
 #include <random>
@@ -25,7 +26,8 @@ public:
                      (u(rng) - .5) * 2, (0.03 + 0.07 * u(rng)) * dims.nx, 0.5 + 2 * u(rng)};
     }
     std::string units() const override { return "arbitrary"; }
-    std::string begin_step(int s) override {
+    std::string begin_step(int s, Progress& progress) override {
+        progress.advance(dims_.nz);  // planes are computed as they are written
         step_ = s;
         return "blobs";
     }

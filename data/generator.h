@@ -11,12 +11,15 @@
 
 namespace datagen {
 
+class Progress;
+
 class Generator {
 public:
     virtual ~Generator() = default;
     virtual std::string units() const = 0;  // for dataset.json
-    // Prepares step s (0-based); returns what the progress line says about it.
-    virtual std::string begin_step(int s) = 0;
+    // Prepares step s (0-based), advancing `progress` by up to NZ; returns
+    // what the step's summary line says about it.
+    virtual std::string begin_step(int s, Progress& progress) = 0;
     virtual void plane(std::int64_t z, float* out) = 0;  // NX*NY values, x fastest
 };
 

@@ -6,6 +6,8 @@
 #include "zeldovich.h"
 
 #include "hash_random.h"
+#include "parallel.h"
+#include "progress.h"
 
 #include <fftw3.h>
 
@@ -94,13 +96,18 @@ ZeldovichField::ZeldovichField(const slabcast::Dims& dims, double cell, std::uin
 
     // Unit white noise; its transform has <|w_k|^2> = N, so w_k * sqrt(P / cell^3) / N
     // transformed back is a field with power P(k) in a box of N cells.
+    Progress progress("setup: displacements", 9);
     float* r = delta.get();
-    for (std::int64_t z = 0; z < nz; ++z)
-        for (std::int64_t y = 0; y < ny; ++y)
-            for (std::int64_t x = 0; x < nx; ++x)
-                r[(z * ny + y) * row + x] = static_cast<float>(
-                    gaussian(seed, static_cast<std::uint64_t>(slabcast::volume_offset(dims, x, y, z))));
+    parallel_for(nz, [&](std::int64_t z_begin, std::int64_t z_end) {
+        for (std::int64_t z = z_begin; z < z_end; ++z)
+            for (std::int64_t y = 0; y < ny; ++y)
+                for (std::int64_t x = 0; x < nx; ++x)
+                    r[(z * ny + y) * row + x] = static_cast<float>(
+                        gaussian(seed, static_cast<std::uint64_t>(slabcast::volume_offset(dims, x, y, z))));
+    });
+    progress.advance();
     forward.run();
+    progress.advance();
 
     const double kfx = 2 * M_PI / (nx * cell), kfy = 2 * M_PI / (ny * cell), kfz = 2 * M_PI / (nz * cell);
     const double kmin = std::min({kfx, kfy, kfz}), kmax = 2 * M_PI / cell;  // > sqrt(3) * Nyquist
@@ -108,25 +115,30 @@ ZeldovichField::ZeldovichField(const slabcast::Dims& dims, double cell, std::uin
     const double norm = 1.0 / (std::pow(cell, 1.5) * static_cast<double>(n));
     // Visits every Fourier cell with its wave vector (h/Mpc); the Nyquist planes are
     // dropped, since their gradient has no real-valued counterpart on the grid.
+    // f changes mode i only, so the planes go to threads in any split.
     auto for_each_mode = [&](auto&& f) {
-        for (std::int64_t iz = 0; iz < nz; ++iz)
-            for (std::int64_t iy = 0; iy < ny; ++iy)
-                for (std::int64_t ix = 0; ix < nxh; ++ix) {
-                    const std::size_t i = static_cast<std::size_t>((iz * ny + iy) * nxh + ix);
-                    const bool keep = (ix | iy | iz) != 0 && !is_nyquist(ix, nx) && !is_nyquist(iy, ny) &&
-                                      !is_nyquist(iz, nz);
-                    f(i, keep, ix * kfx, signed_index(iy, ny) * kfy, signed_index(iz, nz) * kfz);
-                }
+        parallel_for(nz, [&](std::int64_t z_begin, std::int64_t z_end) {
+            for (std::int64_t iz = z_begin; iz < z_end; ++iz)
+                for (std::int64_t iy = 0; iy < ny; ++iy)
+                    for (std::int64_t ix = 0; ix < nxh; ++ix) {
+                        const std::size_t i = static_cast<std::size_t>((iz * ny + iy) * nxh + ix);
+                        const bool keep = (ix | iy | iz) != 0 && !is_nyquist(ix, nx) && !is_nyquist(iy, ny) &&
+                                          !is_nyquist(iz, nz);
+                        f(i, keep, ix * kfx, signed_index(iy, ny) * kfy, signed_index(iz, nz) * kfz);
+                    }
+        });
     };
     for_each_mode([&](std::size_t i, bool keep, double kx, double ky, double kz) {
         const double a = keep ? amplitude(std::sqrt(kx * kx + ky * ky + kz * kz)) * norm : 0;
         dk[i][0] = static_cast<float>(dk[i][0] * a);
         dk[i][1] = static_cast<float>(dk[i][1] * a);
     });
+    progress.advance();
 
     // psi_c = i k_c delta_k / k^2, in cells. x and y go through the work grid; z,
     // needed last, is transformed in delta's own storage.
     double sum_sq = 0;
+    std::vector<double> plane_max(static_cast<std::size_t>(nz)), plane_sum_sq(static_cast<std::size_t>(nz));
     for (int c = 0; c < 3; ++c) {
         fftwf_complex* out = c < 2 ? wk : dk;
         for_each_mode([&](std::size_t i, bool keep, double kx, double ky, double kz) {
@@ -138,117 +150,42 @@ ZeldovichField::ZeldovichField(const slabcast::Dims& dims, double cell, std::uin
         });
         (c < 2 ? back_work : back_delta).run();
         const float* v = c < 2 ? work.get() : delta.get();
-        double maxabs = 0;
-        for (std::int64_t line = 0; line < nz * ny; ++line)
-            for (std::int64_t x = 0; x < nx; ++x) {
-                const double p = v[line * row + x];
-                maxabs = std::max(maxabs, std::fabs(p));
-                sum_sq += p * p;
+        // Per plane, then summed in plane order: the same sums whatever the threads.
+        parallel_for(nz, [&](std::int64_t z_begin, std::int64_t z_end) {
+            for (std::int64_t z = z_begin; z < z_end; ++z) {
+                double maxabs = 0, sq = 0;
+                for (std::int64_t line = z * ny; line < (z + 1) * ny; ++line)
+                    for (std::int64_t x = 0; x < nx; ++x) {
+                        const double p = v[line * row + x];
+                        maxabs = std::max(maxabs, std::fabs(p));
+                        sq += p * p;
+                    }
+                plane_max[static_cast<std::size_t>(z)] = maxabs;
+                plane_sum_sq[static_cast<std::size_t>(z)] = sq;
             }
+        });
+        double maxabs = 0;
+        for (std::int64_t z = 0; z < nz; ++z) {
+            maxabs = std::max(maxabs, plane_max[static_cast<std::size_t>(z)]);
+            sum_sq += plane_sum_sq[static_cast<std::size_t>(z)];
+        }
         scale_[c] = maxabs / 32767;
         psi_[c].resize(n);
         const double inv = maxabs > 0 ? 1 / scale_[c] : 0;
-        for (std::int64_t line = 0; line < nz * ny; ++line)
-            for (std::int64_t x = 0; x < nx; ++x)
-                psi_[c][static_cast<std::size_t>(line * nx + x)] =
-                    static_cast<std::int16_t>(std::lround(v[line * row + x] * inv));
+        std::int16_t* psi = psi_[c].data();
+        parallel_for(nz * ny, [&](std::int64_t line_begin, std::int64_t line_end) {
+            for (std::int64_t line = line_begin; line < line_end; ++line)
+                for (std::int64_t x = 0; x < nx; ++x)
+                    psi[line * nx + x] = static_cast<std::int16_t>(std::lround(v[line * row + x] * inv));
+        });
         if (c == 1) work.reset();  // frees a complex grid before the density grid is needed
+        progress.advance(2);
     }
     rms_ = std::sqrt(sum_sq / static_cast<double>(n));
 }
 
 double ZeldovichField::max_displacement() const {
     return 32767 * std::sqrt(scale_[0] * scale_[0] + scale_[1] * scale_[1] + scale_[2] * scale_[2]);
-}
-
-namespace {
-
-// Cloud-in-cell onto a periodic grid: a particle at p (cells, cell centres at
-// integers) spreads its mass over the 8 cells around it. Inlined into both
-// deposit loops; floor is an offset truncation, as baseline x86-64 has no cheap floor.
-class Cic {
-public:
-    Cic(const slabcast::Dims& d, float* rho) : nx_(d.nx), ny_(d.ny), nz_(d.nz), rho_(rho) {}
-
-    __attribute__((always_inline)) inline void add(double px, double py, double pz, float mass) const {
-        std::int64_t x0, x1, y0, y1, z0, z1;
-        const float fx = split(px, nx_, x0, x1), fy = split(py, ny_, y0, y1), fz = split(pz, nz_, z0, z1);
-        float* r00 = rho_ + (z0 * ny_ + y0) * nx_;
-        float* r01 = rho_ + (z0 * ny_ + y1) * nx_;
-        float* r10 = rho_ + (z1 * ny_ + y0) * nx_;
-        float* r11 = rho_ + (z1 * ny_ + y1) * nx_;
-        const float a00 = (1 - fz) * (1 - fy) * mass, a01 = (1 - fz) * fy * mass, a10 = fz * (1 - fy) * mass,
-                    a11 = fz * fy * mass;
-        r00[x0] += a00 * (1 - fx);
-        r00[x1] += a00 * fx;
-        r01[x0] += a01 * (1 - fx);
-        r01[x1] += a01 * fx;
-        r10[x0] += a10 * (1 - fx);
-        r10[x1] += a10 * fx;
-        r11[x0] += a11 * (1 - fx);
-        r11[x1] += a11 * fx;
-    }
-
-private:
-    // Cell index i0 (and i1 = the next one, periodic) and the fraction that spills into i1.
-    // Valid for |p| < 2^22; positions stay within a few hundred cells of the box.
-    static float split(double p, std::int64_t n, std::int64_t& i0, std::int64_t& i1) {
-        constexpr std::int64_t kBig = std::int64_t{1} << 22;
-        const std::int64_t f = static_cast<std::int64_t>(p + static_cast<double>(kBig)) - kBig;
-        i0 = f;
-        if (i0 < 0 || i0 >= n) i0 = ((i0 % n) + n) % n;
-        i1 = i0 + 1 == n ? 0 : i0 + 1;
-        return static_cast<float>(p - static_cast<double>(f));
-    }
-    std::int64_t nx_, ny_, nz_;
-    float* rho_;
-};
-
-}  // namespace
-
-void ZeldovichField::deposit(double growth, int per_axis, float* rho) const {
-    const std::int64_t nx = dims_.nx, ny = dims_.ny, nz = dims_.nz;
-    if (growth * max_displacement() > 1 << 20) throw std::runtime_error("displacements beyond 2^20 cells");
-    std::fill(rho, rho + dims_.count(), 0.0f);
-    const Cic cic(dims_, rho);
-    const float g[3] = {static_cast<float>(growth * scale_[0]), static_cast<float>(growth * scale_[1]),
-                        static_cast<float>(growth * scale_[2])};
-    if (per_axis == 1) {
-        std::size_t i = 0;
-        for (std::int64_t z = 0; z < nz; ++z)
-            for (std::int64_t y = 0; y < ny; ++y)
-                for (std::int64_t x = 0; x < nx; ++x, ++i)
-                    cic.add(x + g[0] * psi_[0][i], y + g[1] * psi_[1][i], z + g[2] * psi_[2][i], 1.0f);
-        return;
-    }
-    // 8 particles a cell, at q + 1/4 and q + 3/4 along each axis of the cube between
-    // neighbouring lattice points, psi linear in between: in voids, where particles
-    // spread apart, this keeps CIC from leaving a lattice of empty cells. psi is
-    // interpolated separably: z into a plane, y into a line, then x per particle.
-    static constexpr float kOffset[2] = {0.25f, 0.75f};
-    const std::size_t plane = static_cast<std::size_t>(nx * ny);
-    std::vector<float> pz(3 * plane), line(3 * static_cast<std::size_t>(nx));
-    for (std::int64_t z = 0; z < nz; ++z)
-        for (const float tz : kOffset) {
-            const std::size_t p0 = static_cast<std::size_t>(z) * plane, p1 = (z + 1 == nz ? 0 : z + 1) * plane;
-            for (int c = 0; c < 3; ++c)
-                for (std::size_t i = 0; i < plane; ++i)
-                    pz[c * plane + i] = g[c] * ((1 - tz) * psi_[c][p0 + i] + tz * psi_[c][p1 + i]);
-            for (std::int64_t y = 0; y < ny; ++y)
-                for (const float ty : kOffset) {
-                    const std::size_t r0 = y * nx, r1 = (y + 1 == ny ? 0 : y + 1) * nx;
-                    for (int c = 0; c < 3; ++c)
-                        for (std::int64_t x = 0; x < nx; ++x)
-                            line[c * nx + x] = (1 - ty) * pz[c * plane + r0 + x] + ty * pz[c * plane + r1 + x];
-                    const float *lx = line.data(), *ly = lx + nx, *lz = ly + nx;
-                    for (std::int64_t x = 0; x < nx; ++x) {
-                        const std::int64_t x1 = x + 1 == nx ? 0 : x + 1;
-                        for (const float tx : kOffset)
-                            cic.add(x + tx + ((1 - tx) * lx[x] + tx * lx[x1]), y + ty + ((1 - tx) * ly[x] + tx * ly[x1]),
-                                    z + tz + ((1 - tx) * lz[x] + tx * lz[x1]), 0.125f);
-                    }
-                }
-        }
 }
 
 }  // namespace datagen

@@ -12,6 +12,8 @@
 
 namespace datagen {
 
+class Progress;
+
 class ZeldovichField {
 public:
     // power(k): linear P(k) at z = 0, k in h/Mpc, (Mpc/h)^3. cell: cell size in Mpc/h.
@@ -21,8 +23,9 @@ public:
 
     // Density / mean (CIC, periodic) of the particles moved by growth * psi, into
     // rho (dims.count() values, x fastest); per_axis 1 or 2 particles along each
-    // axis of a cell. Sequential, so bit-reproducible.
-    void deposit(double growth, int per_axis, float* rho) const;
+    // axis of a cell. Over every core, bit-reproducible whatever their number;
+    // advances `progress` (may be null) by one a lattice plane.
+    void deposit(double growth, int per_axis, float* rho, Progress* progress) const;
 
     double max_displacement() const;  // cells, at growth 1
     double rms_displacement() const { return rms_; }
@@ -30,6 +33,8 @@ public:
     static std::uint64_t peak_bytes(const slabcast::Dims& dims);
 
 private:
+    void deposit_planes(const float g[3], int per_axis, float* rho, std::int64_t z_begin, std::int64_t z_end,
+                        Progress* progress) const;
     slabcast::Dims dims_;
     // psi in cells, stored as int16 times scale_: 6 bytes a particle instead of 12,
     // which keeps 1024^3 at about 12 GiB (peak_bytes); a step of 1/32767 of the

@@ -93,6 +93,14 @@ class DeterminismTest(Workdir):
             b = generate(self.path("b"), (24, 20, 16), 3, 7, *kind_args)
             self.assert_same_bytes(a, b)
 
+    def test_threads_do_not_change_bytes(self):
+        # 64 planes: the deposit runs in parallel chunks at every step (the
+        # chunks are 2 x the particles' reach thick), so the split is exercised.
+        for kind_args in ([], ["--particles", "1"]):
+            one = generate(self.path("one"), (24, 20, 64), 3, 7, "--threads", 1, *kind_args)
+            three = generate(self.path("three"), (24, 20, 64), 3, 7, "--threads", 3, *kind_args)
+            self.assert_same_bytes(one, three)
+
     def test_different_seed_differs(self):
         a = generate(self.path("a"), (32, 32, 32), 2, 7)
         b = generate(self.path("b"), (32, 32, 32), 2, 8)
