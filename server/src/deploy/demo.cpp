@@ -25,7 +25,6 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -141,17 +140,12 @@ private:
             need_program("Xvfb", "xvfb");
         }
         if (o_.ranks > 1) need_program("mpirun", "openmpi-bin");
-        // Slabs (value and age buffers, ghost planes included), plus each stager's read-ahead of three steps.
-        const double step = static_cast<double>(dims_.count()) * 4;
-        const double needed =
-            (o_.head_to_head ? 1.25 : volumes_) * step * ((1.0 + 1.0 / depth_) * kDefaultBuffers * 1.25 + 3.0);
-        struct statvfs fs_info {};
-        if (::statvfs("/dev/shm", &fs_info) == 0) {
-            const double free_bytes = static_cast<double>(fs_info.f_bavail) * fs_info.f_frsize;
-            if (free_bytes < needed)
-                missing.push_back(fmt::format("/dev/shm has {:.0f} MiB free, the demo needs {:.0f} MiB "
-                                              "(mount -o remount,size=4G /dev/shm, or a smaller --dims)",
-                                              free_bytes / 1048576, needed / 1048576));
+        // Slabs and staged steps in /dev/shm, and the renderer, in memory: the
+        // most of both that fits, or a refusal before anything starts.
+        try {
+            memory_ = fit_demo_memory(o_, dims_, depth_);
+        } catch (const std::runtime_error& e) {
+            missing.push_back(std::string(e.what()).substr(std::string("demo: ").size()));
         }
         if (!missing.empty()) {
             std::string text = "demo: cannot start:";
@@ -161,7 +155,9 @@ private:
     }
 
     void plan_sides() {
-        DemoPlan plan = plan_demo(o_, dims_, depth_, dataset_, key_file());
+        DemoPlan plan = plan_demo(o_, dims_, depth_, dataset_, key_file(), memory_);
+        spdlog::info("demo: {} a step: {} buffers a slab, {} step(s) staged ahead, to fit this machine's memory",
+                     format_bytes(static_cast<std::uint64_t>(dims_.count()) * 4), memory_.buffers, memory_.window);
         deployment_ = std::move(plan.deployment);
         sides_ = std::move(plan.sides);
     }
@@ -357,6 +353,7 @@ private:
     InstallLayout layout_;  // where the plugin, the render programs and the generator are
     Dims dims_;
     int depth_ = 1;
+    DemoMemory memory_;
     double volumes_ = 1;  // full volumes streamed (--compare-formats: one a format)
     std::string size_;
     std::string dataset_;

@@ -14,9 +14,9 @@ void register_demo(CLI::App& root, RoleMain& run) {
     auto o = std::make_shared<DemoOptions>();
     CLI::App* c = root.add_subcommand("demo", "the live demo: every role on this machine and ParaView rendering");
     c->add_option("--dims", o->dims, "volume size of the generated dataset")->capture_default_str();
-    c->add_option("--dataset-steps", o->dataset_steps, "steps in the generated dataset")
-        ->check(CLI::Range(1, 100000))
-        ->capture_default_str();
+    c->add_option("--dataset-steps", o->dataset_steps,
+                  "steps in the generated dataset (default: 20, fewer where that passes 8 GiB, at least 4)")
+        ->check(CLI::Range(1, 100000));
     c->add_option("--dataset", o->dataset, "use this dataset instead of generating one");
     c->add_option("--cache", o->cache, "where generated datasets are kept (default ~/.cache/slabcast)");
     c->add_option("--count", o->count, "steps to stream before finishing")

@@ -31,10 +31,10 @@ std::string cache_dir(const DemoOptions& o) {
 }
 
 void generate(const DemoOptions& o, const Dims& dims, const std::string& datagen, const std::string& dir) {
-    spdlog::info("demo: generating {} steps of a {} cosmology volume into {} (once; cached for next time)",
-                 o.dataset_steps, to_string(dims), dir);
-    ChildProcess gen = ChildProcess::start({datagen, "--out", dir, "--dims", o.dims,
-                                            "--steps", std::to_string(o.dataset_steps)}, "");
+    const int steps = demo_dataset_steps(o, dims);
+    spdlog::info("demo: generating {} steps of a {} cosmology volume into {} (once; cached for next time)", steps,
+                 to_string(dims), dir);
+    ChildProcess gen = ChildProcess::start({datagen, "--out", dir, "--dims", o.dims, "--steps", std::to_string(steps)}, "");
     while (!gen.wait_for(200))
         if (stop_requested()) throw std::runtime_error("demo: stopped while generating the dataset");
     if (!WIFEXITED(gen.exit_status()) || WEXITSTATUS(gen.exit_status()) != 0)
@@ -64,12 +64,18 @@ std::string colour_range(const std::string& dir, const Dims& dims) {
 
 }  // namespace
 
+int demo_dataset_steps(const DemoOptions& o, const Dims& dims) {
+    if (o.dataset_steps > 0) return o.dataset_steps;
+    const std::int64_t step = dims.count() * 4;
+    return static_cast<int>(std::clamp<std::int64_t>((std::int64_t{8} << 30) / step, 4, 20));
+}
+
 DemoDataset prepare_demo_dataset(const DemoOptions& o, const Dims& dims, const std::string& datagen) {
     DemoDataset out;
     if (!o.dataset.empty()) {
         out.directory = o.dataset;
     } else {
-        out.directory = fmt::format("{}/cosmo-{}-{}", cache_dir(o), to_string(dims), o.dataset_steps);
+        out.directory = fmt::format("{}/cosmo-{}-{}", cache_dir(o), to_string(dims), demo_dataset_steps(o, dims));
         if (fs::exists(out.directory + "/dataset.json")) spdlog::info("demo: dataset {} (cached)", out.directory);
         else generate(o, dims, datagen, out.directory);
     }

@@ -8,7 +8,7 @@ namespace slabcast {
 
 struct DemoOptions {
     std::string dims = "256,256,256";
-    int dataset_steps = 20;
+    int dataset_steps = 0;  // 0: demo_dataset_steps()
     long count = 20;
     bool forever = false;
     int streams = 4;

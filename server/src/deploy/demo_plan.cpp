@@ -1,7 +1,10 @@
 #include "deploy/demo_plan.h"
 
+#include "deploy/memory_plan.h"
+
 #include "slabcast/run_codec.h"
 #include "slabcast/send_order.h"
+#include "slabcast/slab_file.h"
 #include "slabcast/units.h"
 
 #include <fmt/format.h>
@@ -13,8 +16,9 @@ namespace slabcast {
 namespace {
 
 // `step_bytes`: a step of the dataset, which every side's stager copies whole.
-void add_side(DemoPlan& plan, const DemoOptions& o, const DemoSide& side, const Dims& dims, int depth, int streams,
-              const std::string& rate, std::int64_t step_bytes, const DemoFormat& format = {"run", "run", "none", ""}) {
+void add_side(DemoPlan& plan, const DemoOptions& o, const DemoMemory& memory, const DemoSide& side, const Dims& dims,
+              int depth, int streams, const std::string& rate, std::int64_t step_bytes,
+              const DemoFormat& format = {"run", "run", "none", ""}) {
     const int base = o.base_port + 300 * static_cast<int>(plan.sides.size());
     PlanVolume v;
     v.name = side.name;
@@ -33,11 +37,12 @@ void add_side(DemoPlan& plan, const DemoOptions& o, const DemoSide& side, const 
     for (int k = 0; k < streams; ++k) host.streams.push_back(k);
     PlanHost receiver = host;
     receiver.shm_dir = demo_shm_dir(o);
+    receiver.buffers = memory.buffers == kDefaultBuffers ? 0 : memory.buffers;
     v.receivers.push_back(receiver);
     PlanHost sender = host;
     sender.staging = demo_staging(o, side.name);
-    // Each stager reads up to three steps of the dataset ahead.
-    sender.budget = std::to_string(3 * step_bytes / 1048576 + 1) + "M";
+    // Each stager reads up to `window` steps of the dataset ahead.
+    sender.budget = std::to_string(memory.window * step_bytes / 1048576 + 1) + "M";
     v.senders.push_back(sender);
     plan.deployment.volumes.push_back(v);
     plan.sides.push_back(side);
@@ -78,7 +83,7 @@ std::string demo_shm_dir(const DemoOptions& o) { return fmt::format("/dev/shm/sl
 std::string demo_staging(const DemoOptions& o, const std::string& side) { return demo_shm_dir(o) + "-staging-" + side; }
 
 DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std::string& dataset,
-                   const std::string& key_file) {
+                   const std::string& key_file, const DemoMemory& memory) {
     DemoPlan plan;
     Deployment& d = plan.deployment;
     d.dataset = dataset;
@@ -97,23 +102,48 @@ DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std:
             std::string name = f.text;
             for (char& c : name)
                 if (c == '/' || c == ':' || c == '@') c = '-';
-            add_side(plan, o, {name, fmt::format("{}: {} streams x {}", f.text, o.streams, format_rate(rate))}, dims,
+            add_side(plan, o, memory, {name, fmt::format("{}: {} streams x {}", f.text, o.streams, format_rate(rate))}, dims,
                      depth, o.streams, o.rate, step_bytes, f);
         }
         return plan;
     }
-    add_side(plan, o, {"full", fmt::format("{} streams x {}: full volume", o.streams, format_rate(rate))}, dims, depth,
+    add_side(plan, o, memory, {"full", fmt::format("{} streams x {}: full volume", o.streams, format_rate(rate))}, dims, depth,
              o.streams, o.rate, step_bytes);
     if (o.head_to_head) {
         // The paper's split: the full volume gets 90% of the bandwidth, 1/8 of
         // it (the first eighth of the slabs, same resolution) the other 10%.
         const int eighth = o.streams / 8;
         const double eighth_rate = rate * o.streams / 9.0 / eighth;
-        add_side(plan, o, {"eighth", fmt::format("{} stream(s) x {}: 1/8 volume", eighth, format_rate(eighth_rate))},
+        add_side(plan, o, memory, {"eighth", fmt::format("{} stream(s) x {}: 1/8 volume", eighth, format_rate(eighth_rate))},
                  Dims{dims.nx, dims.ny, static_cast<std::int64_t>(depth) * eighth}, depth, eighth,
                  fmt::format("{:.0f}", eighth_rate), step_bytes);
     }
     return plan;
+}
+
+std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims) {
+    constexpr std::uint64_t kRankBase = 512ull << 20;  // pvbatch with the plugin, Python and Mesa loaded
+    double volumes = 1;
+    if (o.head_to_head) volumes = 1.125;
+    else if (!o.compare_formats.empty()) volumes = static_cast<double>(parse_demo_formats(o.compare_formats).size());
+    return kRankBase * static_cast<std::uint64_t>(o.ranks) +
+           static_cast<std::uint64_t>(volumes * static_cast<double>(dims.count()) * 4);
+}
+
+DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth) {
+    const std::uint64_t renderer = demo_renderer_bytes(o, dims);
+    const MachineRoom room = room_here(demo_shm_dir(o));
+    std::string problem;
+    for (const DemoMemory m : {DemoMemory{3, 3}, DemoMemory{3, 2}, DemoMemory{2, 2}, DemoMemory{3, 1}, DemoMemory{2, 1}}) {
+        const DemoPlan plan = plan_demo(o, dims, depth, "", "", m);
+        problem = memory_problem(plan_memory(plan.deployment), renderer,
+                                 fmt::format("the renderer's {} rank(s)", o.ranks), room);
+        if (problem.empty()) return m;
+    }
+    throw std::runtime_error(fmt::format("demo: {} does not fit this machine even with 2 buffers a slab and one step "
+                                         "staged: {} (a smaller --dims, fewer --ranks, or a larger /dev/shm: "
+                                         "mount -o remount,size=N /dev/shm)",
+                                         to_string(dims), problem));
 }
 
 }  // namespace slabcast

@@ -9,6 +9,7 @@
 #include "deploy/demo_options.h"
 #include "deploy/deploy_plan.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,11 +38,28 @@ std::vector<DemoFormat> parse_demo_formats(const std::string& list);
 std::string demo_shm_dir(const DemoOptions& o);
 std::string demo_staging(const DemoOptions& o, const std::string& side);
 
+// How much of a step the demo keeps: value buffers per slab (receive
+// --buffers) and steps each stager reads ahead (its --budget).
+struct DemoMemory {
+    int buffers = 3, window = 3;
+};
+
 // `depth` planes per slab (NZ / --streams); `dataset` and `key_file` as the
 // demo has them ready. Each side's ports start at --base-port + 300 i (data,
 // sync + 100, stager + 200); syncs are authenticated and taken from the
 // controller only, as anywhere else.
 DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std::string& dataset,
-                   const std::string& key_file);
+                   const std::string& key_file, const DemoMemory& memory = {});
+
+// What the demo's renderer (pvbatch ranks, or the GUI) holds beside the
+// slabs it maps: per rank a base, plus the volume once more as the volume
+// mapper's texture, split between the ranks (measured: docs/performance.md,
+// section 14).
+std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims);
+
+// The most buffers and read-ahead that fit this machine's memory and /dev/shm
+// beside the renderer, from (3 buffers, 3 steps) down to (2, 1). Throws
+// std::runtime_error naming the figures when not even (2, 1) fits.
+DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth);
 
 }  // namespace slabcast

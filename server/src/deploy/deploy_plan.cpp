@@ -1,5 +1,7 @@
 #include "deploy/deploy_plan.h"
 
+#include "deploy/memory_plan.h"
+
 #include "slabcast/descriptor.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/units.h"
@@ -53,20 +55,10 @@ Argv receive_command(const Deployment&, const PlanVolume& v, const PlanHost& r,
     return argv;
 }
 
-// What a receiver host keeps in /dev/shm: each slab's value and age buffers
+// What a role keeps in /dev/shm (slabs, staged steps; memory_plan.h)
 // (docs/shared-memory.md), so that its memory is planned, not discovered.
-std::string receive_note(const PlanVolume& v, const PlanHost& r) {
-    const int buffers = r.buffers ? r.buffers : kDefaultBuffers;
-    std::uint64_t total = 0;
-    for (int k : r.streams) {
-        const SlabGeometry g = slab_geometry(v.dims, v.slab_depth, k, 1);
-        SlabLayout layout;
-        slab_layout(static_cast<std::uint64_t>(v.dims.plane()) * static_cast<std::uint64_t>(g.stored_planes()), buffers,
-                    layout);
-        total += layout.file_bytes;
-    }
-    return fmt::format("{} slab(s) of {} x {} buffers: {} in {}", r.streams.size(), v.name, buffers,
-                       format_bytes(total), r.shm_dir.empty() ? kDefaultShmDir : r.shm_dir);
+std::string memory_note(const MemoryPart& p) {
+    return fmt::format("{}: {} in {}", p.what, format_bytes(p.bytes), p.dir);
 }
 
 Argv stage_command(const Deployment& d, const PlanVolume& v, const PlanHost& s) {
@@ -125,10 +117,11 @@ std::vector<RoleCommand> plan_roles(const Deployment& d) {
     for (std::size_t i = 0; i < d.volumes.size(); ++i)
         for (const PlanHost& r : d.volumes[i].receivers)
             out.push_back({r.name, "receive", d.volumes[i].name, -1, receive_command(d, d.volumes[i], r, sender_of[i]),
-                           receive_note(d.volumes[i], r)});
+                           memory_note(slabs_part(d.volumes[i], r))});
     for (std::size_t i = 0; i < d.volumes.size(); ++i)
         for (const PlanHost& s : d.volumes[i].senders) {
-            out.push_back({s.name, "stage", d.volumes[i].name, -1, stage_command(d, d.volumes[i], s), ""});
+            out.push_back({s.name, "stage", d.volumes[i].name, -1, stage_command(d, d.volumes[i], s),
+                           memory_note(staging_part(d, d.volumes[i], s))});
             for (int k : s.streams)
                 out.push_back(
                     {s.name, "shuffle", d.volumes[i].name, k, shuffle_command(d, d.volumes[i], s, k, receiver_of[i]), ""});

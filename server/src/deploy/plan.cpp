@@ -2,6 +2,7 @@
 // ports, rates); plan prints the command each host runs, in start order
 // (receivers, then senders, then the controller). See docs/deployment.md.
 #include "deploy/deploy_plan.h"
+#include "deploy/memory_plan.h"
 #include "host/roles.h"
 
 #include <fstream>
@@ -21,7 +22,12 @@ int run_plan(const PlanOptions& o) {
     if (!in) throw std::runtime_error(o.config + ": cannot open");
     std::ostringstream text;
     text << in.rdbuf();
-    std::cout << plan_commands(text.str(), o.config, o.host);
+    const std::string commands = plan_commands(text.str(), o.config, o.host);
+    // On the host it plans (or all on loopback here), a plan that cannot fit
+    // is refused now, not when the last role fills /dev/shm.
+    const std::string problem = plan_memory_problem(read_deployment(text.str(), o.config), o.host);
+    if (!problem.empty()) throw std::runtime_error(o.config + ": " + problem);
+    std::cout << commands;
     return 0;
 }
 
