@@ -182,3 +182,17 @@ def parse_rate(text):
     scale = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
     text = text.strip().lower()
     return float(text[:-1]) * scale[text[-1]] if text[-1] in scale else float(text)
+
+
+def provenance():
+    """(short commit, whether the tree has changes not committed): read only,
+    GIT_OPTIONAL_LOCKS=0 so that git status does not rewrite the index."""
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")
+    try:
+        head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              env=env).stdout.strip() or "unknown"
+        dirty = bool(subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                                    capture_output=True, text=True, env=env).stdout.strip())
+    except OSError:
+        return "unknown", False
+    return head, dirty

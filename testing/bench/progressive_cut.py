@@ -54,6 +54,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "testing", "plugin"))
+import benchlib  # noqa: E402
 import zfp_image_error  # noqa: E402  (set_environment, render: the same renderer call)
 
 DEPTH = 64
@@ -81,20 +82,6 @@ def cut(tool, data, step, previous, order, fill, share, shm, name="cut"):
     if p.returncode != 0:
         raise SystemExit("%s failed (%d):\n%s%s" % (" ".join(map(str, cmd)), p.returncode, p.stdout, p.stderr))
     return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def provenance():
-    """(short commit, whether the tree has changes not committed): read only,
-    GIT_OPTIONAL_LOCKS=0 so that git status does not rewrite the index."""
-    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")
-    try:
-        head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              env=env).stdout.strip() or "unknown"
-        dirty = bool(subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
-                                    capture_output=True, text=True, env=env).stdout.strip())
-    except OSError:
-        return "unknown", False
-    return head, dirty
 
 
 def recommend(rows, shares):
@@ -195,7 +182,7 @@ def main():
     def row(tag, share, combo):
         return [r for r in rows if r["scenario"] == tag and r["share"] == share and r["combo"] == combo][0]
 
-    commit, dirty = provenance()
+    commit, dirty = benchlib.provenance()
     date = time.strftime("%Y-%m-%d %H:%M %Z")
     print("\nstep %d of the 256^3 cosmology dataset (values %.4g..%.4g), 4 slabs of 64 planes, run packets, each "
           "slab cut after the share of its packets; value RMSE against the whole step (slabcast_progressive_cut); "

@@ -153,6 +153,21 @@ class DemoTest(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("/nonexistent/ds", r.stdout + r.stderr)
 
+    def test_a_volume_too_large_for_this_machine_is_refused_before_anything_starts(self):
+        """64^3 x 2048: 2 buffers a slab alone pass any machine this runs on
+        (2048^4 x 10 bytes = 160 TiB); the demo says so with the figures and
+        generates, stages and starts nothing."""
+        cache, out = os.path.join(self.dir, "cache"), os.path.join(self.dir, "out")
+        r = subprocess.run([SLABCAST, "demo", "--headless", "--dims", "2048,2048,2048", "--streams", "32",
+                            "--out", out, "--cache", cache], capture_output=True, text=True, timeout=60)
+        text = r.stdout + r.stderr
+        self.assertNotEqual(r.returncode, 0, text)
+        self.assertIn("2048x2048x2048 does not fit this machine even with 2 buffers a slab and one step staged", text)
+        self.assertRegex(text, r"/dev/shm has [0-9.]+ [KMGT]iB free")
+        self.assertRegex(text, r"memory available")
+        self.assertFalse(os.path.exists(cache), "nothing may be generated")
+        self.assertFalse(os.path.exists(os.path.join(out, "logs")), "no role may start")
+
 
 if __name__ == "__main__":
     unittest_main()

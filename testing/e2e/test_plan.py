@@ -151,6 +151,33 @@ class PlanTest(unittest.TestCase):
         for option in ("--wire", "--codec", "--order", "--fill"):
             self.assertNotIn(option, r.stdout)  # the defaults print nothing
 
+    def test_hosts_that_cannot_fit_here_are_refused(self):
+        """A host's slabs and staged steps are planned (printed as notes); on
+        loopback, or asked for with --host, a host whose tmpfs needs pass this
+        machine's /dev/shm and memory is refused naming the figures, and a
+        remote host's plan is only printed."""
+        r = self.plan(self.config)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"# 2 slab\(s\) of planned x 3 buffers: [0-9.]+ [KM]iB in " + re.escape(self.ws.shm))
+        self.assertRegex(r.stdout, r"# up to 8 staged step\(s\) of planned \(budget 1M\): 1.0 MiB in "
+                         + re.escape(self.ws.staging + "1"))
+        huge = dict(self.config, dims=[4096, 4096, 4096], slab_depth=1024)
+        r = self.plan(huge)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stderr, r"r1, r2, s1, s2 cannot run on this machine: /dev/shm has [0-9.]+ [KMGT]iB free, "
+                                   r"and 2 slab\(s\) of planned x 3 buffers .* need [0-9.]+ TiB")
+        self.assertIn("memory available", r.stderr)
+        # Elsewhere, the same volume is planned; on the host itself, refused.
+        remote = json.loads(json.dumps(huge))
+        for i, h in enumerate(remote["receivers"] + remote["senders"]):
+            h["address"] = "10.9.0.%d" % (i + 1)
+        remote["controller"]["address"] = "10.9.0.9"
+        r = self.plan(remote)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.plan(remote, "--host", "r2")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stderr, r"r2 cannot run on this machine: /dev/shm has .* free, and 2 slab\(s\) of planned")
+
     def test_a_wan_volume_is_sent_coarse_first_and_filled_from_the_step_itself(self):
         lines = [shlex.split(l) for l in self.plan(dict(self.config, wan=True)).stdout.splitlines()
                  if l.startswith("slabcast")]

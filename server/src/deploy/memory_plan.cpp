@@ -40,8 +40,9 @@ MemoryPart staging_part(const Deployment& d, const PlanVolume& v, const PlanHost
     for (const PlanVolume& each : d.volumes)
         step = std::max(step, static_cast<std::uint64_t>(each.dims.count()) * 4);
     const std::uint64_t window = s.budget.empty() ? 1 : std::max<std::uint64_t>(1, parse_bytes(s.budget) / step);
-    return {fmt::format("{} staged step(s) of {}{}", window, v.name, s.budget.empty() ? " at least" : ""), s.staging,
-            window * step};
+    return {s.budget.empty() ? fmt::format("at least 1 staged step of {} (no budget)", v.name)
+                             : fmt::format("up to {} staged step(s) of {} (budget {})", window, v.name, s.budget),
+            s.staging, window * step};
 }
 
 std::vector<HostMemory> plan_memory(const Deployment& d) {

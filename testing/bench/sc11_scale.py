@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Benchmark: the SC11 configuration end to end on this machine (Balman et al.,
+2012, sections 4.2 and 4.6): a 1024^3 float32 cosmology volume, 4 GiB a step,
+in 32 streams of 1024x1024x32 slabs, through stage, shuffle, control and
+receive over loopback into /dev/shm, rendered by pvbatch on 2 ranks with
+IceT; then the same for 512^3. It runs `slabcast demo` itself, the command a
+user runs, and reads what the roles log.
+
+Usage: SLABCAST_BUILD=build testing/bench/sc11_scale.py [--sizes 512,1024]
+       [--streams 32] [--ranks 2] [--count 8] [--rate 1G] [--step-interval 0]
+       [--json OUT.json]
+
+Per step it prints:
+- latency: from the controller's sync to the step published in the last of
+  the receiver's slabs (both CLOCK_REALTIME stamps, in the controller's and
+  the receiver's --stats-json);
+- Gbit/s: the step's values (NX*NY*NZ*4 bytes) over that latency: the
+  rate a step reaches the renderer at, counted at the receiver;
+- loss: the receiver's lost values, all slabs;
+- frame: pvbatch's time for the frame that first showed the step
+  (read, composite, render; its log); the renderer's first frame, which
+  also loads and uploads everything, is reported on its own. On one
+  2-core machine the renderer and the stream share the cores: steps come
+  faster than frames, and a step the renderer skips has no frame.
+And, per role, the largest resident memory seen (sampled every 0.5 s):
+private (RssAnon) and the tmpfs pages it maps (RssShmem), which the slabs'
+readers share and so are not added up.
+
+Beside them, the paper's figures: 16 GB a step (4 GB of values, sent as
+16-byte quad records) in ~1.4 s to 4 render hosts, rendered in ~2.5 s by
+4 x 8 cores (section 4.6); so 13.4 Mvoxel/s per core of rendering, and
+22.9 Gbit/s of quad records (5.7 of values) per receiving host.
+Figures: docs/performance.md, section 14. Not part of the default ctest run.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import benchlib  # noqa: E402
+
+PAPER_RENDER_MVOXEL_PER_CORE = 1024 ** 3 / 2.5 / 32 / 1e6
+PAPER_STEP_S = 1.4
+PAPER_HOST_GBPS_VALUES = 4e9 * 8 / PAPER_STEP_S / 4 / 1e9
+CORES = os.cpu_count()
+
+
+def role_of(cmdline):
+    """The demo role a process plays, from its command line; None if not one."""
+    words = cmdline.split("\0")
+    name = os.path.basename(words[0]) if words else ""
+    if name == "slabcast" and len(words) > 1 and words[1] in ("receive", "stage", "shuffle", "control"):
+        return words[1]
+    if name in ("pvbatch", "Xvfb"):
+        return name
+    return None
+
+
+class MemorySampler(threading.Thread):
+    """Largest RssAnon / RssShmem (MiB) seen per role among `root`'s descendants."""
+
+    def __init__(self, root):
+        super().__init__(daemon=True)
+        self.root, self.peak, self.stop = root, {}, threading.Event()
+
+    def descendants(self):
+        parent = {}
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open("/proc/%s/stat" % pid) as f:
+                        parent[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    pass
+        found, frontier = set(), {self.root}
+        while frontier:
+            frontier = {p for p, pp in parent.items() if pp in frontier} - found
+            found |= frontier
+        return found
+
+    def run(self):
+        while not self.stop.wait(0.5):
+            for pid in self.descendants():
+                try:
+                    with open("/proc/%d/cmdline" % pid) as f:
+                        role = role_of(f.read())
+                    if not role:
+                        continue
+                    fields = {}
+                    with open("/proc/%d/status" % pid) as f:
+                        for line in f:
+                            key, _, value = line.partition(":")
+                            if key in ("RssAnon", "RssShmem"):
+                                fields[key] = int(value.split()[0]) / 1024
+                except OSError:
+                    continue
+                anon, shmem = self.peak.get(role, (0, 0))
+                self.peak[role] = (max(anon, fields.get("RssAnon", 0)), max(shmem, fields.get("RssShmem", 0)))
+
+
+def json_lines(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+    return out
+
+
+def per_step(out_dir, n, streams):
+    """One row a step the receiver published in every slab."""
+    logs = os.path.join(out_dir, "logs")
+    syncs = {}
+    for j in json_lines(os.path.join(logs, "control.json")):
+        if j.get("kind") == "sync":
+            syncs.setdefault(j["seq"], (j["step"], j["time"]))
+    published = {}  # step -> stream -> (time, lost values, expected)
+    for j in json_lines(os.path.join(logs, "full-receive.json")):
+        if j.get("kind") == "step":
+            published.setdefault(j["step"], {})[j["stream"]] = (j["time"], j["expected"] - j["records"], j["expected"])
+    frames = {}  # step -> seconds of the first frame that showed it, after the renderer's first
+    with open(os.path.join(logs, "render.log")) as f:
+        for line in f:
+            # "frame 3: step 5, 3343.1 ms | caption ..."
+            if line.startswith("frame ") and ": step " in line:
+                index = int(line.split(":")[0].split()[1])
+                step = int(line.split(": step ")[1].split(",")[0])
+                seconds = float(line.split(", ")[1].split(" ms")[0]) / 1000
+                if index == 0:
+                    frames["first"] = (step, seconds)
+                else:
+                    frames.setdefault(step, seconds)
+    rows, used = [], set()
+    for seq in sorted(syncs):
+        step, synced = syncs[seq]
+        got = published.get(step, {})
+        if len(got) < streams or step in used:
+            continue  # a step the receiver dropped, or one seen on an earlier lap
+        last = max(t for t, _, _ in got.values())
+        if last < synced:
+            continue
+        used.add(step)
+        lost = sum(v for _, v, _ in got.values())
+        expected = sum(e for _, _, e in got.values())
+        latency = last - synced
+        rows.append({"step": step, "latency_s": latency, "gbps": n ** 3 * 4 * 8 / latency / 1e9,
+                     "loss_percent": 100.0 * lost / expected, "frame_s": frames.get(step)})
+    return rows, frames.get("first")
+
+
+def run_size(n, a, cache):
+    out_dir = os.path.join(a.work, "demo-%d" % n)
+    argv = [benchlib.lib.SLABCAST, "demo", "--dims", "%d,%d,%d" % (n, n, n),
+            "--streams", str(a.streams), "--ranks", str(a.ranks), "--count", str(a.count), "--rate", a.rate,
+            "--step-interval", str(a.step_interval), "--headless", "--out", out_dir, "--cache", cache,
+            "--base-port", "48000"]
+    print("$ " + " ".join(argv), flush=True)
+    t0 = time.monotonic()
+    demo = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sampler = MemorySampler(demo.pid)
+    sampler.start()
+    log = []
+    for line in demo.stdout:
+        log.append(line)
+        if "demo:" in line and ("step" in line or "generating" in line or "error" in line):
+            print("  " + line.rstrip(), flush=True)
+    demo.wait()
+    sampler.stop.set()
+    sampler.join()
+    if demo.returncode != 0:
+        sys.exit("demo %d^3 failed (%d):\n%s" % (n, demo.returncode, "".join(log[-20:])))
+    rows, first_frame = per_step(out_dir, n, a.streams)
+    if not rows:
+        sys.exit("demo %d^3: no step was published in every slab; see %s/logs" % (n, out_dir))
+    chosen = [l for l in log if "buffers a slab" in l]
+    return {"n": n, "rows": rows, "first_frame": first_frame, "memory": sampler.peak, "seconds": time.monotonic() - t0,
+            "fit": chosen[0].split("demo: ", 1)[1].strip() if chosen else ""}
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else float("nan")
+
+
+def report(result, a):
+    n, rows = result["n"], result["rows"]
+    print("\n%d^3: %s" % (n, result["fit"]))
+    print("%6s %10s %8s %8s %9s" % ("step", "latency s", "Gbit/s", "loss %", "frame s"))
+    for r in rows:
+        frame = "%9.2f" % r["frame_s"] if r["frame_s"] is not None else "%9s" % "-"
+        print("%6d %10.2f %8.2f %8.3f %s" % (r["step"], r["latency_s"], r["gbps"], r["loss_percent"], frame))
+    lat, gbps, frame = median(r["latency_s"] for r in rows), median(r["gbps"] for r in rows), \
+        median(r["frame_s"] for r in rows)
+    mvox = n ** 3 / frame / CORES / 1e6
+    if result["first_frame"]:
+        print("first frame (pvbatch's first read, upload and render, not in the median): step %d, %.2f s"
+              % result["first_frame"])
+    print("median: latency %.2f s, %.2f Gbit/s of values, frame %.2f s = %.1f Mvoxel/s per core (%d cores)"
+          % (lat, gbps, frame, mvox, CORES))
+    if n == 1024:
+        print("against SC11 (section 4.6): step %.2f s vs %.1f s (%.2fx); per receiving host %.2f vs %.2f Gbit/s of "
+              "values (%.2fx); render %.1f vs %.1f Mvoxel/s per core (%.2fx)"
+              % (lat, PAPER_STEP_S, PAPER_STEP_S / lat, gbps, PAPER_HOST_GBPS_VALUES, gbps / PAPER_HOST_GBPS_VALUES,
+                 mvox, PAPER_RENDER_MVOXEL_PER_CORE, mvox / PAPER_RENDER_MVOXEL_PER_CORE))
+    print("largest resident memory (MiB, private / tmpfs pages mapped):")
+    for role, (anon, shmem) in sorted(result["memory"].items()):
+        print("  %-8s %8.0f / %8.0f" % (role, anon, shmem))
+    return {"n": n, "median_latency_s": lat, "median_gbps": gbps, "median_frame_s": frame,
+            "mvoxel_per_s_per_core": mvox}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="512,1024")
+    p.add_argument("--streams", type=int, default=32)
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--count", type=int, default=8, help="steps streamed per size")
+    p.add_argument("--rate", default="1G", help="per stream (demo --rate)")
+    p.add_argument("--step-interval", type=float, default=0, help="demo --step-interval; 0 = as fast as it goes")
+    p.add_argument("--cache", default=os.path.join(benchlib.REPO, "data", "cache"))
+    p.add_argument("--work", default="/tmp/slabcast-sc11-scale")
+    p.add_argument("--json", help="write the figures here")
+    a = p.parse_args()
+    commit, dirty = benchlib.provenance()
+    results = []
+    for n in (int(s) for s in a.sizes.split(",")):
+        result = run_size(n, a, a.cache)
+        results.append({**result, "summary": report(result, a)})
+    print("\ncommand: %s\ncommit: %s%s\ndate: %s\nhost: %d cores, %.1f GiB"
+          % (" ".join(sys.argv), commit, " (with changes not committed)" if dirty else "",
+             time.strftime("%Y-%m-%d %H:%M %Z"), CORES, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2 ** 30))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"results": results, "commit": commit, "dirty": dirty, "argv": sys.argv}, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()
