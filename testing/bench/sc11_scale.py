@@ -11,11 +11,14 @@ Usage: SLABCAST_BUILD=build testing/bench/sc11_scale.py [--sizes 512,1024]
        [--json OUT.json]
 
 Per step it prints:
-- latency: from the controller's sync to the step published in the last of
-  the receiver's slabs (both CLOCK_REALTIME stamps, in the controller's and
-  the receiver's --stats-json);
-- Gbit/s: the step's values (NX*NY*NZ*4 bytes) over that latency: the
-  rate a step reaches the renderer at, counted at the receiver;
+- sync->published: from the controller's sync to the step published in
+  the last of the receiver's slabs (CLOCK_REALTIME stamps in the roles'
+  --stats-json); it includes waiting for the stager, whose read rate
+  (stage GB/s, from the dataset's disk) is its own column;
+- latency: from the first shuffler starting the step (staged) to the last
+  slab published: the transfer, what the paper's 1.4 s measures;
+- Gbit/s: the step's values (NX*NY*NZ*4 bytes) over that latency, counted
+  at the receiver;
 - loss: the receiver's lost values, all slabs;
 - frame: pvbatch's time for the frame that first showed the step
   (read, composite, render; its log); the renderer's first frame, which
@@ -114,18 +117,34 @@ def json_lines(path):
     return out
 
 
+def first_after(entries, t):
+    """The earliest of (time, ...) entries at or after t; None if none."""
+    later = [e for e in entries if e[0] >= t]
+    return min(later) if later else None
+
+
 def per_step(out_dir, n, streams):
-    """One row a step the receiver published in every slab."""
+    """One row per step the controller synced that the receiver then
+    published in every slab (a step's entries are the first after its sync,
+    so laps over the dataset's steps do not mix)."""
     logs = os.path.join(out_dir, "logs")
-    syncs = {}
-    for j in json_lines(os.path.join(logs, "control.json")):
-        if j.get("kind") == "sync":
-            syncs.setdefault(j["seq"], (j["step"], j["time"]))
-    published = {}  # step -> stream -> (time, lost values, expected)
+    syncs = sorted((j["time"], j["step"]) for j in json_lines(os.path.join(logs, "control.json"))
+                   if j.get("kind") == "sync")
+    published, sending, staged = {}, {}, {}  # step -> stream -> [(time, ...)]; step -> [(time, seconds, GB/s)]
     for j in json_lines(os.path.join(logs, "full-receive.json")):
         if j.get("kind") == "step":
-            published.setdefault(j["step"], {})[j["stream"]] = (j["time"], j["expected"] - j["records"], j["expected"])
-    frames = {}  # step -> seconds of the first frame that showed it, after the renderer's first
+            published.setdefault(j["step"], {}).setdefault(j["stream"], []).append(
+                (j["time"], j["expected"] - j["records"], j["expected"]))
+    for name in os.listdir(logs):
+        if name.startswith("full-shuffle") and name.endswith(".json"):
+            for j in json_lines(os.path.join(logs, name)):
+                if j.get("kind") == "step" and j.get("result") == "finished":
+                    sending.setdefault(j["step"], {}).setdefault(j["stream"], []).append(
+                        (j["time"] - j["seconds"], j["time"]))
+    for j in json_lines(os.path.join(logs, "full-stage.json")):
+        if j.get("kind") == "step" and j.get("result") == "staged":
+            staged.setdefault(j["step"], []).append((j["time"], j["seconds"], j["gbytes_per_s"]))
+    frames, first = {}, None  # step -> seconds of the first frame that showed it, after the renderer's first
     with open(os.path.join(logs, "render.log")) as f:
         for line in f:
             # "frame 3: step 5, 3343.1 ms | caption ..."
@@ -134,31 +153,31 @@ def per_step(out_dir, n, streams):
                 step = int(line.split(": step ")[1].split(",")[0])
                 seconds = float(line.split(", ")[1].split(" ms")[0]) / 1000
                 if index == 0:
-                    frames["first"] = (step, seconds)
+                    first = (step, seconds)
                 else:
                     frames.setdefault(step, seconds)
-    rows, used = [], set()
-    for seq in sorted(syncs):
-        step, synced = syncs[seq]
-        got = published.get(step, {})
-        if len(got) < streams or step in used:
-            continue  # a step the receiver dropped, or one seen on an earlier lap
-        last = max(t for t, _, _ in got.values())
-        if last < synced:
-            continue
-        used.add(step)
-        lost = sum(v for _, v, _ in got.values())
-        expected = sum(e for _, _, e in got.values())
-        latency = last - synced
-        rows.append({"step": step, "latency_s": latency, "gbps": n ** 3 * 4 * 8 / latency / 1e9,
-                     "loss_percent": 100.0 * lost / expected, "frame_s": frames.get(step)})
-    return rows, frames.get("first")
+    rows = []
+    for t_sync, step in syncs:
+        got = [first_after(e, t_sync) for e in published.get(step, {}).values()]
+        sent = [first_after(e, t_sync) for e in sending.get(step, {}).values()]
+        if len(got) < streams or None in got or len(sent) < streams or None in sent:
+            continue  # skipped by a shuffler (not staged in time) or dropped by the receiver
+        last = max(g[0] for g in got)
+        start = min(x[0] for x in sent)
+        lost, expected = sum(g[1] for g in got), sum(g[2] for g in got)
+        stage = [x for x in staged.get(step, []) if x[0] <= start]
+        rows.append({"step": step, "sync_to_published_s": last - t_sync, "latency_s": last - start,
+                     "gbps": n ** 3 * 4 * 8 / (last - start) / 1e9, "loss_percent": 100.0 * lost / expected,
+                     "frame_s": frames.pop(step, None),
+                     "stage_gbytes_per_s": max(stage)[2] if stage else None})
+    return rows, first
 
 
 def run_size(n, a, cache):
     out_dir = os.path.join(a.work, "demo-%d" % n)
     argv = [benchlib.lib.SLABCAST, "demo", "--dims", "%d,%d,%d" % (n, n, n),
             "--streams", str(a.streams), "--ranks", str(a.ranks), "--count", str(a.count), "--rate", a.rate,
+            "--dataset-steps", "4",
             "--step-interval", str(a.step_interval), "--headless", "--out", out_dir, "--cache", cache,
             "--base-port", "48000"]
     print("$ " + " ".join(argv), flush=True)
@@ -192,10 +211,13 @@ def median(values):
 def report(result, a):
     n, rows = result["n"], result["rows"]
     print("\n%d^3: %s" % (n, result["fit"]))
-    print("%6s %10s %8s %8s %9s" % ("step", "latency s", "Gbit/s", "loss %", "frame s"))
+    print("%6s %14s %10s %8s %8s %9s %10s" % ("step", "sync->pub. s", "latency s", "Gbit/s", "loss %", "frame s",
+                                              "stage GB/s"))
     for r in rows:
         frame = "%9.2f" % r["frame_s"] if r["frame_s"] is not None else "%9s" % "-"
-        print("%6d %10.2f %8.2f %8.3f %s" % (r["step"], r["latency_s"], r["gbps"], r["loss_percent"], frame))
+        stage = "%10.2f" % r["stage_gbytes_per_s"] if r["stage_gbytes_per_s"] is not None else "%10s" % "-"
+        print("%6d %14.2f %10.2f %8.2f %8.3f %s %s" % (r["step"], r["sync_to_published_s"], r["latency_s"], r["gbps"],
+                                                     r["loss_percent"], frame, stage))
     lat, gbps, frame = median(r["latency_s"] for r in rows), median(r["gbps"] for r in rows), \
         median(r["frame_s"] for r in rows)
     mvox = n ** 3 / frame / CORES / 1e6
@@ -216,6 +238,26 @@ def report(result, a):
             "mvoxel_per_s_per_core": mvox}
 
 
+def check(result, a):
+    """What the scale test asserts, nothing about time: most steps reached
+    every slab, the renderer showed several of them, and nothing that maps
+    the slabs made a private copy of a step."""
+    rows, n = result["rows"], result["n"]
+    problems = []
+    if len(rows) < a.count // 2:
+        problems.append("only %d of %d steps were published in every slab" % (len(rows), a.count))
+    if sum(1 for r in rows if r["frame_s"] is not None) + (1 if result["first_frame"] else 0) < 2:
+        problems.append("the renderer showed fewer than 2 steps")
+    step_mib = n ** 3 * 4 / 2 ** 20
+    receive_private = result["memory"].get("receive", (0, 0))[0]
+    if receive_private > step_mib / 8:
+        problems.append("the receiver holds %.0f MiB of its own, more than 1/8 of a step (%.0f MiB)"
+                        % (receive_private, step_mib))
+    if problems:
+        sys.exit("scale check failed at %d^3: %s" % (n, "; ".join(problems)))
+    print("scale check passed at %d^3" % n)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="512,1024")
@@ -227,12 +269,16 @@ def main():
     p.add_argument("--cache", default=os.path.join(benchlib.REPO, "data", "cache"))
     p.add_argument("--work", default="/tmp/slabcast-sc11-scale")
     p.add_argument("--json", help="write the figures here")
+    p.add_argument("--check", action="store_true",
+                   help="as a test (ctest scale_sc11): fail unless it ran as it should (below)")
     a = p.parse_args()
     commit, dirty = benchlib.provenance()
     results = []
     for n in (int(s) for s in a.sizes.split(",")):
         result = run_size(n, a, a.cache)
         results.append({**result, "summary": report(result, a)})
+        if a.check:
+            check(result, a)
     print("\ncommand: %s\ncommit: %s%s\ndate: %s\nhost: %d cores, %.1f GiB"
           % (" ".join(sys.argv), commit, " (with changes not committed)" if dirty else "",
              time.strftime("%Y-%m-%d %H:%M %Z"), CORES, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2 ** 30))

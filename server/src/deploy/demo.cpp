@@ -175,19 +175,29 @@ private:
             c.argv.push_back(o_.out + "/logs/" + label + ".json");
             if (c.role == "receive" && o_.keep_shm) c.argv.push_back("--keep");
             if (c.role == "shuffle") {
+                // Up to 10 s, plus 15 s a GiB of step: a 1024^3 step read
+                // from a disk at a few hundred MB/s while the slabs crowd out
+                // the page cache; the controller waits for the shufflers
+                // (--step-interval 0) or paces them (a step they miss is skipped).
+                const auto step_gib = static_cast<double>(dims_.count()) * 4 / (1 << 30);
                 c.argv.push_back("--wait-staged-ms");
-                c.argv.push_back("10000");
+                c.argv.push_back(std::to_string(10000 + static_cast<long>(15000 * step_gib)));
             }
             if (c.role == "control") controller_argv_ = c.argv;
             else children_.emplace_back(label, ChildProcess::start(c.argv, log(label)));
         }
     }
 
+    // A receiver writes its descriptor once every slab is placed in memory:
+    // a second or so per GiB (32 slabs of a 1024^3 volume take half a
+    // minute), so it is waited for as long as it runs, up to 5 minutes.
     void wait_for_descriptors() {
-        for (int i = 0; i < 250; ++i) {
+        for (int i = 0; i < 15000 && !stop_requested(); ++i) {
             bool all = true;
             for (const DemoSide& s : sides_) all &= fs::exists(descriptor(s));
             if (all) return;
+            if (i == 250) spdlog::info("demo: waiting for the receiver to place its slabs in {}", shm_dir());
+            check_roles();
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
         throw std::runtime_error("demo: the receiver did not start; see " + o_.out + "/logs/");
