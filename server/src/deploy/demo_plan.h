@@ -52,9 +52,9 @@ DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std:
                    const std::string& key_file, const DemoMemory& memory = {});
 
 // What the demo's renderer (pvbatch ranks, or the GUI) holds beside the
-// slabs it maps: per rank a base, plus the volume once more as the volume
-// mapper's texture, split between the ranks (measured: docs/performance.md,
-// section 14).
+// slabs it maps: per rank a base, plus the volume's values 2.5 times over
+// (the volume mapper's texture and what it is made from), split between the
+// ranks (measured: docs/performance.md, section 14).
 std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims);
 
 // The most buffers and read-ahead that fit this machine's memory and /dev/shm
