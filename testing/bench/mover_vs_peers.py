@@ -1,43 +1,49 @@
 #!/usr/bin/env python3
 """Benchmark: `slabcast move` against per-file transfer tools, in the same run,
-memory to memory (/dev/shm at both ends, so no disk is what is measured).
+memory to memory (/dev/shm at both ends, so no disk is what is measured), each
+compared with a peer of its own kind.
 
 Datasets: a CMIP-like tree of 10,000 files (80% 4-64 KiB, 20% 64 KiB-4 MiB),
 100 x 10 MiB, 10 x 100 MiB and 1 x 1 GiB.
 
 Two places:
-  loopback (default): every tool's server on 127.0.0.1. Peers: rsync to an
-      rsync daemon (no ssh cipher in its way), once and as 4 in parallel over
-      the top-level directories; GridFTP (globus-url-copy -cc 4 -p 4 -pp, its
-      concurrency, parallel streams and pipelining) when installed.
+  loopback (default): every server on 127.0.0.1.
   --wan: two hosts made of network namespaces with a 32 ms round trip between
       them (all of it on the way back, as netem on one interface: testbed's
       docstring in testing/netns), TCP buffers autotuned up to 64 MiB on
-      both. Peers: rsync over ssh, once and 4 in parallel; scp -r; GridFTP.
-      Needs root.
+      both; every server in the receiving namespace. Needs root.
 
-The mover runs three ways: `slabcast move` as it was measured first, to a
-serve without a key (--insecure-no-auth between namespaces); "move, key":
-every stream authenticated with a `slabcast keygen` key (serve and move
---key-file); "move, key, encrypted": the same with --encrypt. Compare like
-with like: rsync over ssh (--wan) encrypts, so it stands against the
-encrypted mover; the rsync daemon (loopback) does not, so it stands against
-the mover without encryption.
+Like with like (issue 22):
+  plaintext, no authentication: "move" (`slabcast move` to a serve without a
+      key: --insecure-no-auth between namespaces) and "move, key" (streams
+      authenticated, not encrypted) against an rsync daemon (once, and 4 in
+      parallel over the top-level directories), GridFTP when installed
+      (globus-url-copy -cc 4 -p 4 -pp), and iperf3 -P 4 sending the set's bytes
+      from memory over the same path with no files at all: the path's ceiling.
+  encrypted and authenticated: "move, encrypted" (--key-file --encrypt)
+      against rsync over ssh (once and 4 in parallel; aes128-gcm, ssh's fastest
+      cipher here) and scp -r (sets of at most 100 files). Needs root (sshd).
 
-Goals (issue 7): throughput on 10 MiB files >= 0.95 x on the 1 GiB file; on the
-small-file tree >= 3 x the best per-file peer. Prints a table and the ratios.
+Each repetition runs every tool once into an empty destination, in an order
+that alternates between repetitions (forward, then backward), so that no tool
+always runs first or after the same neighbour on this shared machine. Prints
+per set: the median seconds, Gbit/s, and own CPU-seconds per GiB of each tool
+(its clients and servers, from getrusage and /proc: what the tool itself
+costs, whatever else runs); then the ratios, peer time over mover time, of each
+pair of the same kind, as the range over the repetitions.
 
-    python3 testing/bench/mover_vs_peers.py [--wan [--both-ways]] [--sets small,f10m,f100m,f1g]
-                                            [--tools iperf3,move,move-key,move-enc,rsync,...] [--repeat 3] [--keep]
+Goals (issue 22): every set >= 0.8 of iperf3 -P 4; the tree >= 2 x 4 x rsync
+daemon; the encrypted mover >= 3 x rsync over ssh (its best, 4 in parallel).
+
+    python3 testing/bench/mover_vs_peers.py [--wan] [--sets small,f10m,f100m,f1g]
+                                            [--tools iperf3,move,...] [--repeat 3] [--keep]
 """
 
 import argparse
-import json
 import os
 import random
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,14 +53,33 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "netns"))
 from slabcast_testlib import SLABCAST  # noqa: E402
+import mover_peers  # noqa: E402
 
-BASE = "/dev/shm/slabcast-bench-mover"
-MIB = 1 << 20
+BASE = "/dev/shm/slabcast-bench-mover"  # the datasets (kept with --keep)
+RUN = "%s-%d" % (BASE, os.getpid())  # this run's destination and page warmer
+MIB, GIB = 1 << 20, 1 << 30
 SETS = ("small", "f10m", "f100m", "f1g")
-TOOLS = ("iperf3", "move", "move-key", "move-enc", "rsync", "4rsync", "scp", "gridftp")
-MOVER = "slabcast move"
-MOVERS = (MOVER, "move, key", "move, key, encrypted")  # the mover's ways, none of them a peer
 SCP_MAX_FILES = 100  # scp pays round trips per file: past this it would run for many minutes
+ONCE_PAST_S = 30  # a tool slower than this runs once: its figure is far from the mover's anyway
+
+# Every tool: its --tools name, its label, and its kind. Each mover is compared
+# with the peers of its kind only.
+PLAIN, SEALED = "plaintext", "encrypted"
+TOOLS = [
+    ("iperf3", "iperf3 -P 4", PLAIN),
+    ("move", "move", PLAIN),
+    ("move-key", "move, key", PLAIN),
+    ("move-enc", "move, encrypted", SEALED),
+    ("rsyncd", "rsync daemon", PLAIN),
+    ("4rsyncd", "4 x rsync daemon", PLAIN),
+    ("gridftp", "globus-url-copy", PLAIN),
+    ("rsync", "rsync over ssh", SEALED),
+    ("4rsync", "4 x rsync over ssh", SEALED),
+    ("scp", "scp -r", SEALED),
+]
+MOVERS = ("move", "move, key", "move, encrypted")
+LABEL = {name: label for name, label, _ in TOOLS}
+KIND = {label: kind for _, label, kind in TOOLS}
 
 
 def write(path, size, rng):
@@ -109,7 +134,7 @@ def warm_pages(size):
     into a new /dev/shm file: 3-4 s on such pages, 0.5 s on pages just freed):
     without this, whichever tool ran first in a set would pay that alone."""
     chunk = bytes(4 * MIB)
-    path = os.path.join(BASE, "warm")
+    path = RUN + "-warm"
     with open(path, "wb") as f:
         for _ in range((size + len(chunk) - 1) // len(chunk)):
             f.write(chunk)
@@ -142,64 +167,18 @@ def own_seconds(place):
     return total
 
 
-CPU = {}  # (set, tool) -> (CPU-seconds of the machine, of the tool's own processes) in its median run
-RUNS = {}  # (set, tool) -> seconds of every run
-ONCE_PAST_S = 30  # a tool slower than this runs once: its figure is far from the mover's anyway
-
-
-def run_once(cmd_lists, cwd, warm, place):
-    """Runs the commands side by side: (seconds until the last ends, CPU time
-    the machine spent meanwhile, CPU time of the tool's own processes)."""
-    if warm:
-        warm_pages(warm)
-    cpu0, own0 = busy_seconds(), own_seconds(place)
-    t0 = time.monotonic()
-    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd)
-             for c in cmd_lists]
-    for p, c in zip(procs, cmd_lists):
-        _, err = p.communicate()
-        if p.returncode != 0:
-            raise RuntimeError("%s failed: %s" % (" ".join(c), err[-2000:]))
-    return time.monotonic() - t0, busy_seconds() - cpu0, own_seconds(place) - own0
-
-
-def timed(cmd_lists, label, dst, repeat, place, cwd=None, warm=0):
-    """The median of `repeat` runs, each into an empty destination (runs on
-    this shared virtual machine vary by 10-30%). Its CPU time goes into CPU."""
-    runs = []
-    for _ in range(repeat):
-        clear(dst)
-        runs.append(run_once(cmd_lists, cwd, warm, place))
-        if runs[0][0] > ONCE_PAST_S:
-            break
-    clear(dst)
-    RUNS[label] = [r[0] for r in runs]
-    seconds, cpu, own = sorted(runs)[len(runs) // 2]
-    CPU[label] = (cpu, own)
-    return seconds
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Place:
     """Where the servers run and how a client reaches them."""
 
-    def __init__(self, wan, work, both_ways=False):
-        self.wan, self.work, self.procs = wan, work, []
-        self.bed = None
+    def __init__(self, wan):
+        self.procs, self.bed = [], None
         if wan:
             import netns_testbed
             why = netns_testbed.available(delay=True)
             if why:
                 sys.exit("--wan " + why)
-            # The 32 ms round trip, all on the way back (see netns_testbed), or
-            # 16 ms each way with --both-ways.
-            self.bed = (netns_testbed.Testbed(delay_ms=16) if both_ways else
-                        netns_testbed.Testbed(delay_ms=32, delayed_from=("receiver",)))
+            # The 32 ms round trip, all on the way back (see netns_testbed).
+            self.bed = netns_testbed.Testbed(delay_ms=32, delayed_from=("receiver",))
             self.host = netns_testbed.RECEIVER
             self.client, self.server = self.bed.prefix("sender"), self.bed.prefix("receiver")
         else:
@@ -222,169 +201,188 @@ class Place:
             self.bed.close()
 
 
-def path_ceiling(place, streams):
-    """iperf3 from memory to memory over the same path with as many streams as
-    the mover: what the network and these cores carry with no files at all.
-    Returns (Gbit/s, CPU-seconds per GiB moved)."""
-    port = free_port()
-    server = place.start(["iperf3", "-s", "-1", "-B", place.host, "-p", str(port)])
-    time.sleep(0.5)
-    cpu0 = busy_seconds()
-    out = subprocess.run(place.client + ["iperf3", "-c", place.host, "-p", str(port), "-P", str(streams), "-t", "5",
-                                         "-J"], capture_output=True, text=True, check=True).stdout
-    cpu = busy_seconds() - cpu0
-    server.wait(timeout=10)
-    end = json.loads(out)["end"]["sum_received"]
-    return end["bits_per_second"] * 1e-9, cpu / (end["bytes"] / (1 << 30))
+def run_once(cmd_lists, cwd, warm, place):
+    """Runs the commands side by side: (seconds until the last ends, CPU time
+    of the tool's own processes, of the whole machine)."""
+    if warm:
+        warm_pages(warm)
+    cpu0, own0 = busy_seconds(), own_seconds(place)
+    t0 = time.monotonic()
+    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd)
+             for c in cmd_lists]
+    for p, c in zip(procs, cmd_lists):
+        _, err = p.communicate()
+        if p.returncode != 0:
+            raise RuntimeError("%s failed: %s" % (" ".join(c), err[-2000:]))
+    seconds = time.monotonic() - t0
+    time.sleep(0.3)  # a server's child (rsync's, sshd's) is reaped into its parent's CPU time
+    return seconds, own_seconds(place) - own0, busy_seconds() - cpu0
 
 
-def ssh_setup(place, work):
-    """An sshd on the receiving host, a key for root, and the ssh command."""
-    key, host_key = os.path.join(work, "id"), os.path.join(work, "host")
-    for k in (key, host_key):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", k], check=True)
-    os.makedirs("/run/sshd", exist_ok=True)
-    conf = os.path.join(work, "sshd_config")
-    with open(conf, "w") as f:
-        f.write("ListenAddress %s\nPort 22\nHostKey %s\nAuthorizedKeysFile %s.pub\nPermitRootLogin prohibit-password\n"
-                "UsePAM no\nStrictModes no\nPidFile none\nSubsystem sftp /usr/lib/openssh/sftp-server\n"
-                % (place.host, host_key, key))
-    sshd = place.start(["/usr/sbin/sshd", "-D", "-e", "-f", conf])
-    time.sleep(0.5)
-    if sshd.poll() is not None:
-        sys.exit("sshd did not start (make bench installs it): " + sshd.stderr.read().strip())
-    # The fastest cipher here (AES-NI), as a user moving data would choose it.
-    return ("ssh -F none -i %s -c aes128-gcm@openssh.com -o BatchMode=yes -o StrictHostKeyChecking=no "
-            "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR" % key)
+def commands(a, place, work, dst, names):
+    """{label: (a function of (set name, source) giving the command lists, cwd)}
+    for the tools asked for that can run here; their servers started."""
+    port, kport, rport, gport, iport = mover_peers.free_ports(5)
+    tools = {}
+
+    def move(to_port, *extra):
+        return lambda name, src: ([place.client + [SLABCAST, "move", "--port", str(to_port), "--progress", "none",
+                                                   "--streams", "4", "--readers", "2"] + list(extra)
+                                   + [src, place.host + ":"]], None)
+
+    def four(cmd, target):
+        """4 in parallel over the top-level directories, run from the set's parent."""
+        def lists(name, src):
+            tops = sorted(os.listdir(src))
+            return ([cmd + ["--relative"] + [os.path.join(name, p) for p in tops[i::4]] + [target]
+                     for i in range(4) if tops[i::4]], os.path.dirname(src))
+        return lists
+
+    if names & {"move"}:
+        place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(port), "--writers", "2"]
+                    + (["--insecure-no-auth"] if place.bed else []))
+        tools[LABEL["move"]] = move(port)
+    if names & {"move-key", "move-enc"}:
+        key = os.path.join(work, "bench.key")
+        subprocess.run([SLABCAST, "keygen", key], check=True, capture_output=True)
+        place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(kport), "--writers", "2",
+                     "--key-file", key])
+        if "move-key" in names:
+            tools[LABEL["move-key"]] = move(kport, "--key-file", key)
+        if "move-enc" in names:
+            tools[LABEL["move-enc"]] = move(kport, "--key-file", key, "--encrypt")
+    if "iperf3" in names and shutil.which("iperf3"):
+        place.start(["iperf3", "-s", "-B", place.host, "-p", str(iport)])
+        tools[LABEL["iperf3"]] = lambda name, src: ([place.client + [
+            "iperf3", "-c", place.host, "-p", str(iport), "-P", "4", "-n", str(tree_bytes(src)[0])]], None)
+    if names & {"rsyncd", "4rsyncd"}:
+        daemon = mover_peers.rsync_daemon(place, work, dst, rport)
+        if "rsyncd" in names:
+            tools[LABEL["rsyncd"]] = lambda name, src: ([place.client + ["rsync", "-a", src, daemon]], None)
+        if "4rsyncd" in names:
+            tools[LABEL["4rsyncd"]] = four(place.client + ["rsync", "-a"], daemon)
+    if (names & {"gridftp"} and shutil.which("globus-url-copy")
+            and os.path.exists("/usr/sbin/globus-gridftp-server")):
+        url = mover_peers.gridftp(place, dst, gport)
+        tools[LABEL["gridftp"]] = lambda name, src: ([place.client + [
+            "globus-url-copy", "-r", "-cd", "-cc", "4", "-p", "4", "-pp", "-fast", "file://%s/" % src, url(name)]],
+            None)
+    if names & {"rsync", "4rsync", "scp"} and place.bed:  # sshd on port 22: in a namespace only
+        ssh = mover_peers.sshd(place, work)
+        target = "root@%s:%s/" % (place.host, dst)
+        if "rsync" in names:
+            tools[LABEL["rsync"]] = lambda name, src: ([place.client + ["rsync", "-a", "-e", ssh, src, target]], None)
+        if "4rsync" in names:
+            tools[LABEL["4rsync"]] = four(place.client + ["rsync", "-a", "-e", ssh], target)
+        if "scp" in names:
+            tools[LABEL["scp"]] = lambda name, src: (
+                [place.client + ["scp", "-r", "-q"] + ssh.split()[1:] + [src, target]]
+                if tree_bytes(src)[1] <= SCP_MAX_FILES else None, None)
+    return tools
+
+
+def measure_set(name, src, tools, repeat, place, dst):
+    """Every tool `repeat` times on one set, the order alternating between
+    repetitions: {label: [(seconds, own CPU, machine CPU) per run]}."""
+    size = tree_bytes(src)[0]
+    runs = {label: [] for label in tools}
+    order = [label for label in tools if tools[label](name, src)[0] is not None]
+    for r in range(repeat):
+        for label in (order if r % 2 == 0 else order[::-1]):
+            if runs[label] and runs[label][0][0] > ONCE_PAST_S:
+                continue
+            cmd_lists, cwd = tools[label](name, src)
+            clear(dst)
+            runs[label].append(run_once(cmd_lists, cwd, size, place))
+            print("  %s, run %d: %s %.2f s" % (name, r + 1, label, runs[label][-1][0]), file=sys.stderr)
+    clear(dst)
+    return {label: v for label, v in runs.items() if v}
+
+
+def median(values):
+    return sorted(values)[len(values) // 2]
+
+
+def ratios(peer, mover):
+    """Peer time over mover time in each repetition both ran in (the peer's
+    single run when it ran once): 'median (min-max)'."""
+    pairs = [p / m for p, m in zip(peer * len(mover) if len(peer) == 1 else peer, mover)]
+    return "%.2fx (%.2f-%.2f)" % (median(pairs), min(pairs), max(pairs))
+
+
+def report(rows, wan, repeat):
+    where = "between namespaces, 32 ms round trip" if wan else "loopback"
+    print("slabcast move against peers of its kind, %s, %d cores, %d repetitions in alternating order.\n"
+          "Per tool: median seconds (every run), Gbit/s, own CPU-s per GiB (the tool's clients and servers),\n"
+          "machine CPU-s per GiB (everything that ran meanwhile)." % (where, os.cpu_count(), repeat))
+    goals = []
+    for name, (size, files, runs) in rows.items():
+        gib = size / GIB
+        print("\n%s: %.0f MiB in %d files" % (name, size / MIB, files))
+        for label, rs in runs.items():
+            t = median([r[0] for r in rs])
+            print("  %-20s %-9s %6.2f s (%s)  %5.2f Gbit/s  own %4.2f  machine %4.2f CPU-s/GiB" % (
+                label, KIND[label], t, "/".join("%.2f" % r[0] for r in rs), size * 8e-9 / t,
+                median([r[1] for r in rs]) / gib, median([r[2] for r in rs]) / gib))
+        times = {label: [r[0] for r in rs] for label, rs in runs.items()}
+        for mover in MOVERS:
+            if mover not in times:
+                continue
+            peers = [label for label in times if label not in MOVERS and KIND[label] == KIND[mover]]
+            if peers:
+                print("  %s against its kind: %s" % (mover, "  ".join(
+                    "%s %s" % (p, ratios(times[p], times[mover])) for p in peers)))
+        ceiling = times.get(LABEL["iperf3"])
+        for mover in MOVERS:
+            if ceiling and mover in times:
+                share = median(ceiling) / median(times[mover])
+                goals.append("%s, %s: %.2f of iperf3 -P 4 (goal >= 0.8: %s)" % (
+                    name, mover, share, "met" if share >= 0.8 else "not met"))
+        if name == "small" and "move" in times and LABEL["4rsyncd"] in times:
+            r = median(times[LABEL["4rsyncd"]]) / median(times["move"])
+            goals.append("tree, move vs 4 x rsync daemon: %.2fx (goal >= 2: %s)" % (r, "met" if r >= 2 else "not met"))
+        ssh_peers = [times[p] for p in (LABEL["rsync"], LABEL["4rsync"], LABEL["scp"]) if p in times]
+        if ssh_peers and "move, encrypted" in times:
+            best = min(median(p) for p in ssh_peers)
+            r = best / median(times["move, encrypted"])
+            goals.append("%s, encrypted move vs the best over ssh: %.2fx (goal >= 3: %s)" % (
+                name, r, "met" if r >= 3 else "not met"))
+    print("\n" + "\n".join(goals))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--wan", action="store_true", help="between namespaces, 32 ms round trip")
-    ap.add_argument("--both-ways", action="store_true",
-                    help="--wan with 16 ms each way: the data passes the delay line too, on the same cores")
     ap.add_argument("--sets", default=",".join(SETS))
-    ap.add_argument("--streams", type=int, default=4, help="slabcast move --streams")
     ap.add_argument("--repeat", type=int, default=3,
-                    help="runs of each tool on each set; the median counts (a run over %d s is not repeated)" % ONCE_PAST_S)
+                    help="repetitions of every tool on each set (a run over %d s is not repeated)" % ONCE_PAST_S)
     ap.add_argument("--keep", action="store_true", help="keep the datasets in %s" % BASE)
-    ap.add_argument("--tools", default=",".join(TOOLS),
-                    help="which to run, of %s (to look at one tool alone)" % ",".join(TOOLS))
+    ap.add_argument("--tools", default=",".join(n for n, _, _ in TOOLS),
+                    help="which to run, in this order (to look at one tool alone)")
     a = ap.parse_args()
-    tools = set(t for t in a.tools.split(",") if t)
-    if tools - set(TOOLS):
-        sys.exit("unknown --tools: %s" % ",".join(sorted(tools - set(TOOLS))))
-    names = [n for n in a.sets.split(",") if n]
-    sets = make_datasets(names)
-    dst = os.path.join(BASE, "dst")
+    names = [t for t in a.tools.split(",") if t]
+    if set(names) - set(LABEL):
+        sys.exit("unknown --tools: %s" % ",".join(sorted(set(names) - set(LABEL))))
+    sets = make_datasets([n for n in a.sets.split(",") if n])
+    dst = RUN + "-dst"
     clear(dst)
     work = tempfile.mkdtemp(prefix="slabcast-bench-")
-    place = Place(a.wan, work, a.both_ways)
-    gridftp = "gridftp" in tools and shutil.which("globus-url-copy") and os.path.exists("/usr/sbin/globus-gridftp-server")
+    place = Place(a.wan)
     rows = {}
-    ceiling = None
     try:
-        port, kport, rport, gport = free_port(), free_port(), free_port(), free_port()
-        # The mover as first measured: no key (beyond loopback serve needs to be told).
-        place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(port), "--writers", "2"]
-                    + (["--insecure-no-auth"] if a.wan else []))
-        key = os.path.join(work, "bench.key")
-        subprocess.run([SLABCAST, "keygen", key], check=True, capture_output=True)
-        place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(kport), "--writers", "2",
-                     "--key-file", key])
-        if a.wan:
-            ssh = ssh_setup(place, work)
-            rsync_opts, rsync_target = ["-e", ssh], "root@%s:%s/" % (place.host, dst)
-        else:
-            conf = os.path.join(work, "rsyncd.conf")
-            with open(conf, "w") as f:
-                f.write("use chroot = no\nuid = root\ngid = root\n[dst]\npath = %s\nread only = no\n" % dst)
-            place.start(["rsync", "--daemon", "--no-detach", "--config", conf, "--address", place.host,
-                         "--port", str(rport)])
-            rsync_opts, rsync_target = [], "rsync://%s:%d/dst/" % (place.host, rport)
-        if gridftp:
-            place.start(["/usr/sbin/globus-gridftp-server", "-aa", "-anonymous-user", "nobody", "-p", str(gport),
-                         "-control-interface", place.host, "-data-interface", place.host, "-log-level", "error"])
+        found = commands(a, place, work, dst, set(names))
+        tools = {LABEL[n]: found[LABEL[n]] for n in names if LABEL[n] in found}  # in the order asked
         time.sleep(1)
-        if "iperf3" in tools and shutil.which("iperf3"):
-            ceiling = path_ceiling(place, a.streams)
         for name, src in sets.items():
             size, files = tree_bytes(src)
-            times = {}
-
-            def run(tool, cmd_lists, cwd=None):
-                times[tool] = timed(cmd_lists, (name, tool), dst, a.repeat, place, cwd=cwd, warm=size)
-            def move(to_port, *extra):
-                return [place.client + [SLABCAST, "move", "--port", str(to_port), "--progress", "none", "--streams",
-                                        str(a.streams), "--readers", "2"] + list(extra) + [src, place.host + ":"]]
-            if "move" in tools:
-                run(MOVER, move(port))
-            if "move-key" in tools:
-                run("move, key", move(kport, "--key-file", key))
-            if "move-enc" in tools:
-                run("move, key, encrypted", move(kport, "--key-file", key, "--encrypt"))
-            opts, target = rsync_opts, rsync_target
-            if "rsync" in tools:
-                run("rsync -a", [place.client + ["rsync", "-a"] + opts + [src, target]])
-            tops = sorted(os.listdir(src))
-            groups = [tops[i::4] for i in range(4)]
-            if "4rsync" in tools and len(tops) > 1:
-                run("4 x rsync -a", [place.client + ["rsync", "-a", "--relative"] + opts +
-                                     [os.path.join(os.path.basename(src), p) for p in g] + [target]
-                                     for g in groups if g], cwd=os.path.dirname(src))
-            if "scp" in tools and a.wan and files <= SCP_MAX_FILES:
-                run("scp -r", [place.client + ["scp", "-r", "-q"] + ssh.split()[1:] + [
-                    src, "root@%s:%s/" % (place.host, dst)]])
-            if gridftp:
-                run("globus-url-copy", [place.client + [
-                    "globus-url-copy", "-r", "-cd", "-cc", "4", "-p", "4", "-pp", "-fast", "file://%s/" % src,
-                    "ftp://%s:%d%s/%s/" % (place.host, gport, dst, name)]])
-            rows[name] = (size, files, times)
+            rows[name] = (size, files, measure_set(name, src, tools, a.repeat, place, dst))
     finally:
         place.close()
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(dst, ignore_errors=True)
         if not a.keep:
             shutil.rmtree(BASE, ignore_errors=True)
-
-    gbps = lambda size, t: size * 8e-9 / t  # noqa: E731
-    where = ("between namespaces, 32 ms round trip" + (" (16 ms each way)" if a.both_ways else "")
-             if a.wan else "loopback")
-    print("slabcast move against per-file peers, %s, %s cores: the median of %d runs (seconds, Gbit/s, and the\n"
-          "CPU time the whole machine spent meanwhile: both hosts, the network stack and any delay line; then\n"
-          "the CPU time of the tool's own processes, clients and servers, whatever else runs)"
-          % (where, os.cpu_count(), a.repeat))
-    if ceiling:
-        print("iperf3 -P %d, the path's ceiling: %.2f Gbit/s, %.2f CPU-s per GiB" % (a.streams, ceiling[0], ceiling[1]))
-    for name, (size, files, times) in rows.items():
-        peers = {k: t for k, t in times.items() if k not in MOVERS and t}
-        cells = "  ".join("%s %.2f s %.2f (%.1f CPU-s, own %.1f)" % ((k, t, gbps(size, t)) + CPU[(name, k)])
-                          for k, t in times.items() if t)
-        versus = ""
-        if peers and MOVER in times:
-            best = min(peers, key=peers.get)
-            versus = " | move vs best peer (%s): %.2fx" % (best, peers[best] / times[MOVER])
-        if peers and times.get(MOVERS[2]):
-            best = min(peers, key=peers.get)
-            versus += ", encrypted move vs it: %.2fx" % (peers[best] / times[MOVERS[2]])
-        print("%-6s %6.0f MiB %6d files | %s%s" % (name, size / MIB, files, cells, versus))
-        print("       every run (s): %s" % "  ".join("%s %s" % (k, "/".join("%.2f" % t for t in RUNS[(name, k)]))
-                                                   for k in times))
-        if ceiling and MOVER in times:
-            print("       slabcast move / iperf3: %.2f" % (gbps(size, times[MOVER]) / ceiling[0]))
-        if MOVER in times:
-            print("       time against the mover without a key: " + "  ".join(
-                "%s %.2fx" % (k, times[k] / times[MOVER]) for k in MOVERS[1:] if times.get(k)))
-    if "move" not in tools:
-        return
-    if "f10m" in rows and "f1g" in rows:
-        r10 = gbps(rows["f10m"][0], rows["f10m"][2][MOVER]) / gbps(rows["f1g"][0], rows["f1g"][2][MOVER])
-        print("10 MiB files vs 1 GiB file, slabcast move: %.2f (goal >= 0.95)" % r10)
-    if "small" in rows and len(rows["small"][2]) > 1:
-        times = rows["small"][2]
-        peer_times = [t for k, t in times.items() if k not in MOVERS and t]
-        if peer_times:
-            print("small-file tree, slabcast move vs best per-file peer: %.2fx (goal >= 3)"
-                  % (min(peer_times) / times[MOVER]))
+    report(rows, a.wan, a.repeat)
 
 
 if __name__ == "__main__":
