@@ -156,8 +156,11 @@ private:
 
     void plan_sides() {
         DemoPlan plan = plan_demo(o_, dims_, depth_, dataset_, key_file(), memory_);
-        spdlog::info("demo: {} a step: {} buffers a slab, {} step(s) staged ahead, to fit this machine's memory",
-                     format_bytes(static_cast<std::uint64_t>(dims_.count()) * 4), memory_.buffers, memory_.window);
+        spdlog::info("demo: {} a step: {} buffers a slab, {} step(s) staged ahead{}, to fit this machine's memory",
+                     format_bytes(static_cast<std::uint64_t>(dims_.count()) * 4), memory_.buffers, memory_.window,
+                     memory_.resample ? fmt::format(", rendered from a copy resampled to {} points along its "
+                                                    "longest axis", memory_.resample)
+                                      : "");
         deployment_ = std::move(plan.deployment);
         sides_ = std::move(plan.sides);
     }
@@ -249,6 +252,10 @@ private:
         } else {
             argv.push_back(script("slabcast_render.py"));
             argv.push_back(descriptor(sides_[0]));
+            if (memory_.resample) {
+                argv.push_back("--mapper");
+                argv.push_back(fmt::format("resample:{}", memory_.resample));
+            }
         }
         for (const std::string& a : {std::string("--save"), o_.out + "/frames/frame_%05d.png", std::string("--save-new-only"),
                                      std::string("--stop-file"), stop_file(), std::string("--size"), size_,

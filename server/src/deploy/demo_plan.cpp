@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace slabcast {
@@ -121,7 +122,7 @@ DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std:
     return plan;
 }
 
-std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims) {
+std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int resample) {
     constexpr std::uint64_t kRankBase = 512ull << 20;  // pvbatch with the plugin, Python and Mesa loaded
     double volumes = 1;
     if (o.head_to_head) volumes = 1.125;
@@ -130,24 +131,33 @@ std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims) {
     // rank's private memory is its base plus 2.3-2.6 times its share of the
     // values (the mapper's texture and the copies it is made from).
     constexpr double kCopiesOfTheValues = 2.5;
+    double values = static_cast<double>(dims.count());
+    if (resample > 0) {  // the resampled copy takes the place of the values
+        const double longest = static_cast<double>(std::max({dims.nx, dims.ny, dims.nz}));
+        values *= std::min(1.0, std::pow(resample / longest, 3));
+    }
     return kRankBase * static_cast<std::uint64_t>(o.ranks) +
-           static_cast<std::uint64_t>(kCopiesOfTheValues * volumes * static_cast<double>(dims.count()) * 4);
+           static_cast<std::uint64_t>(kCopiesOfTheValues * volumes * values * 4);
 }
 
 DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth) {
-    const std::uint64_t renderer = demo_renderer_bytes(o, dims);
     const MachineRoom room = room_here(demo_shm_dir(o));
+    std::vector<DemoMemory> candidates = {{3, 3}, {3, 2}, {2, 2}, {3, 1}, {2, 1}};
+    const bool one_volume = !o.head_to_head && o.compare_formats.empty();
+    for (const int n : {512, 256})
+        if (one_volume && n < std::max({dims.nx, dims.ny, dims.nz})) candidates.push_back({2, 1, n});
     std::string problem;
-    for (const DemoMemory m : {DemoMemory{3, 3}, DemoMemory{3, 2}, DemoMemory{2, 2}, DemoMemory{3, 1}, DemoMemory{2, 1}}) {
+    for (const DemoMemory& m : candidates) {
         const DemoPlan plan = plan_demo(o, dims, depth, "", "", m);
-        problem = memory_problem(plan_memory(plan.deployment), renderer,
+        problem = memory_problem(plan_memory(plan.deployment), demo_renderer_bytes(o, dims, m.resample),
                                  fmt::format("the renderer's {} rank(s)", o.ranks), room);
         if (problem.empty()) return m;
     }
-    throw std::runtime_error(fmt::format("demo: {} does not fit this machine even with 2 buffers a slab and one step "
-                                         "staged: {} (a smaller --dims, fewer --ranks, or a larger /dev/shm: "
+    throw std::runtime_error(fmt::format("demo: {} does not fit this machine even with 2 buffers a slab, one step "
+                                         "staged{}: {} (a smaller --dims, fewer --ranks, or a larger /dev/shm: "
                                          "mount -o remount,size=N /dev/shm)",
-                                         to_string(dims), problem));
+                                         to_string(dims), one_volume ? " and the renderer on a 256-point copy" : "",
+                                         problem));
 }
 
 }  // namespace slabcast

@@ -42,6 +42,10 @@ std::string demo_staging(const DemoOptions& o, const std::string& side);
 // --buffers) and steps each stager reads ahead (its --budget).
 struct DemoMemory {
     int buffers = 3, window = 3;
+    // 0: the renderer shows the volume at full resolution; N: a copy
+    // resampled to N points along its longest axis (slabcast_render.py
+    // --mapper resample:N), when the full one does not fit beside the slabs.
+    int resample = 0;
 };
 
 // `depth` planes per slab (NZ / --streams); `dataset` and `key_file` as the
@@ -55,11 +59,14 @@ DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std:
 // slabs it maps: per rank a base, plus the volume's values 2.5 times over
 // (the volume mapper's texture and what it is made from), split between the
 // ranks (measured: docs/performance.md, section 14).
-std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims);
+std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int resample = 0);
 
 // The most buffers and read-ahead that fit this machine's memory and /dev/shm
-// beside the renderer, from (3 buffers, 3 steps) down to (2, 1). Throws
-// std::runtime_error naming the figures when not even (2, 1) fits.
+// beside the renderer, from (3 buffers, 3 steps) down to (2, 1); failing
+// those, (2, 1) with the renderer on a copy resampled to 512, then 256,
+// points along the longest axis (one volume only: the side-by-side views
+// have no resampled path). Throws std::runtime_error naming the figures
+// when nothing fits.
 DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth);
 
 }  // namespace slabcast
