@@ -1,7 +1,8 @@
 """Run by the ParaView GUI at start-up (`paraview --script=slabcast_gui_open.py`,
 as `slabcast demo` does when there is a display): opens the live slabcast
 volume named by SLABCAST_DESCRIPTOR as a volume rendering with the density
-preset of slabcast_render.py, and with SLABCAST_COMPARE a second volume in a
+preset of slabcast_render.py (through SLABCAST_MAPPER's path, e.g.
+resample:512 where the full volume would not fit in memory), and with SLABCAST_COMPARE a second volume in a
 view beside it (the head-to-head), captions from SLABCAST_LABELS ("LEFT|RIGHT")
 and the colour range from SLABCAST_RANGE ("LO,HI"). Then it returns to the
 event loop: the reader's LiveSource hint keeps the view following the stream
@@ -12,6 +13,7 @@ import sys
 # The GUI runs this file as a string, without __file__: the demo says where it is.
 sys.path.insert(0, os.environ["SLABCAST_SCRIPT_DIR"] if "SLABCAST_SCRIPT_DIR" in os.environ
                 else os.path.dirname(os.path.abspath(__file__)))
+from slabcast_mappers import show_volume as show_through  # noqa: E402
 from slabcast_render import apply_cosmic_preset  # noqa: E402
 
 from paraview.simple import (AssignViewToLayout, CreateView, GetActiveViewOrCreate, GetLayout, OpenDataFile,  # noqa: E402
@@ -28,7 +30,9 @@ def show_volume(descriptor, view, caption, value_range):
     view.OrientationAxesVisibility = 0
     view.UseColorPaletteForBackground = 0
     view.Background = [0.0, 0.0, 0.0]
-    apply_cosmic_preset(Show(reader, view), field, lo, hi, "Inferno (matplotlib)",
+    mapper = os.environ.get("SLABCAST_MAPPER")
+    display = show_through(reader, view, mapper) if mapper else Show(reader, view)
+    apply_cosmic_preset(display, field, lo, hi, "Inferno (matplotlib)",
                         (b[1] - b[0], b[3] - b[2], b[5] - b[4]))
     if caption:
         label = Show(Text(Text=caption), view)

@@ -222,6 +222,7 @@ private:
             env.push_back("SLABCAST_LABELS=" + labels);
             env.push_back("SLABCAST_RANGE=" + range_);
             env.push_back("SLABCAST_SCRIPT_DIR=" + layout_.script_dir);
+            if (memory_.resample) env.push_back(fmt::format("SLABCAST_MAPPER=resample:{}", memory_.resample));
             // --dr: start from default settings, not a user's saved layout.
             renderer_ = ChildProcess::start({"paraview", "--dr", "--script=" + script("slabcast_gui_open.py")},
                                             log("paraview"), env);
