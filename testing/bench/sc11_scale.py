@@ -144,7 +144,7 @@ def per_step(out_dir, n, streams):
     for j in json_lines(os.path.join(logs, "full-stage.json")):
         if j.get("kind") == "step" and j.get("result") == "staged":
             staged.setdefault(j["step"], []).append((j["time"], j["seconds"], j["gbytes_per_s"]))
-    frames, first = {}, None  # step -> seconds of the first frame that showed it, after the renderer's first
+    frames, first = [], None  # (step, seconds) of each frame after the renderer's first, in order
     with open(os.path.join(logs, "render.log")) as f:
         for line in f:
             # "frame 3: step 5, 3343.1 ms | caption ..."
@@ -155,7 +155,7 @@ def per_step(out_dir, n, streams):
                 if index == 0:
                     first = (step, seconds)
                 else:
-                    frames.setdefault(step, seconds)
+                    frames.append((step, seconds))
     rows = []
     for t_sync, step in syncs:
         got = [first_after(e, t_sync) for e in published.get(step, {}).values()]
@@ -168,8 +168,18 @@ def per_step(out_dir, n, streams):
         stage = [x for x in staged.get(step, []) if x[0] <= start]
         rows.append({"step": step, "sync_to_published_s": last - t_sync, "latency_s": last - start,
                      "gbps": n ** 3 * 4 * 8 / (last - start) / 1e9, "loss_percent": 100.0 * lost / expected,
-                     "frame_s": frames.pop(step, None),
+                     "frame_s": None,
                      "stage_gbytes_per_s": max(stage)[2] if stage else None})
+    # Frames and steps both go forward in time: each frame belongs to the
+    # next row of its step (the log has no clock; laps repeat step numbers).
+    at = 0
+    for step, seconds in frames:
+        for i in range(at, len(rows)):
+            if rows[i]["step"] == step:
+                if rows[i]["frame_s"] is None:
+                    rows[i]["frame_s"] = seconds
+                at = i
+                break
     return rows, first
 
 
