@@ -26,7 +26,10 @@ import signal
 import sys
 import time
 
-from paraview import servermanager
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from slabcast_mappers import add_mapper_option, resolve, show_volume, unavailable  # noqa: E402
+
+from paraview import servermanager  # noqa: E402
 from paraview.simple import (Connect, GetActiveViewOrCreate, GetColorTransferFunction, GetOpacityTransferFunction,
                              LoadPlugin, Render, SaveScreenshot, Show, Text, Threshold)
 
@@ -66,6 +69,7 @@ def parse_args(argv):
     p.add_argument("--stop-file", default=None,
                    help="stop cleanly once this file exists (under mpirun, Ctrl-C ends the other ranks abruptly)")
     add_frame_options(p)
+    add_mapper_option(p)
     return p.parse_args(argv)
 
 
@@ -270,7 +274,10 @@ def main(argv):
     view.UseColorPaletteForBackground = 0
     view.Background = [0.0, 0.0, 0.0]
     view.OrientationAxesVisibility = 0
-    display = Show(reader, view)
+    mapper, why = resolve(args.mapper)
+    if unavailable(mapper):
+        fail(unavailable(mapper))
+    display = show_volume(reader, view, mapper)
     b = reader.GetDataInformation().GetBounds()
     apply_cosmic_preset(display, field, lo, hi, args.preset, (b[1] - b[0], b[3] - b[2], b[5] - b[4]))
     view.ResetCamera()
@@ -280,8 +287,8 @@ def main(argv):
     view.ResetCamera()
     caption = show_frame_extras(reader, view, args)
 
-    print("slabcast_render: %s, field %s, range %.4g..%.4g (log), %dx%d" % (
-        args.descriptor, field, lo, hi, width, height), flush=True)
+    print("slabcast_render: %s, field %s, range %.4g..%.4g (log), %dx%d, mapper %s (%s)" % (
+        args.descriptor, field, lo, hi, width, height, mapper, why), flush=True)
     start = time.monotonic()
     frame = 0
     frame_ms = None  # the last frame's time, shown in the next one's caption
