@@ -198,7 +198,7 @@ def run_size(n, a, cache):
     log = []
     for line in demo.stdout:
         log.append(line)
-        if "demo:" in line and ("step" in line or "generating" in line or "error" in line):
+        if "demo:" in line and any(w in line for w in ("generating", "error", "buffers a slab", "streaming", "last status")):
             print("  " + line.rstrip(), flush=True)
     demo.wait()
     sampler.stop.set()
