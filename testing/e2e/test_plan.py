@@ -178,6 +178,30 @@ class PlanTest(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertRegex(r.stderr, r"r2 cannot run on this machine: /dev/shm has .* free, and 2 slab\(s\) of planned")
 
+    def test_render_launch_puts_rank_k_on_the_host_of_slab_k(self):
+        """After the daemons the whole plan prints one mpirun line: a pvbatch
+        rank a slab, the hosts in stream order, so that each rank maps its
+        own host's slab (e2e_multihost runs it across namespace hosts); where
+        that cannot be, it says why. --host prints a host's daemons only."""
+        r = self.plan(self.config)  # r1 takes 0,2 and r2 1,3
+        self.assertIn("# no such launch: receiver r1 takes streams 0,2, not one run of consecutive streams", r.stdout)
+        self.assertNotIn("mpirun", r.stdout)
+        c = json.loads(json.dumps(self.config))
+        c["receivers"][0]["streams"], c["receivers"][1]["streams"] = "2-3", "0-1"
+        self.assertIn("# no such launch: receivers r2 and r1 keep their slabs in different shm_dirs", self.plan(c).stdout)
+        c["receivers"][1]["shm_dir"] = self.ws.shm
+        r = self.plan(c)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertTrue(lines[-2].startswith("# render (start after the receivers)"), lines[-2])
+        argv = shlex.split(lines[-1])
+        self.assertEqual(argv[:6], ["mpirun", "--host", "r2:2,r1:2", "-np", "4", "--map-by"])
+        self.assertEqual(os.path.basename(argv[-2]), "slabcast_render.py")
+        self.assertEqual(argv[-1], os.path.join(self.ws.shm, "planned.slabcast"))
+        self.assertTrue([a for a in argv if a.startswith("PV_PLUGIN_PATH=") and a.endswith("/plugins/Slabcast")], argv)
+        for host in ("r1", "r2", "s1", "ctl"):
+            self.assertNotIn("mpirun", self.plan(c, "--host", host).stdout)
+
     def test_a_wan_volume_is_sent_coarse_first_and_filled_from_the_step_itself(self):
         lines = [shlex.split(l) for l in self.plan(dict(self.config, wan=True)).stdout.splitlines()
                  if l.startswith("slabcast")]

@@ -20,7 +20,16 @@ on one interface would: TCP and every request-reply exchange see the same
 32 ms, and the bulk data is not copied through user space twice on the cores
 that run the tools under test, a cost a real WAN does not put on its hosts.
 Names carry the test's pid, so tests running side by side
-do not collide, and everything goes with `close()`."""
+do not collide, and everything goes with `close()`.
+
+`render_hosts=N` adds N render hosts, render0 at 10.77.10.2, render1 at
+10.77.11.2, ..., each routed through the wan like the others and, as a real
+render node, with its own hostname and its own /dev/shm (a private tmpfs):
+a holder process per host keeps its mount and UTS namespaces alive, and
+`prefix("render0")` enters them with nsenter, so every process of that host
+(a receiver, an MPI daemon and its ranks) sees that host's slabs only. Every
+host resolves every other's name (/etc/netns/NS/hosts). The delay line
+(`delay_ms`) holds none of their packets."""
 
 import json
 import os
@@ -33,6 +42,12 @@ import time
 SENDER, RECEIVER, CONTROLLER = "10.77.1.2", "10.77.2.2", "10.77.3.2"
 WAN_SENDER_SIDE = "10.77.1.1"
 MTU = 9000
+RENDER_SHM_BYTES = 512 << 20  # each render host's private /dev/shm
+
+
+def render_address(i):
+    """Render host i's address (Testbed(render_hosts=N)): 10.77.(10 + i).2."""
+    return "10.77.%d.2" % (10 + i)
 
 
 def _ip(*args, ns=None):
@@ -65,15 +80,18 @@ def _sysctl(ns, *settings):
 
 
 class Testbed:
-    def __init__(self, delay_ms=None, mtu=MTU, delayed_from=("sender", "receiver", "controller")):
+    def __init__(self, delay_ms=None, mtu=MTU, delayed_from=("sender", "receiver", "controller"), render_hosts=0):
         tag = os.getpid() % 100000
         self.ns = {role: "sc%s%d" % (role[0], tag) for role in ("sender", "receiver", "controller", "wan")}
         self.mtu = mtu
         self._made = []
+        self._holders = {}
         self._delay_line = None
         self._delay_stats = None
         try:
             self._build(tag)
+            for i in range(render_hosts):
+                self._add_render_host(tag, i)
             if delay_ms:
                 self._add_delay(tag, delay_ms, delayed_from)
         except Exception:
@@ -96,15 +114,60 @@ class Testbed:
         wan = self.ns["wan"]
         subprocess.run(["ip", "netns", "exec", wan, "sysctl", "-qw", "net.ipv4.ip_forward=1"], check=True)
         for subnet, role in ((1, "sender"), (2, "receiver"), (3, "controller")):
-            host, side = "h%s%d" % (role[0], tag), "w%s%d" % (role[0], tag)
-            _ip("link", "add", host, "mtu", str(self.mtu), "type", "veth", "peer", "name", side, "mtu", str(self.mtu))
-            _ip("link", "set", host, "netns", self.ns[role])
-            _ip("link", "set", side, "netns", wan)
-            _ip("addr", "add", "10.77.%d.2/24" % subnet, "dev", host, ns=self.ns[role])
-            _ip("addr", "add", "10.77.%d.1/24" % subnet, "dev", side, ns=wan)
-            _ip("link", "set", host, "up", ns=self.ns[role])
-            _ip("link", "set", side, "up", ns=wan)
-            _ip("route", "add", "default", "via", "10.77.%d.1" % subnet, ns=self.ns[role])
+            self._link(self.ns[role], subnet, "h%s%d" % (role[0], tag), "w%s%d" % (role[0], tag))
+
+    def _link(self, ns, subnet, host, side):
+        """A veth from host namespace `ns` (10.77.SUBNET.2, its default route)
+        to the wan (10.77.SUBNET.1)."""
+        wan = self.ns["wan"]
+        _ip("link", "add", host, "mtu", str(self.mtu), "type", "veth", "peer", "name", side, "mtu", str(self.mtu))
+        _ip("link", "set", host, "netns", ns)
+        _ip("link", "set", side, "netns", wan)
+        _ip("addr", "add", "10.77.%d.2/24" % subnet, "dev", host, ns=ns)
+        _ip("addr", "add", "10.77.%d.1/24" % subnet, "dev", side, ns=wan)
+        _ip("link", "set", host, "up", ns=ns)
+        _ip("link", "set", side, "up", ns=wan)
+        _ip("route", "add", "default", "via", "10.77.%d.1" % subnet, ns=ns)
+
+    def _add_render_host(self, tag, i):
+        role, address = "render%d" % i, render_address(i)
+        ns = self.ns[role] = "scn%d_%d" % (i, tag)
+        _ip("netns", "add", ns)
+        self._made.append(ns)
+        _ip("link", "set", "lo", "up", ns=ns)
+        os.makedirs("/etc/netns/" + ns, exist_ok=True)
+        with open("/etc/netns/%s/hosts" % ns, "w") as f:
+            f.write("127.0.0.1 localhost\n" + "".join("%s %s\n" % pair for pair in (
+                (SENDER, "sender"), (RECEIVER, "receiver"), (CONTROLLER, "controller"))))
+        for other in self._made:  # its name, everywhere (itself included)
+            with open("/etc/netns/%s/hosts" % other, "a") as f:
+                f.write("%s %s\n" % (address, role))
+        for j in range(i):  # the render hosts before it, on it
+            with open("/etc/netns/%s/hosts" % ns, "a") as f:
+                f.write("%s render%d\n" % (render_address(j), j))
+        self._link(ns, 10 + i, "hn%d_%d" % (i, tag), "wn%d_%d" % (i, tag))
+        # The holder: `ip netns exec` execs unshare, which execs sh, which
+        # execs sleep, so its pid is the Popen's; its namespaces live as long as it.
+        ready = tempfile.mktemp(prefix="slabcast-host-", suffix=".ready")
+        holder = subprocess.Popen(
+            ["ip", "netns", "exec", ns, "unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c",
+             'hostname "$1" && mount -t tmpfs -o size=$2,mode=1777 tmpfs /dev/shm && touch "$3" && exec sleep infinity',
+             "holder", role, str(RENDER_SHM_BYTES), ready])
+        self._holders[role] = holder
+        deadline = time.monotonic() + 10
+        while not os.path.exists(ready):
+            if holder.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("render host %s: its holder did not start (exit code %s)" % (role, holder.poll()))
+            time.sleep(0.02)
+        os.unlink(ready)
+
+    def holder_pid(self, role):
+        """The pid whose namespaces are that render host's."""
+        return self._holders[role].pid
+
+    def host_path(self, role, path):
+        """Where a path of a render host (in its own /dev/shm, say) is seen from here."""
+        return "/proc/%d/root%s" % (self.holder_pid(role), path) if role in self._holders else path
 
     def _add_delay(self, tag, delay_ms, delayed_from):
         wan, dev = self.ns["wan"], "dl%d" % tag
@@ -147,6 +210,8 @@ class Testbed:
 
     def prefix(self, role):
         """Command prefix that runs a program on that host."""
+        if role in self._holders:  # its network, mounts (/dev/shm) and hostname
+            return ["nsenter", "-t", str(self.holder_pid(role)), "-m", "-n", "-u", "--"]
         return ["ip", "netns", "exec", self.ns[role]]
 
     def close(self):
@@ -154,6 +219,10 @@ class Testbed:
             self._delay_line.terminate()
             self._delay_line.wait(timeout=10)
             self._delay_line = None
+        for holder in self._holders.values():
+            holder.kill()
+            holder.wait()
+        self._holders = {}
         for ns in self._made:  # what is left running there (an sshd's session, ...) goes first
             pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
             for pid in pids:

@@ -1,8 +1,11 @@
 // `slabcast plan`: one JSON file describes a whole deployment (hosts, streams,
 // ports, rates); plan prints the command each host runs, in start order
-// (receivers, then senders, then the controller). See docs/deployment.md.
+// (receivers, then senders, then the controller), and then the render
+// launch across the receivers (render_launch.h). See docs/deployment.md.
 #include "deploy/deploy_plan.h"
+#include "deploy/install_layout.h"
 #include "deploy/memory_plan.h"
+#include "deploy/render_launch.h"
 #include "host/roles.h"
 
 #include <fstream>
@@ -25,9 +28,13 @@ int run_plan(const PlanOptions& o) {
     const std::string commands = plan_commands(text.str(), o.config, o.host);
     // On the host it plans (or all on loopback here), a plan that cannot fit
     // is refused now, not when the last role fills /dev/shm.
-    const std::string problem = plan_memory_problem(read_deployment(text.str(), o.config), o.host);
+    const Deployment d = read_deployment(text.str(), o.config);
+    const std::string problem = plan_memory_problem(d, o.host);
     if (!problem.empty()) throw std::runtime_error(o.config + ": " + problem);
     std::cout << commands;
+    // One launch for the whole cluster, not a host's own command: the full plan only.
+    if (o.host.empty())
+        for (const PlanVolume& v : d.volumes) std::cout << render_launch(v, find_install_layout(""));
     return 0;
 }
 
@@ -37,7 +44,9 @@ void register_plan(CLI::App& root, RoleMain& run) {
     auto o = std::make_shared<PlanOptions>();
     CLI::App* c = root.add_subcommand("plan", "print each host's commands for a deployment described in one JSON file");
     c->add_option("config", o->config, "deployment file (docs/deployment.md)")->required();
-    c->add_option("--host", o->host, "print only this host's commands");
+    c->add_option("--host", o->host,
+                  "print only this host's commands (without it, the plan ends with the mpirun line that "
+                  "renders across the receivers: a pvbatch rank a slab, each on its slab's host)");
     c->callback([o, &run] { run = [o] { return run_plan(*o); }; });
 }
 
