@@ -4,10 +4,13 @@ the peer, and socket limits raised for the peer's sake."""
 
 import contextlib
 import json
+import mmap
 import os
 import shutil
+import struct
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
@@ -107,16 +110,69 @@ def run_stream(dims, rate, steps, receive_args=(), shuffle_args=(), huge_pages=T
         huge = prestage(ws, data, huge_pages)
         sync_ports, shuffle_json = start_shufflers(ws, data, dims[2], ports, rate, shuffle_args)
         time.sleep(1.0)
-        control(ws, data, sync_ports, steps)
-        time.sleep(0.3)
+        with ReceiveWindow([os.path.join(ws.shm, "bench.slab0")]) as window:
+            control(ws, data, sync_ports, steps)
+            time.sleep(0.3)
         for role in reversed(ws.roles):
             role.stop()
-        return dict(summarize(shuffle_json[0], recv_json), huge_staging=huge)
+        return dict(summarize(shuffle_json[0], recv_json, window.seconds), huge_staging=huge)
 
 
-def summarize(shuffle_json, recv_json):
+class ReceiveWindow:
+    """The receiver's wall-clock window: from the first packet's arrival to the
+    last's, in any of the slabs, to within 2 ms. It watches each slab's live
+    packet counter (the receiver bumps it as packets arrive) and notes when the
+    counters first moved and when they last did; iperf3's receiver counts its
+    own window the same way, from its first datagram to the end of the test."""
+
+    _PACKETS_AT = lib._LIVE + struct.calcsize(lib._LIVE_FORMAT[:lib._LIVE_FIELDS.index("packets") + 1])  # "<" + the fields before
+
+    def __init__(self, slab_paths, poll_s=0.002):
+        self.paths, self.poll_s = slab_paths, poll_s
+        self.first = self.last = None
+
+    def _packets(self):
+        return [struct.unpack_from("<Q", m, self._PACKETS_AT)[0] for m in self.maps]
+
+    def _watch(self):
+        before = self._packets()
+        while not self.done.is_set():
+            now, counts = time.time(), self._packets()
+            if counts != before:
+                self.first = self.first or now
+                self.last, before = now, counts
+            time.sleep(self.poll_s)
+
+    def __enter__(self):
+        self.files = [open(p, "rb") for p in self.paths]
+        self.maps = [mmap.mmap(f.fileno(), lib.HEADER_BYTES, prot=mmap.PROT_READ) for f in self.files]
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+        for m, f in zip(self.maps, self.files):
+            m.close()
+            f.close()
+
+    @property
+    def seconds(self):
+        return (self.last - self.first) if self.first else None
+
+
+def summarize(shuffle_json, recv_json, window_seconds=None):
+    """The run's figures. "placed_gbps" is counted at the receiver, as iperf3's
+    receiver counts: the bytes of the datagrams its sockets took in (all of them
+    stored into slabs when "not_placed" is 0) over its wall-clock window
+    (ReceiveWindow: first to last packet), given window_seconds. "recv_gbps" is
+    the sender's rate times the share of values that arrived."""
     sent = [e for e in lib.read_json_lines(shuffle_json) if e.get("kind") == "step" and e.get("result") == "finished"]
     reports = [e for e in lib.read_json_lines(recv_json) if e.get("kind") == "step"]
+    final = [e for e in lib.read_json_lines(recv_json) if e.get("kind") == "status"][-1]
+    received_bytes = sum(s["bytes"] for s in final["streams"])
     send_seconds = sum(e["seconds"] for e in sent)
     sent_bytes = sum(e["gbps"] * e["seconds"] / 8e-9 for e in sent)
     records = sum(e["expected"] for e in reports)
@@ -129,7 +185,10 @@ def summarize(shuffle_json, recv_json):
                     if e.get("kind") == "status" and e.get("gbps", 0) > 0][1:-1]
     return {"recv_windows": recv_windows, "sent_gbps": sent_bytes * 8e-9 / max(send_seconds, 1e-9),
             "recv_gbps": sent_bytes * 8e-9 / max(send_seconds, 1e-9) * received / max(records, 1),
-            "loss": loss, "packets": sum(e["packets_sent"] for e in sent), "steps": len(reports), "windows": windows}
+            "loss": loss, "packets": sum(e["packets_sent"] for e in sent), "steps": len(reports), "windows": windows,
+            "received_bytes": received_bytes, "window_seconds": window_seconds,
+            "placed_gbps": received_bytes * 8e-9 / window_seconds if window_seconds else None,
+            "not_placed": final["rejected"] + final["stale"] + final["duplicates"]}
 
 
 def iperf3(seconds, rate="0", length=8972, total_bytes=None):
@@ -150,7 +209,10 @@ def iperf3(seconds, rate="0", length=8972, total_bytes=None):
     s = result["end"]["sum"]
     sent = s["bits_per_second"] / 1e9
     windows = [i["sum"]["bits_per_second"] / 1e9 for i in result.get("intervals", [])]
-    return {"sent_gbps": sent, "recv_gbps": sent * (1 - s["lost_percent"] / 100), "loss": s["lost_percent"],
+    # iperf3's own receiver-side figure: bytes its server took in over the server's window.
+    received = result["end"].get("sum_received", {})
+    return {"sent_gbps": sent, "recv_gbps": received.get("bits_per_second", 0.0) / 1e9,
+            "recv_seconds": received.get("seconds"), "loss": s["lost_percent"],
             "windows": windows, "cpu_sender": result["end"].get("cpu_utilization_percent", {}).get("host_total", 0.0)}
 
 
@@ -196,3 +258,45 @@ def provenance():
     except OSError:
         return "unknown", False
     return head, dirty
+
+
+def gso_pair(seconds, port=None):
+    """The raw UDP ceiling (testing/bench/udp_gso_pair.cpp): GSO sender on
+    SENDER_CPU, GRO receiver on RECEIVER_CPU, counting bytes only; received
+    rate over the receiver's first-to-last-datagram window."""
+    tool = os.path.join(lib.BUILD, "testing", "slabcast_udp_gso_pair")
+    if not os.path.exists(tool):
+        raise SystemExit("%s: not built (cmake --build build --target slabcast_udp_gso_pair)" % tool)
+    port = port or lib.free_udp_ports(1)[0]
+    out = subprocess.run([tool, "--seconds", str(seconds), "--port", str(port), "--sender-cpu", str(SENDER_CPU),
+                          "--receiver-cpu", str(RECEIVER_CPU)], capture_output=True, text=True, check=True,
+                         timeout=seconds + 30)
+    r = json.loads(out.stdout)
+    return {"sent_gbps": r["sent_bytes"] * 8e-9 / r["sent_seconds"],
+            "recv_gbps": r["received_bytes"] * 8e-9 / max(r["received_seconds"], 1e-9),
+            "loss": 100.0 * (1 - r["received_bytes"] / max(r["sent_bytes"], 1))}
+
+
+def print_provenance(command=None):
+    """The line every table in docs/performance.md carries: script, command,
+    commit and date."""
+    commit, dirty = provenance()
+    script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO)
+    command = command or "SLABCAST_BUILD=%s python3 %s" % (os.environ.get("SLABCAST_BUILD", "build"),
+                                                         " ".join([script] + sys.argv[1:]))
+    print("script %s; command: %s; commit %s%s; date %s" % (script, command, commit,
+          " (with uncommitted changes)" if dirty else "", time.strftime("%Y-%m-%d %H:%M %Z")))
+
+
+def warm_pages(size, directory="/dev/shm"):
+    """Writes and deletes `size` bytes in /dev/shm, so that the tool timed next
+    writes into memory pages this machine has just used. It is a virtual machine
+    whose first touch of a page it has not used lately is slow (a 2 GiB write
+    into /dev/shm: 3-4 s on such pages, 0.5 s on pages just freed): without
+    this, whichever tool ran first would pay that alone."""
+    chunk = bytes(4 << 20)
+    path = os.path.join(directory, "slabcast-bench-warm-%d" % os.getpid())
+    with open(path, "wb") as f:
+        for _ in range((size + len(chunk) - 1) // len(chunk)):
+            f.write(chunk)
+    os.unlink(path)

@@ -2,16 +2,21 @@
 """Benchmark: step latency, from the controller's sync to the step published
 (whole, readers may show it) in every one of the receiver's slabs, for 256^3
 and 512^3 volumes in 8 streams on loopback (8 shufflers on cpu0, the
-receiver's 8 threads on cpu1, unpaced), in each data packet format and codec.
+receiver's 8 threads on cpu1; unpaced, or each stream paced at --rate / 8),
+in each data packet format and codec.
 
 Usage: SLABCAST_BUILD=build testing/bench/step_latency.py [--sizes 256,512] [--steps 6]
-       [--formats quad,run,run/lz4,run/zfp:8]
+       [--formats quad,run,run/lz4,run/zfp:8] [--rate 0]
 
 The controller stamps each sync in its --stats-json; the receiver stamps each
 publication (CLOCK_REALTIME, in the slab's publication record), which this
-script reads every ~0.5 ms. The floor for comparison is the
-step's bytes at the rate measured in the same run (what any transfer of that
-data at that speed would take). Not part of the default ctest run.
+script reads every ~0.5 ms. The floor for comparison is the step's packet
+bytes at the link's capacity, measured apart from slabcast: paced, the rate
+the streams are paced at; unpaced, the raw UDP ceiling of these two cores
+measured by this script before the runs (testing/bench/udp_gso_pair.cpp: GSO
+sender on cpu0, GRO receiver on cpu1, counting bytes only). Not the rate of
+the same run, which would make a slow run its own excuse. Not part of the
+default ctest run.
 """
 import argparse
 import os
@@ -43,19 +48,24 @@ def watch(slab_paths, steps_wanted, deadline):
     return {step: max(seen[step] for seen in per_slab) for step in set.intersection(*(set(s) for s in per_slab))}
 
 
+def per_stream(rate):
+    """Each stream's share of the aggregate --rate ("0": unpaced)."""
+    return "0" if rate == "0" else "%.6gG" % (benchlib.parse_rate(rate) / STREAMS / 1e9)
+
+
 def shuffle_args(fmt):
     wire, _, codec = fmt.partition("/")
     return ["--wire", wire] + (["--codec", codec] if codec else [])
 
 
-def run(n, steps, fmt):
+def run(n, steps, fmt, rate):
     dims = (n, n, n)
     depth = n // STREAMS
     with benchlib.workspace("latency") as ws:
         data = benchlib.dataset(dims, steps=steps)
         ports, _ = benchlib.start_receiver(ws, dims, STREAMS, depth)
         benchlib.prestage(ws, data)
-        sync_ports, shuffle_json = benchlib.start_shufflers(ws, data, depth, ports, "0", shuffle_args(fmt))
+        sync_ports, shuffle_json = benchlib.start_shufflers(ws, data, depth, ports, per_stream(rate), shuffle_args(fmt))
         time.sleep(1.5)
         control_json = os.path.join(ws.dir, "control.json")
         slabs = [os.path.join(ws.shm, "bench.slab%d" % k) for k in range(STREAMS)]
@@ -86,22 +96,39 @@ def main():
     ap.add_argument("--sizes", default="256,512")
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--formats", default="quad,run,run/lz4,run/zfp:8")
+    ap.add_argument("--rate", default="0", help="aggregate rate of the 8 streams, e.g. 20G (default 0: unpaced)")
+    ap.add_argument("--seconds", type=int, default=5, help="length of the raw ceiling's run (unpaced)")
     args = ap.parse_args()
-    rows = [(n, fmt, run(n, args.steps, fmt)) for n in (int(v) for v in args.sizes.split(","))
+    def ceiling():
+        with benchlib.RaisedSocketLimits():
+            return benchlib.gso_pair(args.seconds)["recv_gbps"] if args.rate == "0" else None
+
+    raw = [ceiling()]
+    rows = [(n, fmt, run(n, args.steps, fmt, args.rate)) for n in (int(v) for v in args.sizes.split(","))
             for fmt in args.formats.split(",")]
-    print("\nstep latency: sync -> published in every slab, %d streams on loopback (8 shufflers on cpu0, receiver on cpu1)"
-          % STREAMS)
-    print("%-8s %-10s %6s %10s %10s %10s %9s %15s %7s %9s" % (
-        "volume", "format", "steps", "median ms", "min ms", "max ms", "MB/step", "floor ms (rate)", "ratio",
-        "vs quad"))
+    raw.append(ceiling())
+    if args.rate == "0":
+        # The ceiling is the better of its runs before and after: on a shared host the worse one is the noise.
+        floor_gbps, floor_is = max(raw), ("the raw UDP ceiling of cpu0 -> cpu1, the better of %.2f before and "
+                                          "%.2f after the runs (GSO/GRO pair, counting bytes only)" % tuple(raw))
+    else:
+        floor_gbps, floor_is = benchlib.parse_rate(args.rate) / 1e9, "the paced rate, %s in all" % args.rate
+    print("\nstep latency: sync -> published in every slab, %d streams on loopback (8 shufflers on cpu0, receiver on cpu1), %s"
+          % (STREAMS, "unpaced" if args.rate == "0" else "paced at %s in all" % args.rate))
+    print("floor: the step's packet bytes at %.2f Gbit/s, %s; the rate column is the run's own aggregate rate"
+          % (floor_gbps, floor_is))
+    benchlib.print_provenance()
+    print("%-8s %-10s %6s %10s %10s %10s %9s %9s %10s %7s %9s" % (
+        "volume", "format", "steps", "median ms", "min ms", "max ms", "MB/step", "floor ms", "run Gb/s",
+        "/floor", "vs quad"))
     quad = {n: statistics.median(r["latencies"]) for n, fmt, r in rows if fmt == "quad" and r["latencies"]}
     for n, fmt, r in rows:
         lat = r["latencies"]
         if not lat:
             print("%-8s %-10s no step published" % ("%d^3" % n, fmt))
             continue
-        floor = r["step_gbit"] / r["gbps"] * 1e3
-        print("%-8s %-10s %6d %10.1f %10.1f %10.1f %9.1f %7.1f (%4.1fG) %7.2f %9s%s"
+        floor = r["step_gbit"] / floor_gbps * 1e3
+        print("%-8s %-10s %6d %10.1f %10.1f %10.1f %9.1f %9.1f %10.1f %7.2f %9s%s"
               % ("%d^3" % n, fmt, len(lat), 1e3 * statistics.median(lat), 1e3 * min(lat), 1e3 * max(lat),
                  r["step_gbit"] * 1e3 / 8, floor, r["gbps"], 1e3 * statistics.median(lat) / floor,
                  "%.2fx" % (quad[n] / statistics.median(lat)) if n in quad else "-",

@@ -10,6 +10,9 @@ import sys
 
 import plugin_testlib as t
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+import benchlib  # noqa: E402  (the provenance line of docs/performance.md's tables)
+
 ARGS = None
 
 
@@ -22,6 +25,7 @@ def body():
                                       t.env_path("SLABCAST_RENDER"), "--size", ARGS.size]),
                        env=t.paraview_env(display), timeout=900)
         print("\npvbatch, 1 rank, llvmpipe, %s in %d slabs, %s:" % (ARGS.dims, dims[2] // ARGS.depth, ARGS.size))
+        benchlib.print_provenance("cd build && ctest -R plugin_bench_frame -V")
         print(out[out.index("source"):])
 
 

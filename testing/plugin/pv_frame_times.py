@@ -5,10 +5,12 @@ raw image reader (one float32 file in /dev/shm), frame times side by side.
     pvbatch pv_frame_times.py DESCRIPTOR RAW_FILE --render-script slabcast_render.py [--frames 8] [--size 800x800]
 
 The raw file is written by this script from what the slabcast reader read.
-Two measures for each source, alternating sources so that drift on a busy
-host hits both alike: a frame of the view alone, and a frame after the
-reader was told its data changed (a new step: the raw reader reads its file
-again; the slabcast reader maps what the receiver wrote). Prints one table
+Three measures for each source, alternating sources so that drift on a busy
+host hits both alike: the first frame after the source is shown (the
+renderer uploads its volume and builds its textures), a frame of the view
+alone, and a frame after the reader was told its data changed (a new step:
+the raw reader reads its file again, the slabcast reader maps what the
+receiver wrote; then the renderer uploads the new values). Prints one table
 line per source and measure, then BENCH_DONE.
 """
 import argparse
@@ -75,12 +77,15 @@ def main():
         apply_cosmic_preset(Show(source, view), field, lo, hi, "Inferno (matplotlib)", (b[1] - b[0], b[3] - b[2], b[5] - b[4]))
         Hide(source, view)
     view.ResetCamera()
-    results = {(name, m): [] for name in sources for m in ("view", "new step")}
+    measures = ("shown", "view", "new step")
+    results = {(name, m): [] for name in sources for m in measures}
     for r in range(args.rounds):
         order = list(sources.items()) if r % 2 == 0 else list(reversed(sources.items()))
         for name, source in order:
+            t0 = time.perf_counter()
             Show(source, view)
-            Render(view)  # first frame after a switch builds textures: not timed
+            Render(view)  # the first frame after a switch uploads the volume and builds textures
+            results[(name, "shown")].append(time.perf_counter() - t0)
             results[(name, "view")] += frame_times(view, source, args.frames, False)
             results[(name, "new step")] += frame_times(view, source, args.frames, True)
             Hide(source, view)
@@ -89,7 +94,7 @@ def main():
     for (name, m), t in results.items():
         medians[(name, m)] = statistics.median(t)
         print("%-18s %-9s %10.1f %10.1f" % (name, m, 1e3 * statistics.median(t), 1e3 * min(t)))
-    for m in ("view", "new step"):
+    for m in measures:
         print("ratio slabcast / raw, %s: %.3f" % (m, medians[("slabcast reader", m)] / medians[("raw image reader", m)]))
     print("BENCH_DONE")
 
