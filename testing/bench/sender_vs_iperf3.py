@@ -4,7 +4,10 @@ sender on the same core in the same run. Each sends unpaced from cpu0 to a
 receiver on cpu1 that is not the bottleneck (slabcast receive, which must see
 no loss, and iperf3's own server). On loopback the kernel's delivery work runs
 on the sender's core for both, so the table also gives the sender core's busy
-time and the rate per busy core.
+time and the rate per busy core. iperf3 3.12 sends one datagram a system call
+(no UDP GSO); the shuffler hands the kernel 7 packets a message (GSO), so the
+raw GSO/GRO pair (testing/bench/udp_gso_pair.cpp: the same offloads, no
+packing) is the like-with-like peer, printed beside it.
 
 Usage: SLABCAST_BUILD=build testing/bench/sender_vs_iperf3.py [--steps 24] [--seconds 5]
 Not part of the default ctest run.
@@ -61,10 +64,15 @@ def main():
         with CpuBusy(benchlib.SENDER_CPU) as busy:
             p = benchlib.iperf3(args.seconds)
         rows.append(("iperf3 -u -b 0 -l 8972", p["sent_gbps"], p["loss"], busy.busy))
+        with CpuBusy(benchlib.SENDER_CPU) as busy:
+            g = benchlib.gso_pair(args.seconds)
+        rows.insert(-1, ("GSO/GRO pair (raw, no packing)", g["sent_gbps"], g["loss"], busy.busy))
     print("\nsender alone: unpaced, cpu0 -> receiver on cpu1 (loopback), %s" % "x".join(map(str, dims)))
-    print("%-40s %10s %8s %14s %9s" % ("", "sent Gb/s", "loss %", "cpu0 busy (run)", "vs iperf3"))
+    benchlib.print_provenance()
+    print("%-40s %10s %8s %14s %9s %9s" % ("", "sent Gb/s", "loss %", "cpu0 busy (run)", "vs iperf3", "vs pair"))
     for name, gbps, loss, b in rows:
-        print("%-40s %10.2f %8.3f %13.0f%% %8.2fx" % (name, gbps, loss, 100 * b, gbps / rows[-1][1]))
+        print("%-40s %10.2f %8.3f %13.0f%% %8.2fx %8.2fx" % (name, gbps, loss, 100 * b, gbps / rows[-1][1],
+                                                            gbps / rows[-2][1]))
 
 
 if __name__ == "__main__":
