@@ -5,7 +5,7 @@ and 512^3 volumes in 8 streams on loopback (8 shufflers on cpu0, the
 receiver's 8 threads on cpu1; unpaced, or each stream paced at --rate / 8),
 in each data packet format and codec.
 
-Usage: SLABCAST_BUILD=build testing/bench/step_latency.py [--sizes 256,512] [--steps 6]
+Usage: SLABCAST_BUILD=build testing/bench/step_latency.py [--sizes 256,512] [--steps 4]
        [--formats quad,run,run/lz4,run/zfp:8] [--rate 0]
 
 The controller stamps each sync in its --stats-json; the receiver stamps each
@@ -94,7 +94,7 @@ def run(n, steps, fmt, rate):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="256,512")
-    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--formats", default="quad,run,run/lz4,run/zfp:8")
     ap.add_argument("--rate", default="0", help="aggregate rate of the 8 streams, e.g. 20G (default 0: unpaced)")
     ap.add_argument("--seconds", type=int, default=5, help="length of the raw ceiling's run (unpaced)")
