@@ -2,25 +2,26 @@
 2012, section 4.2): render hosts that each hold only their own slabs, and
 pvbatch ranks on them compositing over the network.
 
-The namespace testbed (netns_testbed.py) with two render hosts, each its own
-network namespace, hostname and /dev/shm (a private tmpfs). `slabcast plan`
-plans the deployment; its commands run as printed on their hosts: on each
-render host a `slabcast receive` for its slab, on the sender host the stager
-and a shuffler per slab sending across the WAN, the controller's one step.
-Then the plan's own mpirun line (and its hostfile form) launches one pvbatch
-rank a slab into the render hosts (Open MPI's remote shell agent is enter_host.sh, which enters a
-host's namespaces instead of ssh) and IceT composites over TCP between them.
+The namespace testbed (netns_testbed.py) with two render hosts (or
+SLABCAST_RENDER_HOSTS, up to four), each its own network namespace, hostname
+and /dev/shm (a private tmpfs). `slabcast plan` plans the deployment; its
+commands run as printed on their hosts: on each render host a `slabcast
+receive` for its slab, on the sender host the stager and a shuffler per slab
+sending across the WAN, the controller's one step. Then the plan's own mpirun
+line (and its hostfile form) launches one pvbatch rank a slab into the render
+hosts (Open MPI's remote shell agent is enter_host.sh, which enters a host's
+namespaces where ssh would log in) and IceT composites over TCP between them.
 
 Shows: each host's /dev/shm holds its own slab and no other; each rank runs
 on the host of its slab, reads the dataset's values bit for bit and maps its
 host's slab only, without a copy (pv_host_pieces.py: the values lie inside
 that slab's mapping, whose device and inode are that host's file); the
-composited image equals the same step rendered by 2 ranks on one host with
-one /dev/shm (max pixel difference <= 8/255, mean <= 0.2/255), and the
-render hosts exchanged at least an image's worth of bytes over the WAN while
-compositing; ranks launched onto the wrong hosts get the reader's error
-naming the slab that lives on another host. Needs root, Open MPI and the
-plugin build."""
+composited image equals the same step rendered by as many ranks on one host
+with one /dev/shm (max pixel difference <= 8/255, mean <= 0.2/255), and every
+render host exchanged more than half an image's worth of bytes over the WAN
+while compositing; ranks launched onto the wrong hosts get the reader's error
+naming a slab that lives on another host. Needs root, Open MPI and the plugin
+build."""
 
 import json
 import os
@@ -37,8 +38,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
 import netns_testbed as tb  # noqa: E402
 from slabcast_testlib import SLABCAST, Workspace, read_slab_header, unittest_main, wait_for  # noqa: E402
 
-HOSTS = 2
-DIMS, DEPTH = (96, 96, 96), 48  # one slab a host
+# Two render hosts by default; SLABCAST_RENDER_HOSTS=4 runs the same with four (2-4: one slab a host).
+HOSTS = int(os.environ.get("SLABCAST_RENDER_HOSTS", "2"))
+DIMS, DEPTH = (96, 96, 96), 96 // HOSTS
 NAME, SHM = "cosmo", "/dev/shm/slabcast"  # the receivers' default --shm-dir, in each host's own /dev/shm
 PORTS = {"data": 52000, "sync": 52100, "stager": 52200}
 SIZE, MAX_DIFF, MEAN_DIFF = "400x400", 8, 0.2
@@ -77,6 +79,7 @@ def wan_bytes(bed, i):
 class MultihostTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        assert 2 <= HOSTS <= 4, "SLABCAST_RENDER_HOSTS must be 2, 3 or 4"
         why = tb.available()
         if why:
             raise unittest.SkipTest(why)
@@ -244,21 +247,29 @@ class MultihostTest(unittest.TestCase):
         return path
 
     def test_rank_on_the_wrong_host_gets_the_readers_error(self):
-        """The plan's launch with the hosts swapped: rank 0 on the host of slab 1, rank 1 on slab 0's."""
+        """The plan's launch with its host list turned by one: every rank on
+        the next slab's host, and on every host a rank names a slab that
+        lives elsewhere, its planes and its file."""
         launch = list(self.launch)
         at = launch.index("--host") + 1
-        launch[at] = ",".join(reversed(launch[at].split(",")))
+        hosts = launch[at].split(",")
+        launch[at] = ",".join(hosts[1:] + hosts[:1])
         with self.t.xvfb() as display:
             out, err = self.mpirun_on_hosts(launch, ["--frames", 1, "--size", "200x200", "--no-overlay"], display,
                                             expect_rc=None)
-        text = out + err
-        for k in range(DIMS[2] // DEPTH):
-            problem = "%s/%s.slabcast: slab %d (planes %d..%d) is not in this host's shared memory" % (
-                SHM, NAME, k, k * DEPTH, (k + 1) * DEPTH - 1)
-            self.assertIn(problem, text)
-            self.assertIn("expected file %s/%s.slab%d" % (SHM, NAME, k), text)
-        print("wrong hosts: both ranks named the slab on the other host", flush=True)
-
+        errors = re.findall(r"%s/%s\.slabcast: slab (\d+) \(planes (\d+)\.\.(\d+)\) is not in this host's shared "
+                            r"memory, but plane (\d+) of the requested extent needs it; the descriptor lists slabs "
+                            r"([\d,]+); expected file %s/%s\.slab(\d+)" % (SHM, NAME, SHM, NAME), out + err)
+        hosts = set()
+        for slab, first, last, plane, listed, file_slab in errors:
+            k = int(slab)
+            self.assertEqual((int(first), int(last), int(file_slab)), (k * DEPTH, (k + 1) * DEPTH - 1, k))
+            self.assertTrue(k * DEPTH <= int(plane) < (k + 1) * DEPTH)
+            self.assertNotIn(k, [int(v) for v in listed.split(",")], "slab %d is on that host" % k)
+            hosts.add(listed)
+        self.assertEqual(hosts, {",".join(map(str, mine)) for mine in self.slabs_of.values()},
+                         "not every host's rank named a slab of another host:\n" + out + err)
+        print("wrong hosts: %d errors, on every host a rank named a slab of another host" % len(errors), flush=True)
 
 if __name__ == "__main__":
     unittest_main()
