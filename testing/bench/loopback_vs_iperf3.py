@@ -63,18 +63,20 @@ def main():
         print("%-32s %-40s %-40s %s" % (name, " ".join("%.2f" % x["sent_gbps"] for x in runs),
                                         " ".join("%.2f" % v for v in received),
                                         " ".join("%.3f" % x["loss"] for x in runs)))
-        for x in runs:
+        for k, x in enumerate(runs):
             if x.get("not_placed"):
-                print("  (%d packets rejected, stale or duplicate: received bytes not all placed)" % x["not_placed"])
+                print("  (run %d: %d packets rejected, stale or duplicate: not all received bytes were placed)"
+                      % (k + 1, x["not_placed"]))
     peers = {"iperf3": results[tools[2][0]], "the GSO/GRO pair": results[tools[3][0]]}
+    print("received rate ratios, each slabcast run against the peer's run of the same repetition:")
     for name, _ in tools[:2]:
         for peer_name, peer in peers.items():
-            ratios = [(s["placed_gbps"] / p["recv_gbps"]) if s["loss"] < 0.1 else None
-                      for s, p in zip(results[name], peer)]
-            clean = [v for v in ratios if v is not None]
-            print("ratio %s / %s, received, runs with < 0.1%% loss: %s" % (
-                name, peer_name, "median %.2f, range %.2f-%.2f (%d of %d runs)" % (
-                    statistics.median(clean), min(clean), max(clean), len(clean), len(ratios)) if clean else "none"))
+            ratios = [s["placed_gbps"] / p["recv_gbps"] for s, p in zip(results[name], peer)]
+            clean = [v for v, s in zip(ratios, results[name]) if s["loss"] < 0.1]
+            print("  %s / %s: median %.2f, range %.2f-%.2f; %s" % (
+                name, peer_name, statistics.median(ratios), min(ratios), max(ratios),
+                "runs with < 0.1%% loss: %s" % " ".join("%.2f" % v for v in clean) if clean
+                else "no run under 0.1% loss"))
 
 
 if __name__ == "__main__":
