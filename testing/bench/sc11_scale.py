@@ -189,7 +189,7 @@ def run_size(n, a, cache):
             "--streams", str(a.streams), "--ranks", str(a.ranks), "--count", str(a.count), "--rate", a.rate,
             "--dataset-steps", "4",
             "--step-interval", str(a.step_interval if a.step_interval is not None else 4 if n <= 512 else 12), "--headless", "--out", out_dir, "--cache", cache,
-            "--base-port", "48000"]
+            "--base-port", "61000"]  # above the ephemeral ports (32768-60999)
     print("$ " + " ".join(argv), flush=True)
     t0 = time.monotonic()
     demo = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
