@@ -32,6 +32,9 @@ def steps_of(data):
     return sorted(os.path.join(data, n) for n in os.listdir(data) if n != "dataset.json")
 
 
+OWN_RATES = []  # the stager's own count of each step's copy, GB/s
+
+
 def stage(ws, data, total):
     """Seconds from the stager's launch to its report of the last step staged."""
     os.makedirs(ws.staging, mode=0o700)
@@ -46,6 +49,7 @@ def stage(ws, data, total):
 
     lib.wait_for(lambda: len(staged()) >= count, timeout=120, what="the stager to stage %d steps" % count)
     seconds = max(e["time"] for e in staged()) - t0
+    OWN_RATES.extend(e["gbytes_per_s"] for e in staged())
     assert role.stop() == 0, role.text()
     shutil.rmtree(ws.staging)
     return seconds
@@ -94,6 +98,8 @@ def main():
     print("%-16s %s" % ("", "GB/s (each run)"))
     for name, s in seconds.items():
         print("%-16s %s" % (name, " ".join("%.2f" % (total / t * 1e-9) for t in s)))
+    print("the stager's own count, each step's copy alone (no start-up): GB/s median %.2f, range %.2f-%.2f"
+          % (statistics.median(OWN_RATES), min(OWN_RATES), max(OWN_RATES)))
     for name, s in list(seconds.items())[1:]:
         ratios = [p / t for t, p in zip(seconds["slabcast stage"], s)]
         print("ratio slabcast stage / %s (rate, same repetition): median %.2f, range %.2f-%.2f"
