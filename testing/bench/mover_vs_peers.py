@@ -224,10 +224,11 @@ def commands(a, place, work, dst, names):
     for the tools asked for that can run here; their servers started."""
     port, kport, rport, gport, iport = mover_peers.free_ports(5)
     tools = {}
+    ring = ["--ring-mb", str(a.ring_mb)] if a.ring_mb else []
 
     def move(to_port, *extra):
         return lambda name, src: ([place.client + [SLABCAST, "move", "--port", str(to_port), "--progress", "none",
-                                                   "--streams", "4", "--readers", "2"] + list(extra)
+                                                   "--streams", "4", "--readers", "2"] + ring + list(extra)
                                    + [src, place.host + ":"]], None)
 
     def four(cmd, target):
@@ -239,14 +240,14 @@ def commands(a, place, work, dst, names):
         return lists
 
     if names & {"move"}:
-        place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(port), "--writers", "2"]
+        place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(port), "--writers", "2"] + ring
                     + (["--insecure-no-auth"] if place.bed else []))
         tools[LABEL["move"]] = move(port)
     if names & {"move-key", "move-enc"}:
         key = os.path.join(work, "bench.key")
         subprocess.run([SLABCAST, "keygen", key], check=True, capture_output=True)
         place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(kport), "--writers", "2",
-                     "--key-file", key])
+                     "--key-file", key] + ring)
         if "move-key" in names:
             tools[LABEL["move-key"]] = move(kport, "--key-file", key)
         if "move-enc" in names:
@@ -356,6 +357,7 @@ def main():
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--repeat", type=int, default=3,
                     help="repetitions of every tool on each set (a run over %d s is not repeated)" % ONCE_PAST_S)
+    ap.add_argument("--ring-mb", type=int, help="serve and move --ring-mb (default: theirs)")
     ap.add_argument("--keep", action="store_true", help="keep the datasets in %s" % BASE)
     ap.add_argument("--tools", default=",".join(n for n, _, _ in TOOLS),
                     help="which to run, in this order (to look at one tool alone)")

@@ -25,7 +25,7 @@ BlockRing::BlockRing(std::size_t slots, std::size_t slot_bytes) : slot_bytes_(sl
         throw std::runtime_error("cannot allocate a block ring of " + std::to_string(arena_bytes >> 20) +
                                  " MiB: " + std::strerror(errno));
     for (std::size_t i = 0; i < slots; ++i) {
-        slots_.push_back(Slot{arena_.base() + i * slot_bytes_, slot_bytes_, 0});
+        slots_.push_back(Slot{arena_.base() + i * slot_bytes_, slot_bytes_});
         free_.push_back(&slots_.back());
     }
 }
@@ -37,7 +37,8 @@ BlockRing::Take BlockRing::take_free(Slot*& out, int timeout_ms) {
     if (aborted_) return Take::Closed;
     out = free_.back();  // the one freed last: its pages are mapped and likely in cache
     free_.pop_back();
-    out->begin = out->used = 0;
+    out->begin = out->used = out->referenced = 0;
+    out->refs.clear();
     return Take::Got;
 }
 

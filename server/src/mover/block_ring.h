@@ -5,6 +5,7 @@
 #pragma once
 
 #include "slabcast/mapped_region.h"
+#include "slabcast/unique_fd.h"
 
 #include <condition_variable>
 #include <cstddef>
@@ -12,14 +13,28 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace slabcast::mover {
+
+// A payload the sending end does not copy into its slot: `length` bytes of
+// the open file `fd` at `offset`, which go on the wire right after slot byte
+// `at` (the end of its frame's header), from the page cache (sendfile). Only
+// on plaintext streams: a sealed stream needs the bytes in memory.
+struct PayloadRef {
+    std::size_t at = 0;
+    std::shared_ptr<UniqueFd> fd;
+    std::uint64_t offset = 0;
+    std::size_t length = 0;
+};
 
 struct Slot {
     std::uint8_t* data = nullptr;
     std::size_t capacity = 0;
     std::size_t begin = 0;  // where its first frame starts (full blocks: payload page-aligned)
     std::size_t used = 0;   // end of its last frame
+    std::vector<PayloadRef> refs;  // sending end only, in slot order
+    std::size_t referenced = 0;    // their bytes: the slot's frames take used - begin + referenced on the wire
 };
 
 class BlockRing {

@@ -109,8 +109,19 @@ Channel::~Channel() = default;
 
 Cipher Channel::cipher() const { return out_ ? out_->cipher() : Cipher::None; }
 
-void Channel::write_full(const void* buf, std::size_t n) {
-    if (!out_) return mover::write_full(fd_, buf, n);
+void Channel::send_file(int file, std::uint64_t offset, std::size_t length) {
+    if (!out_) return mover::send_file(fd_, file, offset, length);
+    std::vector<std::uint8_t> buf(std::min(length, kSealedRecord));
+    for (std::size_t sent = 0; sent < length;) {
+        const std::size_t n = std::min(buf.size(), length - sent);
+        read_or_zeros(file, offset + sent, buf.data(), n);
+        write_full(buf.data(), n);
+        sent += n;
+    }
+}
+
+void Channel::write_full(const void* buf, std::size_t n, bool more) {
+    if (!out_) return mover::write_full(fd_, buf, n, more);
     const auto* p = static_cast<const std::uint8_t*>(buf);
     do {  // an empty write is an empty record: nothing is sent unsealed
         const std::size_t piece = std::min(n, kSealedRecord);

@@ -51,7 +51,9 @@ public:
     // As read_full/write_full (stream_io.h). One reader and one writer may use
     // a channel at the same time: each direction keeps its own state.
     bool read_full(void* buf, std::size_t n);
-    void write_full(const void* buf, std::size_t n);
+    void write_full(const void* buf, std::size_t n, bool more = false);  // `more`: MSG_MORE when plaintext
+    // stream_io.h's send_file; sealed, the bytes are read and sealed.
+    void send_file(int file, std::uint64_t offset, std::size_t length);
     // Bytes that can be read now without waiting (for a sealed channel, what
     // is left of the last record and about what is on the socket).
     std::size_t waiting() const;

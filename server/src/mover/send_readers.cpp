@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace slabcast::mover {
 
@@ -61,9 +62,11 @@ void SendTransfer::set_readers(int n) {
     }
 }
 
-std::uint8_t* SendTransfer::reserve(Slot*& slot, std::size_t payload, bool aligned) {
+std::uint8_t* SendTransfer::reserve(Slot*& slot, std::size_t payload, bool aligned, std::size_t referenced) {
     const std::size_t need = kHeaderBytes + payload;
-    if (slot && (slot->used + need > slot->capacity || (aligned && slot->used > slot->begin))) {
+    // A slot carries about its capacity on the wire, referenced payloads included.
+    if (slot && (slot->used + slot->referenced + need + referenced > slot->capacity ||
+                 (aligned && slot->used > slot->begin))) {
         ring_->put_full(slot);
         slot = nullptr;
     }
@@ -141,18 +144,43 @@ void SendTransfer::piece_done(std::uint32_t index, Slot*& slot) {
     ++progress_.files_read;
 }
 
+// Reads [off, off + len) of `fd` into `data` a cache piece at a time (into
+// the same kCachePiece bytes again and again when `reuse`), hashing each piece
+// and looking for zeros while it is in cache. false if the file ended first.
+bool SendTransfer::read_block(int fd, std::uint64_t off, std::size_t len, std::uint8_t* data, bool reuse,
+                              std::uint64_t& sum, bool& zeros) {
+    RunningChecksum running;
+    zeros = true;
+    for (std::size_t got = 0; got < len;) {
+        const std::size_t want = std::min(kCachePiece, len - got);
+        std::uint8_t* to = reuse ? data : data + got;
+        std::size_t piece = 0;
+        while (piece < want) {
+            const ssize_t n = ::pread(fd, to + piece, want - piece, static_cast<off_t>(off + got + piece));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return false;
+            piece += static_cast<std::size_t>(n);
+        }
+        running.add(to, piece);
+        zeros = zeros && all_zero(to, piece);
+        got += piece;
+    }
+    sum = running.value();
+    return true;
+}
+
 void SendTransfer::read_piece(const Piece& piece, Slot*& slot) {
     const std::uint32_t index = piece.file;
     const ManifestFile& m = manifest_.files[index];
     FileReading& r = reading_[index];
     if (r.failed) return piece_done(index, slot);
-    UniqueFd closer;
+    std::shared_ptr<UniqueFd> closer;
     try {
-        closer = manifest_.open_source(m);  // a pull's: beneath the served tree, no link on the way
+        closer = std::make_shared<UniqueFd>(manifest_.open_source(m));  // a pull's: beneath the served tree, no link on the way
     } catch (const std::runtime_error& e) {
         return file_failed(index, e.what(), slot);
     }
-    const int fd = closer.get();
+    const int fd = closer->get();
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != m.size)
         return file_failed(index, "changed since it was listed (size " + std::to_string(st.st_size) + ", was " +
@@ -162,31 +190,38 @@ void SendTransfer::read_piece(const Piece& piece, Slot*& slot) {
     for (std::uint64_t b = piece.first_block; b < piece.end_block; ++b) {
         const std::uint64_t off = b * block;
         const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(block, m.size - off));
+        std::uint64_t sum = 0;
+        bool zeros = true;
+        if (zero_copy_ && len >= kRefMinBytes && refs_alive_ < kMaxRefs) {
+            // Plaintext: read to hash it (into one reused, cached buffer), and
+            // let the stream send it from the page cache. A file that changes
+            // before it is sent fails its block's check at the receiving end.
+            thread_local std::vector<std::uint8_t> buffer(kCachePiece);
+            if (!read_block(fd, off, len, buffer.data(), true, sum, zeros))
+                return file_failed(index, "shrank or could not be read while it was sent", slot);
+            r.sums[b] = sum;
+            progress_.bytes_read += len;
+            if (have != have_.end() && have->second.count(off)) continue;  // the destination has it
+            const bool by_ref = !zeros;
+            std::uint8_t* at = reserve(slot, 0, false, by_ref ? len : 0);
+            if (!at) return;  // the ring was aborted: the transfer is over
+            if (!by_ref) {
+                put_header(at, Frame{Kind::Zeros, id_, index, 0, off, sum, len});
+                continue;
+            }
+            put_header(at, Frame{Kind::Data, id_, index, static_cast<std::uint32_t>(len), off, sum});
+            slot->refs.push_back(PayloadRef{slot->used, closer, off, len});
+            slot->referenced += len;
+            ++refs_alive_;
+            continue;
+        }
         std::uint8_t* at = reserve(slot, len, len == block);
         if (!at) return;  // the ring was aborted: the transfer is over
         std::uint8_t* data = at + kHeaderBytes;
-        RunningChecksum running;
-        bool zeros = true;
-        std::size_t got = 0;
-        while (got < len) {
-            const std::size_t want = std::min(kCachePiece, len - got);
-            std::size_t piece = 0;
-            while (piece < want) {
-                const ssize_t n = ::pread(fd, data + got + piece, want - piece, static_cast<off_t>(off + got + piece));
-                if (n < 0 && errno == EINTR) continue;
-                if (n <= 0) break;
-                piece += static_cast<std::size_t>(n);
-            }
-            if (piece < want) break;
-            running.add(data + got, piece);  // while the piece is still in cache
-            zeros = zeros && all_zero(data + got, piece);
-            got += piece;
-        }
-        if (got < len) {
+        if (!read_block(fd, off, len, data, false, sum, zeros)) {
             slot->used -= kHeaderBytes + len;
             return file_failed(index, "shrank or could not be read while it was sent", slot);
         }
-        const std::uint64_t sum = running.value();
         r.sums[b] = sum;
         progress_.bytes_read += len;
         if (have != have_.end() && have->second.count(off)) {

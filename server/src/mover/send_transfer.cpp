@@ -180,6 +180,7 @@ void SendTransfer::begin(ClientHandshake* handshake) {
         throw std::runtime_error("the server's answer is malformed: " + printable(e.what()));
     }
     plan_pieces();
+    zero_copy_ = control_->cipher() == Cipher::None;
     const std::size_t slot = manifest_.block + 4096;
     ring_ = std::make_unique<BlockRing>(std::max<std::size_t>(4, settings_.ring_bytes / slot), slot);
     ring_ready_ = true;
@@ -247,24 +248,7 @@ void SendTransfer::stream_loop(Channel& c, const std::atomic<bool>* quit, bool f
             const auto r = ring_->take_full(slot, 200);
             if (r == BlockRing::Take::Closed) break;
             if (r == BlockRing::Take::Timeout) continue;
-            const std::size_t n = slot->used - slot->begin;
-            try {
-                const std::uint8_t* at = slot->data + slot->begin;
-                if (c.cipher() != Cipher::None && slot->begin == 4096 - kHeaderBytes) {
-                    // A whole block: its header sealed alone, so that the payload's
-                    // records fall where the receiving end reads them, and open
-                    // straight into its ring.
-                    c.write_full(at, kHeaderBytes);
-                    c.write_full(at + kHeaderBytes, n - kHeaderBytes);
-                } else {
-                    c.write_full(at, n);
-                }
-            } catch (...) {
-                ring_->put_free(slot);
-                throw;
-            }
-            progress_.bytes_sent += n;
-            ring_->put_free(slot);
+            send_slot(c, slot);
         }
         if (failed_) {
             if (first) first_stream_ended();
@@ -281,6 +265,40 @@ void SendTransfer::stream_loop(Channel& c, const std::atomic<bool>* quit, bool f
         fail(std::string("sending: ") + e.what());
         if (first) first_stream_ended();
     }
+}
+
+void SendTransfer::send_slot(Channel& c, Slot* slot) {
+    const std::size_t n = slot->used - slot->begin;
+    try {
+        const std::uint8_t* at = slot->data + slot->begin;
+        if (c.cipher() != Cipher::None && slot->begin == 4096 - kHeaderBytes) {
+            // A whole block: its header sealed alone, so that the payload's
+            // records fall where the receiving end reads them, and open
+            // straight into its ring.
+            c.write_full(at, kHeaderBytes);
+            c.write_full(at + kHeaderBytes, n - kHeaderBytes);
+        } else {
+            std::size_t from = slot->begin;  // the slot's bytes up to each referenced payload, then it
+            for (const PayloadRef& ref : slot->refs) {
+                c.write_full(slot->data + from, ref.at - from, true);
+                c.send_file(ref.fd->get(), ref.offset, ref.length);
+                from = ref.at;
+            }
+            c.write_full(slot->data + from, slot->used - from);
+        }
+    } catch (...) {
+        recycle(slot);
+        throw;
+    }
+    progress_.bytes_sent += n + slot->referenced;
+    recycle(slot);
+}
+
+void SendTransfer::recycle(Slot* slot) {
+    refs_alive_ -= slot->refs.size();
+    slot->refs.clear();  // their files close with the last reference
+    slot->referenced = 0;
+    ring_->put_free(slot);
 }
 
 void SendTransfer::first_stream_ended() {

@@ -5,12 +5,16 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/sendfile.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace slabcast::mover {
 
@@ -97,22 +101,91 @@ bool read_full(int fd, void* buf, std::size_t n) {
     return true;
 }
 
-void write_full(int fd, const void* buf, std::size_t n) {
+namespace {
+
+[[noreturn]] void send_failed(ssize_t w) {
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        throw std::runtime_error("send: the peer took nothing for the idle timeout, connection dropped");
+    // EPIPE and ECONNRESET are the peer dying or closing, not a local fault: say so in words.
+    const int err = w < 0 ? errno : EPIPE;
+    const bool lost = err == EPIPE || err == ECONNRESET;
+    throw std::runtime_error(std::string("send: ") + (lost ? "the peer is gone, connection lost: " : "") +
+                             std::strerror(err));
+}
+
+}  // namespace
+
+void write_full(int fd, const void* buf, std::size_t n, bool more) {
     const auto* p = static_cast<const std::uint8_t*>(buf);
     while (n > 0) {
-        const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+        const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
         if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            throw std::runtime_error("send: the peer took nothing for the idle timeout, connection dropped");
-        if (w <= 0) {
-            // EPIPE and ECONNRESET are the peer dying or closing, not a local fault: say so in words.
-            const int err = w < 0 ? errno : EPIPE;
-            const bool lost = err == EPIPE || err == ECONNRESET;
-            throw std::runtime_error(std::string("send: ") + (lost ? "the peer is gone, connection lost: " : "") +
-                                     std::strerror(err));
-        }
+        if (w <= 0) send_failed(w);
         p += w;
         n -= static_cast<std::size_t>(w);
+    }
+}
+
+void read_or_zeros(int file, std::uint64_t offset, std::uint8_t* buf, std::size_t n) {
+    std::size_t got = 0;
+    while (got < n) {
+        const ssize_t r = ::pread(file, buf + got, n - got, static_cast<off_t>(offset + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += static_cast<std::size_t>(r);
+    }
+    std::memset(buf + got, 0, n - got);
+}
+
+namespace {
+
+// sendfile takes no MSG_NOSIGNAL: while it runs, SIGPIPE is held back in this
+// thread, and one it raised (the peer is gone) is taken away before the mask
+// is restored, so a lost peer is an error to report, not the end of the process.
+class NoSigpipe {
+public:
+    NoSigpipe() {
+        sigemptyset(&pipe_);
+        sigaddset(&pipe_, SIGPIPE);
+        ::pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+    }
+    ~NoSigpipe() {
+        sigset_t pending;
+        if (::sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+            const timespec now{};
+            ::sigtimedwait(&pipe_, nullptr, &now);
+        }
+        ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    }
+    NoSigpipe(const NoSigpipe&) = delete;
+    NoSigpipe& operator=(const NoSigpipe&) = delete;
+
+private:
+    sigset_t pipe_{}, old_{};
+};
+
+}  // namespace
+
+void send_file(int fd, int file, std::uint64_t offset, std::size_t length) {
+    std::size_t sent = 0;
+    NoSigpipe guard;
+    while (sent < length) {
+        off_t at = static_cast<off_t>(offset + sent);
+        const ssize_t w = ::sendfile(fd, file, &at, length - sent);
+        if (w > 0) {
+            sent += static_cast<std::size_t>(w);
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && errno != EINVAL && errno != ENOSYS) send_failed(w);
+        break;  // the file ended early, or cannot be spliced: read and sent below
+    }
+    std::vector<std::uint8_t> buf(std::min<std::size_t>(length - sent, 256u << 10));
+    while (sent < length) {
+        const std::size_t n = std::min(buf.size(), length - sent);
+        read_or_zeros(file, offset + sent, buf.data(), n);
+        sent += n;
+        write_full(fd, buf.data(), n, sent < length);
     }
 }
 

@@ -23,7 +23,17 @@ void tune_tcp(int fd, int peer_timeout_s);
 // false on an orderly EOF before the first byte; throws on an error, an EOF
 // in the middle, or nothing for the socket's SO_RCVTIMEO (serve's idle timeout).
 bool read_full(int fd, void* buf, std::size_t n);
-void write_full(int fd, const void* buf, std::size_t n);
+// `more`: more follows at once (MSG_MORE), so a frame's header and its
+// payload sent apart still leave in full segments.
+void write_full(int fd, const void* buf, std::size_t n, bool more = false);
+// Sends `length` bytes of the open file `file` at `offset` on socket `fd`
+// from the page cache (sendfile), without copying them through this process.
+// A file that cannot be spliced is read and sent; one that ends early (it
+// shrank after it was read) is sent with zeros for what is missing, so the
+// stream stays in step and the block fails its check at the receiving end.
+void send_file(int fd, int file, std::uint64_t offset, std::size_t length);
+// `n` bytes of `file` at `offset` into `buf`, zeros for any past its end.
+void read_or_zeros(int file, std::uint64_t offset, std::uint8_t* buf, std::size_t n);
 
 // Whole frames on a plaintext socket (channel.h has them through a seal).
 // Reads one frame: header (checked) and payload, at most `max_payload`. The
