@@ -260,12 +260,12 @@ def check(result, a):
         problems.append("the renderer showed fewer than 2 steps")
     step_mib = n ** 3 * 4 / 2 ** 20
     receive_private = result["memory"].get("receive", (0, 0))[0]
-    if receive_private > step_mib / 8:
-        problems.append("the receiver holds %.0f MiB of its own, more than 1/8 of a step (%.0f MiB)"
+    if receive_private > step_mib / 2:
+        problems.append("the receiver holds %.0f MiB of its own, more than half a step (%.0f MiB)"
                         % (receive_private, step_mib))
-    if problems:
-        sys.exit("scale check failed at %d^3: %s" % (n, "; ".join(problems)))
-    print("scale check passed at %d^3" % n)
+    print("scale check %s at %d^3%s" % ("failed" if problems else "passed", n, ": " + "; ".join(problems)
+                                        if problems else ""))
+    return not problems
 
 
 def main():
@@ -273,7 +273,8 @@ def main():
     p.add_argument("--sizes", default="512,1024")
     p.add_argument("--streams", type=int, default=32)
     p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--count", type=int, default=8, help="steps streamed per size")
+    p.add_argument("--count", type=int, default=12,
+                   help="steps streamed per size (the renderer's first frame takes 15-30 s at these sizes)")
     p.add_argument("--rate", default="1G", help="per stream (demo --rate)")
     p.add_argument("--step-interval", type=float, default=None,
                    help="demo --step-interval (default: 4 s, the paper's 1.4 s + 2.5 s a step, 12 s above 512^3, "
@@ -285,18 +286,20 @@ def main():
                    help="as a test (ctest scale_sc11): fail unless it ran as it should (below)")
     a = p.parse_args()
     commit, dirty = benchlib.provenance()
-    results = []
+    results, passed = [], True
     for n in (int(s) for s in a.sizes.split(",")):
         result = run_size(n, a, a.cache)
         results.append({**result, "summary": report(result, a)})
         if a.check:
-            check(result, a)
+            passed = check(result, a) and passed
     print("\ncommand: %s\ncommit: %s%s\ndate: %s\nhost: %d cores, %.1f GiB"
           % (" ".join(sys.argv), commit, " (with changes not committed)" if dirty else "",
              time.strftime("%Y-%m-%d %H:%M %Z"), CORES, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2 ** 30))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"results": results, "commit": commit, "dirty": dirty, "argv": sys.argv}, f, indent=1, default=str)
+    if not passed:
+        sys.exit("scale check failed")
 
 
 if __name__ == "__main__":
