@@ -22,6 +22,8 @@ packages=(
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libavdevice-dev
   # tests and demo: rendering without a display, MPI ranks, network peers, plots (slabcast plot)
   python3 xvfb openmpi-bin iproute2 iperf3 xxhash rsync python3-matplotlib
+  # the tiled wall's screens taken with xwd (plugin_wall)
+  x11-apps
   # libslabcast's Python module and its MPI example (issue 20)
   python3-numpy python3-mpi4py
   # install and packaging (cmake --install, cpack -G DEB; ctest -L install): man

@@ -14,7 +14,11 @@ slab as it is being written instead of whole steps. Runs for
 --stop-file exists, or until SIGINT/SIGTERM. With several ranks each rank reads its own z-slab (without a
 copy when ranks == slabs) and ParaView composites the images sort-last (IceT).
 With --connect it is a pvpython client of `mpirun -np N pvserver`, which then
-does the reading and rendering on its ranks.
+does the reading and rendering on its ranks; a pvserver started as a tiled wall
+(--tdx/--tdy, one screen per rank) shows each rank's tile of every frame.
+With --wall COLSxROWS [--mullion X,Y] under `mpirun pvbatch --symmetric` each
+rank shows its own tile of every frame on its own X screen, the hidden bezels
+between screens counted in (see Wall).
 
 The plugin is found through PV_PLUGIN_PATH (set it for mpirun so every rank
 loads it) or --plugin PATH.
@@ -30,8 +34,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from slabcast_mappers import add_mapper_option, resolve, show_volume, unavailable  # noqa: E402
 
 from paraview import servermanager  # noqa: E402
-from paraview.simple import (Connect, GetActiveViewOrCreate, GetColorTransferFunction, GetOpacityTransferFunction,
-                             LoadPlugin, Render, SaveScreenshot, Show, Text, Threshold)
+from paraview.simple import (AssignViewToLayout, Connect, GetActiveViewOrCreate, GetColorTransferFunction, GetLayout,
+                             GetOpacityTransferFunction, LoadPlugin, Render, SaveScreenshot, Show, Text, Threshold)
 
 STOP = False
 
@@ -68,9 +72,26 @@ def parse_args(argv):
                    help="re-execute the reader every frame, new step or not (measures the full update path)")
     p.add_argument("--stop-file", default=None,
                    help="stop cleanly once this file exists (under mpirun, Ctrl-C ends the other ranks abruptly)")
+    p.add_argument("--wall", metavar="COLSxROWS", type=pair("x"), default=None,
+                   help="a tiled wall, one rank per screen (mpirun -np COLS*ROWS pvbatch --displays=A,B,... "
+                        "--symmetric): each rank shows its tile of every frame; --size is one tile (a screen)")
+    p.add_argument("--mullion", metavar="X[,Y]", type=pair(","), default=(0, 0),
+                   help="with --wall: pixels hidden between neighbouring screens (their bezels), across and down")
     add_frame_options(p)
     add_mapper_option(p)
     return p.parse_args(argv)
+
+
+def pair(separator):
+    """argparse type: 'AxB' (or 'A' for A, A) as two integers >= 0."""
+    def parse(text):
+        parts = text.lower().split(separator)
+        if len(parts) == 1:
+            parts *= 2
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise argparse.ArgumentTypeError("%r: expected two whole numbers N%sM" % (text, separator))
+        return int(parts[0]), int(parts[1])
+    return parse
 
 
 def add_frame_options(p):
@@ -176,7 +197,114 @@ def make_reader(args):
     return reader
 
 
-def value_range(reader, field, args):
+def show_on_tile_display(view):
+    """A pvserver in tile-display mode (--tdx/--tdy) pastes onto its ranks'
+    screens only the views of the layout a client names with
+    ShowViewsOnTileDisplay. The ParaView GUI names its active tab; pvpython
+    names none, and the tile windows stay blank although every rank renders
+    and composites its tile. Without tile-display mode this changes nothing."""
+    layout = GetLayout(view) or AssignViewToLayout(view)
+    layout.SMProxy.ShowViewsOnTileDisplay()
+
+
+def wall_tiles(tiles, tile, mullion=(0, 0)):
+    """A tiled wall's whole image and each rank's part of it: ((width, height),
+    [(x, y) of rank r's tile from the image's top left]). A tile is one
+    screen; the mullions are the bezels between screens, part of the whole
+    image but shown by no screen, so tile (i, j) starts at (i * (tile width +
+    mullion x), j * (tile height + mullion y)). Ranks fill the rows from the
+    top left, as pvserver --tdx/--tdy numbers its tiles."""
+    (nx, ny), (w, h), (mx, my) = tiles, tile, mullion
+    size = (nx * w + (nx - 1) * mx, ny * h + (ny - 1) * my)
+    return size, [((r % nx) * (w + mx), (r // nx) * (h + my)) for r in range(nx * ny)]
+
+
+class Wall:
+    """--wall: each frame is rendered and composited once (IceT, as for any
+    number of ranks) at the whole wall's size; rank 0's image goes to every
+    rank, and each shows its tile in a borderless window at the top left of
+    its own X screen (pvbatch --displays=A,B,..., or DISPLAY set per rank).
+    pvserver's own tile-display mode renders each tile on its rank instead,
+    but its mullions (--tmx/--tmy) do not show crops of one image in
+    ParaView 5.11 (README.md, "Wall displays")."""
+
+    def __init__(self, tiles, tile, mullion):
+        from paraview.modules.vtkRemotingCore import vtkProcessModule, vtkRemotingCoreConfiguration
+        from vtkmodules.vtkParallelCore import vtkMultiProcessController
+        from vtkmodules.vtkRenderingCore import vtkRenderWindow
+        import vtkmodules.vtkRenderingOpenGL2  # noqa: F401 (the OpenGL render window behind vtkRenderWindow)
+        self.controller = vtkMultiProcessController.GetGlobalController()
+        ranks, self.rank = self.controller.GetNumberOfProcesses(), self.controller.GetLocalProcessId()
+        if ranks != tiles[0] * tiles[1]:
+            fail("--wall %dx%d needs %d ranks (mpirun -np %d), not %d" % (
+                tiles + (tiles[0] * tiles[1], tiles[0] * tiles[1], ranks)))
+        if ranks > 1 and not vtkProcessModule.GetProcessModule().GetSymmetricMPIMode():
+            fail("--wall shows a tile on every rank: run pvbatch --symmetric")
+        self.size, origins = wall_tiles(tiles, tile, mullion)
+        self.tile, self.origin = tile, origins[self.rank]
+        display = vtkRemotingCoreConfiguration.GetInstance().GetDisplay()  # this rank's of --displays
+        if display:
+            os.environ["DISPLAY"] = display  # read when the window opens
+        self.window = vtkRenderWindow()
+        self.window.SetSize(*tile)
+        self.window.SetPosition(0, 0)
+        self.window.SetBorders(0)
+        self.window.SetWindowName("slabcast wall, rank %d, tile at %d,%d" % ((self.rank,) + self.origin))
+        self.window.Render()  # opens it
+
+    def show(self, view):
+        """Renders the frame on every rank (CaptureWindow composites it on
+        rank 0), then this rank's tile of it on its screen."""
+        import numpy
+        from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
+        from vtkmodules.vtkCommonDataModel import vtkImageData
+        captured = view.SMProxy.CaptureWindow(1)
+        frame = captured if self.rank == 0 else vtkImageData()
+        self.controller.Broadcast(frame, 0)
+        self.frame = frame
+        (width, height), (w, h), (x, y) = self.size, self.tile, self.origin
+        # The image's rows run bottom-up: the tile's top row is height - y - 1.
+        pixels = vtk_to_numpy(frame.GetPointData().GetScalars()).reshape(height, width, -1)
+        tile = numpy.ascontiguousarray(pixels[height - y - h:height - y, x:x + w, :3]).reshape(-1, 3)
+        self.window.SetPixelData(0, 0, w - 1, h - 1, numpy_to_vtk(tile, deep=1), 0, 0)
+        self.window.Frame()
+
+    def across_ranks(self, lows, highs):
+        """([minimum over every rank of each of lows], [maximum of each of highs])."""
+        from vtkmodules.vtkCommonCore import vtkDoubleArray
+        from vtkmodules.vtkParallelCore import vtkCommunicator
+        result = []
+        for values, op in ((lows, vtkCommunicator.MIN_OP), (highs, vtkCommunicator.MAX_OP)):
+            mine, everyone = vtkDoubleArray(), vtkDoubleArray()
+            for v in values:
+                mine.InsertNextValue(v)
+            self.controller.AllReduce(mine, everyone, op)
+            result.append([everyone.GetValue(i) for i in range(len(values))])
+        return result
+
+    # --save's formats: the frame is on rank 0 already, written without rendering it again.
+    WRITERS = {".png": "vtkPNGWriter", ".jpg": "vtkJPEGWriter", ".jpeg": "vtkJPEGWriter", ".ppm": "vtkPNMWriter"}
+
+    def save(self, path):
+        """Rank 0 saves the whole frame it last showed."""
+        from vtkmodules import vtkIOImage
+        if self.rank == 0:
+            writer = getattr(vtkIOImage, self.WRITERS[os.path.splitext(path)[1].lower()])()
+            writer.SetFileName(path)
+            writer.SetInputData(self.frame)
+            writer.Write()
+
+    def agree(self, reason):
+        """Rank 0's decision to stop, for every rank: a rank leaving the loop
+        alone would leave the others waiting in the next frame's render."""
+        from vtkmodules.vtkCommonCore import vtkIntArray
+        flag = vtkIntArray()
+        flag.InsertNextValue(1 if reason else 0)
+        self.controller.Broadcast(flag, 0)
+        return (reason or "stopping with rank 0") if flag.GetValue(0) else ""
+
+
+def value_range(reader, field, args, wall=None):
     if args.range:
         lo, hi = (float(v) for v in args.range.split(","))
         return lo, hi
@@ -184,6 +312,8 @@ def value_range(reader, field, args):
     if info is None:
         fail("%s has no point array '%s'" % (args.descriptor, field))
     lo, hi = info.GetRange()
+    if wall:  # pvbatch --symmetric: each rank sees only its own piece's range
+        (lo,), (hi,) = wall.across_ranks([lo], [hi])
     hi = max(hi, 1e-30)
     # Log scale needs a positive floor; density fields often have an exact 0 background.
     lo = lo if lo > 0 else hi * args.min_fraction
@@ -260,6 +390,16 @@ def main(argv):
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     width, height = (int(v) for v in args.size.lower().split("x"))
+    wall = None
+    if args.mullion != (0, 0) and not args.wall:
+        fail("--mullion is for --wall (a pvserver wall takes --tmx/--tmy)")
+    if args.wall:
+        if args.connect:
+            fail("--wall renders in pvbatch; a pvserver shows tiles itself (pvserver --tdx/--tdy)")
+        if args.save and os.path.splitext(args.save)[1].lower() not in Wall.WRITERS:
+            fail("--save %s with --wall: expected a %s file" % (args.save, ", ".join(sorted(Wall.WRITERS))))
+        wall = Wall(args.wall, (width, height), args.mullion)
+        width, height = wall.size  # the frame is the whole wall's image
 
     reader = make_reader(args)
     refresh(reader, first=True)
@@ -267,18 +407,23 @@ def main(argv):
     field = value_field(reader)
     if field is None:
         fail("no data from %s (see the error above)" % args.descriptor)
-    lo, hi = value_range(reader, field, args)
+    lo, hi = value_range(reader, field, args, wall)
 
     view = GetActiveViewOrCreate("RenderView")
     view.ViewSize = [width, height]
     view.UseColorPaletteForBackground = 0
     view.Background = [0.0, 0.0, 0.0]
     view.OrientationAxesVisibility = 0
+    if args.connect:
+        show_on_tile_display(view)
     mapper, why = resolve(args.mapper)
     if unavailable(mapper):
         fail(unavailable(mapper))
     display = show_volume(reader, view, mapper)
     b = reader.GetDataInformation().GetBounds()
+    if wall:
+        lows, highs = wall.across_ranks(b[0::2], b[1::2])
+        b = [v for pair in zip(lows, highs) for v in pair]
     apply_cosmic_preset(display, field, lo, hi, args.preset, (b[1] - b[0], b[3] - b[2], b[5] - b[4]))
     view.ResetCamera()
     camera = view.GetActiveCamera()
@@ -292,7 +437,7 @@ def main(argv):
     start = time.monotonic()
     frame = 0
     frame_ms = None  # the last frame's time, shown in the next one's caption
-    while not STOP:
+    while True:
         t0 = time.monotonic()
         new = refresh(reader, first=frame == 0)
         if args.every_frame and not new:
@@ -302,30 +447,48 @@ def main(argv):
             reader.UpdatePipeline()
             text = step_caption(reader, frame_ms)
             caption.Text = text
-        Render(view)
+        if wall:
+            wall.show(view)
+        else:
+            Render(view)
         reader.UpdatePropertyInformation()
         step = reader.GetPropertyValue("Step")
         t1 = time.monotonic()
         frame_ms = 1000 * (t1 - t0)
         if args.save and (new or not args.save_new_only):
-            SaveScreenshot(args.save % frame if "%" in args.save else args.save, view,
-                           ImageResolution=[width, height])
-        print("frame %d: step %d, %.1f ms%s%s" % (frame, step, frame_ms, " (new step)" if new and frame else "",
-                                                  " | caption: " + text.replace("\n", " / ") if text else ""),
-              flush=True)
+            path = args.save % frame if "%" in args.save else args.save
+            if wall:
+                wall.save(path)
+            else:
+                SaveScreenshot(path, view, ImageResolution=[width, height])
+        if not (wall and wall.rank):  # with --wall, rank 0 speaks for all
+            print("frame %d: step %d, %.1f ms%s%s" % (frame, step, frame_ms, " (new step)" if new and frame else "",
+                                                      " | caption: " + text.replace("\n", " / ") if text else ""),
+                  flush=True)
         frame += 1
-        if args.frames and frame >= args.frames:
-            break
-        if args.until_step is not None and step >= args.until_step:
-            break
-        if args.stop_file and os.path.exists(args.stop_file):
-            print("slabcast_render: %s exists, stopping" % args.stop_file, flush=True)
-            break
-        if args.timeout and time.monotonic() - start > args.timeout:
-            print("slabcast_render: timeout after %.0f s" % args.timeout, flush=True)
+        reason = stop_reason(args, frame, step, start)
+        if wall:
+            reason = wall.agree(reason)
+        if reason:
+            if reason != "done":
+                print("slabcast_render: " + reason, flush=True)
             break
         if args.interval:
             time.sleep(max(0.0, args.interval - (time.monotonic() - t0)))
+
+
+def stop_reason(args, frame, step, start):
+    """Why the loop ends after this frame: "done" (--frames, --until-step),
+    a message, or "" to go on."""
+    if STOP:
+        return "stopped by a signal"
+    if (args.frames and frame >= args.frames) or (args.until_step is not None and step >= args.until_step):
+        return "done"
+    if args.stop_file and os.path.exists(args.stop_file):
+        return "%s exists, stopping" % args.stop_file
+    if args.timeout and time.monotonic() - start > args.timeout:
+        return "timeout after %.0f s" % args.timeout
+    return ""
 
 
 # pvbatch runs this file as a script; falling off its end lets ParaView

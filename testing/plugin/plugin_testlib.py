@@ -63,12 +63,12 @@ def shm_dir(tag):
 
 
 @contextlib.contextmanager
-def xvfb(fbdir=None):
+def xvfb(fbdir=None, screen="1280x1024x24"):
     """A private X server on a free display. -noreset: without it Xvfb resets
     when its last client leaves and MPI ranks connecting a moment later fail.
     fbdir: keep the screen there as a file (see xvfb_screen.py)."""
     read_fd, write_fd = os.pipe()
-    cmd = [XVFB, "-displayfd", str(write_fd), "-noreset", "-nolisten", "tcp", "-screen", "0", "1280x1024x24"]
+    cmd = [XVFB, "-displayfd", str(write_fd), "-noreset", "-nolisten", "tcp", "-screen", "0", screen]
     if fbdir:
         cmd += ["-fbdir", fbdir]
     proc = subprocess.Popen(cmd, pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -151,16 +151,16 @@ def corrupt(path, how):
 
 
 @contextlib.contextmanager
-def pvserver(directory, env, ranks=2):
-    """`mpirun -np RANKS pvserver` on a free TCP port, offscreen; yields the
-    port once it accepts connections, and stops it (it also ends by itself
-    when its only client leaves)."""
+def pvserver(directory, env, ranks=2, options=("--force-offscreen-rendering",)):
+    """`mpirun -np RANKS pvserver OPTIONS` on a free TCP port (by default
+    offscreen); yields the port once it accepts connections, and stops it (it
+    also ends by itself when its only client leaves)."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     cmd = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), PVSERVER,
-           "--server-port=%d" % port, "--force-offscreen-rendering"]
+           "--server-port=%d" % port] + list(options)
     log("$ " + " ".join(cmd))
     logfile = open(os.path.join(directory, "pvserver.log"), "w+")
     server = subprocess.Popen(cmd, env=env, stdout=logfile, stderr=subprocess.STDOUT)
@@ -334,3 +334,14 @@ def torn_frame_lines(stdout):
             rank = int(words[1].split("/")[0])
             ranks[rank] = (int(words[3]), int(words[5]), int(words[7]), [int(s) for s in words[9].split(",") if s])
     return ranks
+
+
+def xwd_screenshot(display, directory):
+    """The whole screen of DISPLAY now, taken by `xwd -root`, as
+    xvfb_screen.snapshot's (width, height, rows of RGB bytes): xwd writes the
+    XWD format Xvfb keeps its framebuffer in, so it is saved under the name
+    that snapshot reads (DIRECTORY/Xvfb_screen0)."""
+    import xvfb_screen
+    os.makedirs(directory, exist_ok=True)
+    run(["xwd", "-root", "-silent", "-display", display, "-out", os.path.join(directory, "Xvfb_screen0")])
+    return xvfb_screen.snapshot(directory)
