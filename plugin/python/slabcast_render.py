@@ -423,7 +423,7 @@ def main(argv):
     b = reader.GetDataInformation().GetBounds()
     if wall:
         lows, highs = wall.across_ranks(b[0::2], b[1::2])
-        b = [v for pair in zip(lows, highs) for v in pair]
+        b = [v for low_high in zip(lows, highs) for v in low_high]
     apply_cosmic_preset(display, field, lo, hi, args.preset, (b[1] - b[0], b[3] - b[2], b[5] - b[4]))
     view.ResetCamera()
     camera = view.GetActiveCamera()
