@@ -127,17 +127,19 @@ std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int re
     double volumes = 1;
     if (o.head_to_head) volumes = 1.125;
     else if (!o.compare_formats.empty()) volumes = static_cast<double>(parse_demo_formats(o.compare_formats).size());
-    // Measured with the default volume mapper on llvmpipe (sc11_scale.py): a
-    // rank's private memory is its base plus 2.3-2.6 times its share of the
-    // values (the mapper's texture and the copies it is made from).
-    constexpr double kCopiesOfTheValues = 2.5;
-    double values = static_cast<double>(dims.count());
-    if (resample > 0) {  // the resampled copy takes the place of the values
+    // Measured (sc11_scale.py, the default mapper on llvmpipe): a rank whose
+    // piece spans several slabs gets a copy of it from the reader (one rank
+    // per slab maps its slab without one); the volume representation then
+    // holds 1.5 times what it renders (the mapper's texture and what it is
+    // made from): 2 ranks over 32 slabs of 1024^3 held 5.2 GiB each.
+    const double values = static_cast<double>(dims.count()) * 4 * volumes;
+    const double copied = o.ranks == o.streams ? 0 : values;
+    double rendered = values;
+    if (resample > 0) {  // the resampled copy is what the mapper renders
         const double longest = static_cast<double>(std::max({dims.nx, dims.ny, dims.nz}));
-        values *= std::min(1.0, std::pow(resample / longest, 3));
+        rendered *= std::min(1.0, std::pow(resample / longest, 3));
     }
-    return kRankBase * static_cast<std::uint64_t>(o.ranks) +
-           static_cast<std::uint64_t>(kCopiesOfTheValues * volumes * values * 4);
+    return kRankBase * static_cast<std::uint64_t>(o.ranks) + static_cast<std::uint64_t>(copied + 1.5 * rendered);
 }
 
 DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth) {

@@ -56,9 +56,10 @@ DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std:
                    const std::string& key_file, const DemoMemory& memory = {});
 
 // What the demo's renderer (pvbatch ranks, or the GUI) holds beside the
-// slabs it maps: per rank a base, plus the volume's values 2.5 times over
-// (the volume mapper's texture and what it is made from), split between the
-// ranks (measured: docs/performance.md, section 14).
+// slabs it maps: per rank a base; the reader's copy of a rank's piece where
+// it spans several slabs; 1.5 times the values rendered (`resample` points
+// along the longest axis, or all of them). Measured: docs/performance.md,
+// section 14.
 std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int resample = 0);
 
 // The most buffers and read-ahead that fit this machine's memory and /dev/shm
