@@ -77,9 +77,10 @@ TOOLS = [
     ("4rsync", "4 x rsync over ssh", SEALED),
     ("scp", "scp -r", SEALED),
 ]
-MOVERS = ("move", "move, key", "move, encrypted")
+MOVERS = ("move", "move, key", "move, encrypted", "move, baseline")  # "baseline": --baseline's binary, no key
 LABEL = {name: label for name, label, _ in TOOLS}
 KIND = {label: kind for _, label, kind in TOOLS}
+KIND["move, baseline"] = PLAIN
 
 
 def write(path, size, rng):
@@ -222,12 +223,12 @@ def run_once(cmd_lists, cwd, warm, place):
 def commands(a, place, work, dst, names):
     """{label: (a function of (set name, source) giving the command lists, cwd)}
     for the tools asked for that can run here; their servers started."""
-    port, kport, rport, gport, iport = mover_peers.free_ports(5)
+    port, kport, rport, gport, iport, bport = mover_peers.free_ports(6)
     tools = {}
     ring = ["--ring-mb", str(a.ring_mb)] if a.ring_mb else []
 
-    def move(to_port, *extra):
-        return lambda name, src: ([place.client + [SLABCAST, "move", "--port", str(to_port), "--progress", "none",
+    def move(to_port, *extra, program=SLABCAST):
+        return lambda name, src: ([place.client + [program, "move", "--port", str(to_port), "--progress", "none",
                                                    "--streams", "4", "--readers", "2"] + ring + list(extra)
                                    + [src, place.host + ":"]], None)
 
@@ -243,6 +244,11 @@ def commands(a, place, work, dst, names):
         place.start([SLABCAST, "serve", "--root", dst, "--listen", place.host, "--port", str(port), "--writers", "2"] + ring
                     + (["--insecure-no-auth"] if place.bed else []))
         tools[LABEL["move"]] = move(port)
+    if a.baseline:  # the same mover built from another commit, beside this one (before/after figures)
+        base = os.path.join(os.path.abspath(a.baseline), "server", "slabcast")
+        place.start([base, "serve", "--root", dst, "--listen", place.host, "--port", str(bport), "--writers", "2"] + ring
+                    + (["--insecure-no-auth"] if place.bed else []))
+        tools["move, baseline"] = move(bport, program=base)
     if names & {"move-key", "move-enc"}:
         key = os.path.join(work, "bench.key")
         subprocess.run([SLABCAST, "keygen", key], check=True, capture_output=True)
@@ -357,6 +363,8 @@ def main():
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--repeat", type=int, default=3,
                     help="repetitions of every tool on each set (a run over %d s is not repeated)" % ONCE_PAST_S)
+    ap.add_argument("--baseline", metavar="BUILD_DIR",
+                    help="also run the mover of another build (BUILD_DIR/server/slabcast), no key: before/after")
     ap.add_argument("--ring-mb", type=int, help="serve and move --ring-mb (default: theirs)")
     ap.add_argument("--keep", action="store_true", help="keep the datasets in %s" % BASE)
     ap.add_argument("--tools", default=",".join(n for n, _, _ in TOOLS),
@@ -374,6 +382,8 @@ def main():
     try:
         found = commands(a, place, work, dst, set(names))
         tools = {LABEL[n]: found[LABEL[n]] for n in names if LABEL[n] in found}  # in the order asked
+        if "move, baseline" in found:
+            tools["move, baseline"] = found["move, baseline"]
         time.sleep(1)
         for name, src in sets.items():
             size, files = tree_bytes(src)
