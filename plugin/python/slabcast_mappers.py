@@ -6,9 +6,11 @@ one it takes by default on a host without a GPU.
     raycast       VTK's fixed-point CPU ray caster
     ospray        OSPRay, where ParaView's VTK is linked to it (Debian 12's is not)
     resample:N    a level of detail: the volume resampled (ResampleToImage,
-                  trilinear) to N points along its longest axis, then `smart`
-    auto          the default: DEFAULT_SOFTWARE where OpenGL is a software
-                  rasteriser (no GPU), else smart
+                  trilinear) to N points along its longest axis, then `smart`;
+                  resample:1/K: to 1/K of the points along the longest axis
+    auto          the default: where OpenGL is a software rasteriser (no GPU)
+                  and the volume has RESAMPLE_FROM or more points along its
+                  longest axis, DEFAULT_SOFTWARE; else smart
 
 Measured by testing/bench/render_paths.py (docs/performance.md, "Rendering
 (pvbatch, llvmpipe, 2 cores)"): speed against image difference from `smart`.
@@ -24,24 +26,32 @@ MODES = {"smart": "Smart", "gpu": "GPU Based", "raycast": "Ray Cast Only", "ospr
 # OpenGL renderer strings of Mesa's software rasterisers.
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast")
 # On llvmpipe the fastest path whose image stays within RMSE 2/255 of `smart`
-# (render_paths.py): see docs/performance.md for the figures.
-DEFAULT_SOFTWARE = "smart"
+# (no further than VTK's CPU ray caster is from it): at 256^3 half the points
+# renders a frame in 0.2-0.4 of smart's time, RMSE 1.93; at 1024^3 on one rank
+# smart renders nothing (llvmpipe makes no 4 GiB texture), half still does
+# (render_paths.py, docs/performance.md "Rendering (pvbatch, llvmpipe, 2 cores)").
+DEFAULT_SOFTWARE = "resample:1/2"
+# Below this many points along the longest axis a software frame is already
+# short (128^3: about 0.4 s) and half of it loses visible detail.
+RESAMPLE_FROM = 256
 
 
 def mapper_name(text):
-    """argparse type of --mapper: a name above, or resample:N with N >= 2."""
+    """argparse type of --mapper: a name above, resample:N with N >= 2 or resample:1/K with K >= 2."""
     if text == "auto" or text in MODES:
         return text
-    if text.startswith("resample:") and text[9:].isdigit() and int(text[9:]) >= 2:
+    n = text[9:][2:] if text.startswith("resample:1/") else text[9:]
+    if text.startswith("resample:") and n.isdigit() and int(n) >= 2:
         return text
-    raise argparse.ArgumentTypeError("%r: expected auto, %s or resample:N (N >= 2 points along the longest axis)"
-                                     % (text, ", ".join(MODES)))
+    raise argparse.ArgumentTypeError("%r: expected auto, %s, resample:N (N >= 2 points along the longest axis) "
+                                     "or resample:1/K" % (text, ", ".join(MODES)))
 
 
 def add_mapper_option(p):
     p.add_argument("--mapper", type=mapper_name, default="auto",
-                   help="volume rendering path: auto (default: %s without a GPU, else smart), smart, gpu, raycast, "
-                        "ospray or resample:N (a coarser copy, N points along the longest axis)" % DEFAULT_SOFTWARE)
+                   help="volume rendering path: auto (default: %s without a GPU from %d points along the longest "
+                        "axis, else smart), smart, gpu, raycast, ospray, resample:N (a coarser copy, N points along "
+                        "the longest axis) or resample:1/K" % (DEFAULT_SOFTWARE, RESAMPLE_FROM))
 
 
 def gl_renderer():
@@ -50,14 +60,29 @@ def gl_renderer():
     return info.GetRenderer() or ""
 
 
-def resolve(name):
-    """(the path `name` stands for, why): auto decided by the OpenGL renderer."""
+def source_dims(source):
+    e = source.GetDataInformation().GetExtent()
+    return [e[1] - e[0] + 1, e[3] - e[2] + 1, e[5] - e[4] + 1]
+
+
+def concrete(name, dims):
+    """resample:1/K as resample:N for a volume of `dims` points."""
+    if name.startswith("resample:1/"):
+        return "resample:%d" % max(2, max(dims) // int(name[11:]))
+    return name
+
+
+def resolve(name, dims):
+    """(the path `name` stands for with a volume of `dims` points, why): auto
+    decided by the OpenGL renderer and the volume's size."""
     if name != "auto":
-        return name, "asked for"
+        return concrete(name, dims), "asked for"
     renderer = gl_renderer()
-    if any(s in renderer.lower() for s in SOFTWARE_RENDERERS):
-        return DEFAULT_SOFTWARE, "auto, software OpenGL (%s)" % renderer
-    return "smart", "auto, OpenGL renderer %s" % (renderer or "unknown")
+    if not any(s in renderer.lower() for s in SOFTWARE_RENDERERS):
+        return "smart", "auto, OpenGL renderer %s" % (renderer or "unknown")
+    if max(dims) < RESAMPLE_FROM:
+        return "smart", "auto, software OpenGL (%s), under %d points along the longest axis" % (renderer, RESAMPLE_FROM)
+    return concrete(DEFAULT_SOFTWARE, dims), "auto, software OpenGL (%s): %s" % (renderer, DEFAULT_SOFTWARE)
 
 
 def unavailable(name):
@@ -70,11 +95,10 @@ def unavailable(name):
 def show_volume(source, view, name):
     """Shows `source` in `view` as a volume through path `name` (auto is
     resolved here); returns the representation, ready for its colour and opacity."""
-    name = resolve(mapper_name(name))[0]
+    dims = source_dims(source)
+    name = resolve(mapper_name(name), dims)[0]
     if name.startswith("resample:"):
         n = int(name.split(":")[1])
-        e = source.GetDataInformation().GetExtent()
-        dims = [e[1] - e[0] + 1, e[3] - e[2] + 1, e[5] - e[4] + 1]
         # The longest axis gets n points, the others in proportion; never more than the source has.
         sampled = [max(2, min(d, round(d * n / max(dims)))) for d in dims]
         source = ResampleToImage(Input=source, SamplingDimensions=sampled)

@@ -31,7 +31,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slabcast_mappers import add_mapper_option, resolve, show_volume, unavailable  # noqa: E402
+from slabcast_mappers import add_mapper_option, resolve, show_volume, source_dims, unavailable  # noqa: E402
 
 from paraview import servermanager  # noqa: E402
 from paraview.simple import (AssignViewToLayout, Connect, GetActiveViewOrCreate, GetColorTransferFunction, GetLayout,
@@ -416,7 +416,7 @@ def main(argv):
     view.OrientationAxesVisibility = 0
     if args.connect:
         show_on_tile_display(view)
-    mapper, why = resolve(args.mapper)
+    mapper, why = resolve(args.mapper, source_dims(reader))
     if unavailable(mapper):
         fail(unavailable(mapper))
     display = show_volume(reader, view, mapper)
