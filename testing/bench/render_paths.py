@@ -344,7 +344,7 @@ def compose(target, reference, tiles):
         top.append(np.vstack([tile(pixels), z.montage_label(label)]))
         bottom.append(np.vstack([tile(np.abs(pixels.astype(np.int16) - ref) * 16),
                                  z.montage_label("%s - smart, x16" % label.split(",")[0])]))
-    z.montage_write(np.vstack([np.hstack(top), np.hstack(bottom)]), target)
+    z.montage_write(np.vstack([np.hstack(top), np.hstack(bottom)]), target, compression=9)
 
 
 if __name__ == "__main__":
