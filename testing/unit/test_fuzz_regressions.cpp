@@ -1,5 +1,6 @@
 // Inputs the fuzzers (testing/fuzz/) once crashed on, kept as plain tests so a
 // normal build catches a regression. Each must now fail with a clear error.
+#include "deploy/deploy_plan.h"
 #include "mover/manifest.h"
 #include "slabcast/descriptor.h"
 #include "slabcast/json_file.h"
@@ -83,4 +84,10 @@ TEST_CASE("whole_number takes every value that fits the type and nothing else") 
     CHECK_THROWS_WITH(whole_number<std::int64_t>(j("9223372036854775808"), "x"), "x is out of range");
     CHECK_THROWS_WITH(whole_number<int>(j("1.0"), "x"), "x must be a whole number");
     CHECK_THROWS_WITH(whole_number<int>(j("\"1\""), "x"), "x must be a whole number");
+}
+
+TEST_CASE("a deployment's budget that is no size is an error naming the file and the field, not a crash") {
+    // "budget": "0G" reached parse_bytes through the plan's memory notes and escaped as std::invalid_argument.
+    CHECK_THROWS_WITH(slabcast::plan_commands(regression("plan-budget-zero"), "p.json", ""),
+                      Catch::StartsWith("p.json: ") && Catch::Contains("\"budget\"") && Catch::Contains("'0G'"));
 }

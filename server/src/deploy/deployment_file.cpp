@@ -130,6 +130,11 @@ private:
                                          std::to_string(kMaxBuffers));
             host.staging = word_or(h, "staging", host.staging, where);
             host.budget = word_or(h, "budget", "", where);
+            if (!host.budget.empty()) try {
+                    parse_bytes(host.budget);  // sizes the stager's window in the plan's memory notes
+                } catch (const std::invalid_argument& e) {
+                    throw std::runtime_error(where + ": \"budget\": " + e.what());
+                }
             host.rate = word_or(h, "rate", "", where);
             host.stager_port = field_or<int>(h, "stager_port", 0, where);
             if (h.contains("stager_port") && (host.stager_port < 1 || host.stager_port > 65535))
