@@ -310,10 +310,14 @@ def median(values):
     return sorted(values)[len(values) // 2]
 
 
-def ratios(peer, mover):
+def pair_ratios(peer, mover):
     """Peer time over mover time in each repetition both ran in (the peer's
-    single run when it ran once): 'median (min-max)'."""
-    pairs = [p / m for p, m in zip(peer * len(mover) if len(peer) == 1 else peer, mover)]
+    single run when it ran once)."""
+    return [p / m for p, m in zip(peer * len(mover) if len(peer) == 1 else peer, mover)]
+
+
+def ratios(peer, mover):
+    pairs = pair_ratios(peer, mover)
     return "%.2fx (%.2f-%.2f)" % (median(pairs), min(pairs), max(pairs))
 
 
@@ -342,16 +346,15 @@ def report(rows, wan, repeat):
         ceiling = times.get(LABEL["iperf3"])
         for mover in MOVERS:
             if ceiling and mover in times:
-                share = median(ceiling) / median(times[mover])
+                share = median(pair_ratios(ceiling, times[mover]))  # as on the pair's line above
                 goals.append("%s, %s: %.2f of iperf3 -P 4 (goal >= 0.8: %s)" % (
                     name, mover, share, "met" if share >= 0.8 else "not met"))
         if name == "small" and "move" in times and LABEL["4rsyncd"] in times:
-            r = median(times[LABEL["4rsyncd"]]) / median(times["move"])
+            r = median(pair_ratios(times[LABEL["4rsyncd"]], times["move"]))
             goals.append("tree, move vs 4 x rsync daemon: %.2fx (goal >= 2: %s)" % (r, "met" if r >= 2 else "not met"))
         ssh_peers = [times[p] for p in (LABEL["rsync"], LABEL["4rsync"], LABEL["scp"]) if p in times]
         if ssh_peers and "move, encrypted" in times:
-            best = min(median(p) for p in ssh_peers)
-            r = best / median(times["move, encrypted"])
+            r = min(median(pair_ratios(p, times["move, encrypted"])) for p in ssh_peers)
             goals.append("%s, encrypted move vs the best over ssh: %.2fx (goal >= 3: %s)" % (
                 name, r, "met" if r >= 3 else "not met"))
     print("\n" + "\n".join(goals))
