@@ -7,6 +7,7 @@
 #include "mover/auth.h"
 #include "mover/channel.h"
 #include "mover/stream_io.h"
+#include "mover_socket_pair.h"
 
 #include <catch2/catch.hpp>
 
@@ -23,20 +24,6 @@
 using namespace slabcast::mover;
 
 namespace {
-
-struct Pair {
-    int a = -1, b = -1;
-    Pair() {
-        int ends[2];
-        REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) == 0);
-        a = ends[0];
-        b = ends[1];
-    }
-    ~Pair() {
-        ::close(a);
-        ::close(b);
-    }
-};
 
 // Both ends' keys for one connection: what one sends the other receives.
 std::pair<SessionKeys, SessionKeys> keys_for(Cipher cipher) {

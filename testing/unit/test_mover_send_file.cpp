@@ -6,6 +6,7 @@
 // that is gone is an error to report, not a SIGPIPE that ends the process.
 #include "mover/channel.h"
 #include "mover/stream_io.h"
+#include "mover_socket_pair.h"
 
 #include <catch2/catch.hpp>
 
@@ -21,20 +22,6 @@
 using namespace slabcast::mover;
 
 namespace {
-
-struct Pair {
-    int a = -1, b = -1;
-    Pair() {
-        int ends[2];
-        REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) == 0);
-        a = ends[0];
-        b = ends[1];
-    }
-    ~Pair() {
-        ::close(a);
-        ::close(b);
-    }
-};
 
 // A file in /dev/shm holding `bytes`, removed with the object.
 struct ShmFile {
