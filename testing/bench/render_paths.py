@@ -212,10 +212,12 @@ def print_table(rows, args):
         if "unavailable" in r:
             print("| %d^3 | %d | %s | %s | | | | | | | |" % (r["n"], r["ranks"], r["path"], r["unavailable"]))
             continue
-        print("| %d^3 | %d | %s | %s | %s | %s | %.2fx | %s | %s | %.1f%%%s | %d |" % (
+        blank = r["lit"] < 0.01  # nothing rendered: no rate to claim
+        print("| %d^3 | %d | %s | %s | %s | %s | %s | %s | %s | %.1f%%%s | %d |" % (
             r["n"], r["ranks"], r["path"], span(r["first"], "%.2f"), span(r["later"], "%.2f"),
-            span(r["mvox_core"], "%.2f"), statistics.median(r["mvox_core"]) / PAPER_MVOX_CORE,
-            span(r["rmse"], "%.2f"), span(r["max"], "%d"), 100 * r["lit"], " BLANK" if r["lit"] < 0.01 else "",
+            "blank" if blank else span(r["mvox_core"], "%.2f"),
+            "" if blank else "%.2fx" % (statistics.median(r["mvox_core"]) / PAPER_MVOX_CORE),
+            span(r["rmse"], "%.2f"), span(r["max"], "%d"), 100 * r["lit"], " BLANK" if blank else "",
             r["rss_mb"]))
 
 
