@@ -27,8 +27,9 @@ MODES = {"smart": "Smart", "gpu": "GPU Based", "raycast": "Ray Cast Only", "ospr
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast")
 # On llvmpipe the fastest path whose image stays within RMSE 2/255 of `smart`
 # (no further than VTK's CPU ray caster is from it): at 256^3 half the points
-# renders a frame in 0.2-0.4 of smart's time, RMSE 1.93; at 1024^3 on one rank
-# smart renders nothing (llvmpipe makes no 4 GiB texture), half still does
+# renders a frame in 0.2-0.4 of smart's time, RMSE 1.93; at 1024^3 on one or
+# two ranks smart renders black frames (llvmpipe makes no 3D texture of 2 GiB
+# or more; 1 GiB works), half still renders
 # (render_paths.py, docs/performance.md "Rendering (pvbatch, llvmpipe, 2 cores)").
 DEFAULT_SOFTWARE = "resample:1/2"
 # Below this many points along the longest axis a software frame is already
