@@ -131,9 +131,13 @@ std::vector<RoleCommand> plan_roles(const Deployment& d) {
 }
 
 std::string plan_commands(const std::string& json_text, const std::string& config_name, const std::string& only_host) {
+    return plan_commands(read_deployment(json_text, config_name), config_name, only_host);
+}
+
+std::string plan_commands(const Deployment& d, const std::string& config_name, const std::string& only_host) {
     std::string out, last_section;
     bool printed = false;
-    for (const RoleCommand& c : plan_roles(read_deployment(json_text, config_name))) {
+    for (const RoleCommand& c : plan_roles(d)) {
         if (!only_host.empty() && c.host != only_host) continue;
         printed = true;
         const std::string section = "# " + c.host + ": " + section_of(c.role) + "\n";

@@ -93,5 +93,7 @@ std::vector<RoleCommand> plan_roles(const Deployment& d);
 // host's commands only. Pure text in, text out, so that it can be fuzzed
 // (testing/fuzz/fuzz_plan.cpp).
 std::string plan_commands(const std::string& json_text, const std::string& config_name, const std::string& only_host);
+// The same for a deployment already read (`slabcast plan` also checks its memory).
+std::string plan_commands(const Deployment& d, const std::string& config_name, const std::string& only_host);
 
 }  // namespace slabcast

@@ -25,10 +25,10 @@ int run_plan(const PlanOptions& o) {
     if (!in) throw std::runtime_error(o.config + ": cannot open");
     std::ostringstream text;
     text << in.rdbuf();
-    const std::string commands = plan_commands(text.str(), o.config, o.host);
+    const Deployment d = read_deployment(text.str(), o.config);
+    const std::string commands = plan_commands(d, o.config, o.host);
     // On the host it plans (or all on loopback here), a plan that cannot fit
     // is refused now, not when the last role fills /dev/shm.
-    const Deployment d = read_deployment(text.str(), o.config);
     const std::string problem = plan_memory_problem(d, o.host);
     if (!problem.empty()) throw std::runtime_error(o.config + ": " + problem);
     std::cout << commands;
