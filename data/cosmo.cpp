@@ -9,9 +9,10 @@
 #include "progress.h"
 #include "zeldovich.h"
 
+#include "slabcast/memory_info.h"
+
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,17 +30,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-std::uint64_t available_memory() {  // bytes, from /proc/meminfo; 0 when unknown
-    std::ifstream f("/proc/meminfo");
-    std::string key;
-    std::uint64_t kb = 0;
-    while (f >> key >> kb) {
-        if (key == "MemAvailable:") return kb * 1024;
-        f.ignore(256, '\n');
-    }
-    return 0;
-}
-
 class Cosmo : public Generator {
 public:
     Cosmo(const slabcast::Dims& dims, int steps, std::uint64_t seed, const CosmoOptions& o)
@@ -50,7 +40,7 @@ public:
         if (!(o.smoothing >= 0)) throw std::runtime_error("--smoothing must be >= 0");
         if (o.particles != 1 && o.particles != 8) throw std::runtime_error("--particles must be 1 or 8");
         const double gib = 1024.0 * 1024 * 1024;
-        const std::uint64_t need = ZeldovichField::peak_bytes(dims), have = available_memory();
+        const std::uint64_t need = ZeldovichField::peak_bytes(dims), have = slabcast::mem_available_bytes();
         if (have && need > have) {
             char text[160];
             std::snprintf(text, sizeof text, "cosmo %s needs %.2f GiB of memory, only %.2f GiB available",

@@ -1,8 +1,9 @@
 """Run by the ParaView GUI at start-up (`paraview --script=slabcast_gui_open.py`,
 as `slabcast demo` does when there is a display): opens the live slabcast
 volume named by SLABCAST_DESCRIPTOR as a volume rendering with the density
-preset of slabcast_render.py (through SLABCAST_MAPPER's path, e.g.
-resample:512 where the full volume would not fit in memory), and with SLABCAST_COMPARE a second volume in a
+preset of slabcast_render.py (through SLABCAST_MAPPER's path, if set, and
+at most SLABCAST_MAX_POINTS along the longest axis, which the demo sets where
+the full volume would not fit in memory), and with SLABCAST_COMPARE a second volume in a
 view beside it (the head-to-head), captions from SLABCAST_LABELS ("LEFT|RIGHT")
 and the colour range from SLABCAST_RANGE ("LO,HI"). Then it returns to the
 event loop: the reader's LiveSource hint keeps the view following the stream
@@ -31,7 +32,10 @@ def show_volume(descriptor, view, caption, value_range):
     view.UseColorPaletteForBackground = 0
     view.Background = [0.0, 0.0, 0.0]
     mapper = os.environ.get("SLABCAST_MAPPER")
-    display = show_through(reader, view, mapper) if mapper else Show(reader, view)
+    max_points = int(os.environ.get("SLABCAST_MAX_POINTS", "0"))  # the demo's memory ceiling
+    if max_points and not mapper:
+        mapper = "auto"
+    display = show_through(reader, view, mapper, max_points) if mapper else Show(reader, view)
     apply_cosmic_preset(display, field, lo, hi, "Inferno (matplotlib)",
                         (b[1] - b[0], b[3] - b[2], b[5] - b[4]))
     if caption:

@@ -10,7 +10,12 @@ one it takes by default on a host without a GPU.
                   resample:1/K: to 1/K of the points along the longest axis
     auto          the default: where OpenGL is a software rasteriser (no GPU)
                   and the volume has RESAMPLE_FROM or more points along its
-                  longest axis, DEFAULT_SOFTWARE; else smart
+                  longest axis, DEFAULT_SOFTWARE, at most SOFTWARE_MAX_POINTS;
+                  else smart
+
+--max-points N caps any path at N points along the longest axis (above it,
+resample:N): a memory ceiling, which `slabcast demo` sets where the full
+volume does not fit beside the slabs.
 
 Measured by testing/bench/render_paths.py (docs/performance.md, "Rendering
 (pvbatch, llvmpipe, 2 cores)"): speed against image difference from `smart`.
@@ -35,6 +40,12 @@ DEFAULT_SOFTWARE = "resample:1/2"
 # Below this many points along the longest axis a software frame is already
 # short (128^3: about 0.4 s) and half of it loses visible detail.
 RESAMPLE_FROM = 256
+# A software frame's cost grows with the points resampled and rendered, so
+# auto renders no more than this along the longest axis: a level of detail
+# whose frame time stays near 256^3's as the volume grows. At 1024^3 on two
+# ranks half the points (512) took 15-36 s a frame, too slow to show a
+# stream whose steps come every few seconds (docs/performance.md, section 14).
+SOFTWARE_MAX_POINTS = 256
 
 
 def mapper_name(text):
@@ -51,8 +62,12 @@ def mapper_name(text):
 def add_mapper_option(p):
     p.add_argument("--mapper", type=mapper_name, default="auto",
                    help="volume rendering path: auto (default: %s without a GPU from %d points along the longest "
-                        "axis, else smart), smart, gpu, raycast, ospray, resample:N (a coarser copy, N points along "
-                        "the longest axis) or resample:1/K" % (DEFAULT_SOFTWARE, RESAMPLE_FROM))
+                        "axis, at most %d, else smart), smart, gpu, raycast, ospray, resample:N (a coarser copy, N "
+                        "points along the longest axis) or resample:1/K"
+                        % (DEFAULT_SOFTWARE, RESAMPLE_FROM, SOFTWARE_MAX_POINTS))
+    p.add_argument("--max-points", type=int, default=0, metavar="N",
+                   help="render at most N points along the longest axis, whatever the path (a copy resampled to N "
+                        "above it): a memory ceiling; 0 = none")
 
 
 def gl_renderer():
@@ -73,17 +88,34 @@ def concrete(name, dims):
     return name
 
 
-def resolve(name, dims):
+def points_rendered(name, dims):
+    """Points along the longest axis that path `name` (concrete) renders."""
+    return int(name.split(":")[1]) if name.startswith("resample:") else max(dims)
+
+
+def capped(choice, dims, max_points, why_capped):
+    """(path, why) with at most `max_points` (0: any) along the longest axis."""
+    name, why = choice
+    if max_points <= 0 or points_rendered(name, dims) <= max_points:
+        return name, why
+    return "resample:%d" % max_points, "%s, at most %d points (%s)" % (why, max_points, why_capped)
+
+
+def resolve(name, dims, max_points=0):
     """(the path `name` stands for with a volume of `dims` points, why): auto
-    decided by the OpenGL renderer and the volume's size."""
+    decided by the OpenGL renderer and the volume's size; any path capped at
+    `max_points` along the longest axis (0: no cap)."""
     if name != "auto":
-        return concrete(name, dims), "asked for"
+        return capped((concrete(name, dims), "asked for"), dims, max_points, "--max-points")
     renderer = gl_renderer()
     if not any(s in renderer.lower() for s in SOFTWARE_RENDERERS):
-        return "smart", "auto, OpenGL renderer %s" % (renderer or "unknown")
+        return capped(("smart", "auto, OpenGL renderer %s" % (renderer or "unknown")), dims, max_points, "--max-points")
     if max(dims) < RESAMPLE_FROM:
-        return "smart", "auto, software OpenGL (%s), under %d points along the longest axis" % (renderer, RESAMPLE_FROM)
-    return concrete(DEFAULT_SOFTWARE, dims), "auto, software OpenGL (%s): %s" % (renderer, DEFAULT_SOFTWARE)
+        return capped(("smart", "auto, software OpenGL (%s), under %d points along the longest axis"
+                       % (renderer, RESAMPLE_FROM)), dims, max_points, "--max-points")
+    chosen = capped((concrete(DEFAULT_SOFTWARE, dims), "auto, software OpenGL (%s): %s" % (renderer, DEFAULT_SOFTWARE)),
+                    dims, SOFTWARE_MAX_POINTS, "the software level of detail")
+    return capped(chosen, dims, max_points, "--max-points")
 
 
 def unavailable(name):
@@ -93,11 +125,12 @@ def unavailable(name):
     return None
 
 
-def show_volume(source, view, name):
+def show_volume(source, view, name, max_points=0):
     """Shows `source` in `view` as a volume through path `name` (auto is
-    resolved here); returns the representation, ready for its colour and opacity."""
+    resolved here, and the cap applied); returns the representation, ready
+    for its colour and opacity."""
     dims = source_dims(source)
-    name = resolve(mapper_name(name), dims)[0]
+    name = resolve(mapper_name(name), dims, max_points)[0]
     if name.startswith("resample:"):
         n = int(name.split(":")[1])
         # The longest axis gets n points, the others in proportion; never more than the source has.

@@ -416,7 +416,7 @@ def main(argv):
     view.OrientationAxesVisibility = 0
     if args.connect:
         show_on_tile_display(view)
-    mapper, why = resolve(args.mapper, source_dims(reader))
+    mapper, why = resolve(args.mapper, source_dims(reader), args.max_points)
     if unavailable(mapper):
         fail(unavailable(mapper))
     display = show_volume(reader, view, mapper)

@@ -188,7 +188,7 @@ def run_size(n, a, cache):
     argv = [benchlib.lib.SLABCAST, "demo", "--dims", "%d,%d,%d" % (n, n, n),
             "--streams", str(a.streams), "--ranks", str(a.ranks), "--count", str(a.count), "--rate", a.rate,
             "--dataset-steps", "4",
-            "--step-interval", str(a.step_interval if a.step_interval is not None else 4 if n <= 512 else 12), "--headless", "--out", out_dir, "--cache", cache,
+            "--step-interval", str(a.step_interval if a.step_interval is not None else 4 if n <= 512 else 0), "--headless", "--out", out_dir, "--cache", cache,
             "--base-port", "61000"]  # above the ephemeral ports (32768-60999)
     print("$ " + " ".join(argv), flush=True)
     t0 = time.monotonic()
@@ -277,8 +277,10 @@ def main():
                    help="steps streamed per size (the renderer's first frame takes 15-30 s at these sizes)")
     p.add_argument("--rate", default="1G", help="per stream (demo --rate)")
     p.add_argument("--step-interval", type=float, default=None,
-                   help="demo --step-interval (default: 4 s, the paper's 1.4 s + 2.5 s a step, 12 s above 512^3, "
-                        "where a step is read from disk; 0 = as fast as the stager goes)")
+                   help="demo --step-interval (default: 4 s, the paper's 1.4 s + 2.5 s a step; above 512^3, where "
+                        "each step is read from disk, 0: the next step when every shuffler has sent this one, as "
+                        "fast as the stager reads; a fixed 12 s let the controller pass steps still being read, "
+                        "and the stager gave them up)")
     p.add_argument("--cache", default=os.path.join(benchlib.REPO, "data", "cache"))
     p.add_argument("--work", default="/tmp/slabcast-sc11-scale")
     p.add_argument("--json", help="write the figures here")

@@ -80,6 +80,7 @@ public:
         check_requirements();
         const DemoDataset dataset = prepare_demo_dataset(o_, dims_, layout_.datagen);
         dataset_ = dataset.directory;
+        o_.step_interval = dataset.step_interval;
         range_ = dataset.range;
         // A fresh run owns its output folder: old logs, frames and plots would mislead.
         for (const char* old : {"/logs", "/frames", "/plots"}) fs::remove_all(o_.out + old);
@@ -158,8 +159,8 @@ private:
         DemoPlan plan = plan_demo(o_, dims_, depth_, dataset_, key_file(), memory_);
         spdlog::info("demo: {} a step: {} buffers a slab, {} step(s) staged ahead{}, to fit this machine's memory",
                      format_bytes(static_cast<std::uint64_t>(dims_.count()) * 4), memory_.buffers, memory_.window,
-                     memory_.resample ? fmt::format(", rendered from a copy resampled to {} points along its "
-                                                    "longest axis", memory_.resample)
+                     memory_.resample ? fmt::format(", rendered from a copy resampled to at most {} points along "
+                                                    "its longest axis", memory_.resample)
                                       : "");
         deployment_ = std::move(plan.deployment);
         sides_ = std::move(plan.sides);
@@ -222,7 +223,7 @@ private:
             env.push_back("SLABCAST_LABELS=" + labels);
             env.push_back("SLABCAST_RANGE=" + range_);
             env.push_back("SLABCAST_SCRIPT_DIR=" + layout_.script_dir);
-            if (memory_.resample) env.push_back(fmt::format("SLABCAST_MAPPER=resample:{}", memory_.resample));
+            if (memory_.resample) env.push_back(fmt::format("SLABCAST_MAX_POINTS={}", memory_.resample));
             // --dr: start from default settings, not a user's saved layout.
             renderer_ = ChildProcess::start({"paraview", "--dr", "--script=" + script("slabcast_gui_open.py")},
                                             log("paraview"), env);
@@ -253,9 +254,9 @@ private:
         } else {
             argv.push_back(script("slabcast_render.py"));
             argv.push_back(descriptor(sides_[0]));
-            if (memory_.resample) {
-                argv.push_back("--mapper");
-                argv.push_back(fmt::format("resample:{}", memory_.resample));
+            if (memory_.resample) {  // a ceiling: the default path may render fewer (slabcast_mappers.py)
+                argv.push_back("--max-points");
+                argv.push_back(std::to_string(memory_.resample));
             }
         }
         for (const std::string& a : {std::string("--save"), o_.out + "/frames/frame_%05d.png", std::string("--save-new-only"),
@@ -367,7 +368,7 @@ private:
                      video.empty() ? "" : ", video " + video, o_.out);
     }
 
-    const DemoOptions& o_;
+    DemoOptions o_;  // a copy: run() settles the step interval
     InstallLayout layout_;  // where the plugin, the render programs and the generator are
     Dims dims_;
     int depth_ = 1;

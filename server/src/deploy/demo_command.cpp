@@ -42,9 +42,9 @@ void register_demo(CLI::App& root, RoleMain& run) {
                   "the receivers' fill rule: previous or nearest (default: nearest for the progressive order)")
         ->check(parsed_by(parse_fill_rule, "RULE"));
     c->add_option("--step-interval", o->step_interval,
-                  "seconds per step; 0 = each step as soon as every shuffler has sent it")
-        ->check(seconds_range(0, 3600))
-        ->capture_default_str();
+                  "seconds per step; 0 = each step as soon as every shuffler has sent it (default: 3, or 0 where "
+                  "the dataset is too large to stay in memory and each step is read from disk)")
+        ->check(seconds_range(0, 3600));
     c->add_option("--size", o->size, "frame size WxH")->capture_default_str();
     c->add_option("--wall", o->wall, "wall-display frame size, e.g. 3840x2160");
     c->add_option("--ranks", o->ranks, "pvbatch MPI ranks (sort-last compositing)")

@@ -4,6 +4,8 @@
 #include "host/stop_signal.h"
 
 #include "slabcast/dataset.h"
+#include "slabcast/memory_info.h"
+#include "slabcast/units.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -80,6 +82,13 @@ DemoDataset prepare_demo_dataset(const DemoOptions& o, const Dims& dims, const s
         else generate(o, dims, datagen, out.directory);
     }
     out.range = colour_range(out.directory, dims);
+    const Dataset d = read_dataset(out.directory);
+    out.step_interval = o.step_interval >= 0                                    ? o.step_interval
+                        : stays_in_page_cache(d.step_bytes() * d.steps.size()) ? 3
+                                                                                : 0;
+    if (o.step_interval < 0 && out.step_interval == 0)
+        spdlog::info("demo: the dataset ({}) is read from disk each step: each step starts when the last is "
+                     "through (--step-interval 0)", format_bytes(d.step_bytes() * d.steps.size()));
     return out;
 }
 

@@ -14,6 +14,12 @@ namespace slabcast {
 struct DemoDataset {
     std::string directory;
     std::string range;  // colour range "LO,HI"
+    // The controller's seconds per step: --step-interval if given; else 3,
+    // the paper's pace (Balman et al., 2012, section 4.6), where the dataset
+    // stays in the page cache, and 0 (each step when the last is through)
+    // where every step is read from disk: a fixed pace outruns the disk, the
+    // controller passes steps the stager is still reading, and it gives them up.
+    double step_interval = 3;
 };
 
 // Generates the dataset with the program `datagen` when it is not cached yet;

@@ -29,8 +29,9 @@ struct DemoOptions {
     std::string dataset;
     int ranks = 1;
     // Like SC11 (1.4 s to move a step, 2.5 s to render it; Balman et al., 2012,
-    // section 4.6): time to see each step.
-    double step_interval = 3;
+    // section 4.6): time to see each step. Below 0: chosen by the demo
+    // (demo_step_interval).
+    double step_interval = -1;
     bool headless = false;
     bool keep_shm = false;
     bool show_holes = false;  // colour values lost in their step (filled from an earlier one)

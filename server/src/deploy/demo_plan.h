@@ -42,9 +42,9 @@ std::string demo_staging(const DemoOptions& o, const std::string& side);
 // --buffers) and steps each stager reads ahead (its --budget).
 struct DemoMemory {
     int buffers = 3, window = 3;
-    // 0: the renderer shows the volume at full resolution; N: a copy
-    // resampled to N points along its longest axis (slabcast_render.py
-    // --mapper resample:N), when the full one does not fit beside the slabs.
+    // 0: the renderer may show the volume at full resolution; N: at most a
+    // copy resampled to N points along its longest axis (slabcast_render.py
+    // --max-points N), when the full one does not fit beside the slabs.
     int resample = 0;
 };
 

@@ -3,6 +3,7 @@
 #include "host/host_checks.h"
 
 #include "slabcast/descriptor.h"
+#include "slabcast/memory_info.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/units.h"
 
@@ -10,7 +11,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 namespace slabcast {
@@ -76,18 +76,13 @@ std::string plan_memory_problem(const Deployment& d, const std::string& only_hos
 
 MachineRoom room_here(const std::string& dir) {
     MachineRoom room;
-    std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    std::uint64_t kb = 0;
-    while (meminfo >> key >> kb) {
-        if (key == "MemAvailable:") room.ram_available = kb * 1024;
-        meminfo.ignore(256, '\n');
-    }
+    room.ram_available = mem_available_bytes();
     // The directory may not exist yet: its nearest existing parent's file system.
     std::filesystem::path p = dir;
     std::error_code ec;
     while (!p.empty() && !std::filesystem::exists(p, ec)) p = p.parent_path();
-    room.shm_free = free_bytes(p.empty() ? "/" : p.string());
+    room.shm_dir = p.empty() ? "/" : p.string();
+    room.shm_free = free_bytes(room.shm_dir);
     return room;
 }
 
@@ -102,13 +97,13 @@ std::string memory_problem(const std::vector<HostMemory>& hosts, std::uint64_t o
         }
     std::string problem;
     if (shm > room.shm_free)
-        problem += fmt::format("/dev/shm has {} free, and {} need {}. ", format_bytes(room.shm_free), parts,
+        problem += fmt::format("{} has {} free, and {} need {}. ", room.shm_dir, format_bytes(room.shm_free), parts,
                                format_bytes(shm));
-    if (shm + other_ram > room.ram_available)
-        problem += fmt::format("This machine has {} of memory available, and {} ({}){} need {}. ",
+    if (shm + other_ram + kMemoryHeadroom > room.ram_available)
+        problem += fmt::format("This machine has {} of memory available, and {} ({}){} need {}, with {} left over. ",
                                format_bytes(room.ram_available), "the slabs and staged steps", format_bytes(shm),
                                other_ram ? " plus " + other_what + " (" + format_bytes(other_ram) + ")" : "",
-                               format_bytes(shm + other_ram));
+                               format_bytes(shm + other_ram), format_bytes(kMemoryHeadroom));
     if (!problem.empty()) problem.pop_back();
     return problem;
 }

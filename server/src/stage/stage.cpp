@@ -17,6 +17,7 @@
 
 #include "slabcast/control_packets.h"
 #include "slabcast/dataset.h"
+#include "slabcast/memory_info.h"
 #include "slabcast/clock.h"
 #include "slabcast/units.h"
 #include "slabcast/volume.h"
@@ -81,8 +82,7 @@ public:
                                        o.budget.empty() ? "half the free space" : o.budget));
         // A dataset that fits comfortably in memory stays in the page cache for
         // the next lap; a larger one is read once per lap and evicted as it goes.
-        const std::uint64_t available = static_cast<std::uint64_t>(::sysconf(_SC_AVPHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
-        drop_source_cache_ = step * dataset_.steps.size() > available / 2;
+        drop_source_cache_ = !stays_in_page_cache(step * dataset_.steps.size());
         if (!o.sync.empty()) {
             const Endpoint e = parse_endpoint(o.sync);
             sync_ = Socket(open_udp_socket(e.addr.ss_family));
