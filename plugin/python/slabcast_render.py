@@ -31,7 +31,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slabcast_mappers import add_mapper_option, resolve, show_volume, source_dims, unavailable  # noqa: E402
+from slabcast_mappers import add_mapper_option, resolve, show_volume, source_dims, steady_rays, unavailable  # noqa: E402
 
 from paraview import servermanager  # noqa: E402
 from paraview.simple import (AssignViewToLayout, Connect, GetActiveViewOrCreate, GetColorTransferFunction, GetLayout,
@@ -194,6 +194,9 @@ def make_reader(args):
         fail("the Slabcast plugin is not loaded: set PV_PLUGIN_PATH to its directory or give --plugin")
     reader = servermanager.sources.SlabcastReader(FileName=args.descriptor)
     reader.Completeness = 0 if args.completeness == "whole" else 1
+    # The age array only marks the holes; without --show-holes a rank whose
+    # piece spans several slabs need not copy it (a quarter of the values).
+    reader.AgeArray = 1 if args.show_holes else 0
     return reader
 
 
@@ -420,6 +423,7 @@ def main(argv):
     if unavailable(mapper):
         fail(unavailable(mapper))
     display = show_volume(reader, view, mapper)
+    steady_rays(view, mapper)  # the same rays in a tile, a compositing region and a whole frame
     b = reader.GetDataInformation().GetBounds()
     if wall:
         lows, highs = wall.across_ranks(b[0::2], b[1::2])

@@ -9,6 +9,7 @@
 #include "vtkInformationVector.h"
 #include "vtkIntArray.h"
 #include "vtkNew.h"
+#include "vtkPointData.h"
 #include "vtkTypeInt64Array.h"
 #include "vtkUnsignedCharArray.h"
 
@@ -135,6 +136,10 @@ ArrayRanges ComputeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages)
   r.valuesKnown = lo <= hi;
   r.finiteKnown = flo <= fhi;
   r.values[0] = lo, r.values[1] = hi, r.finite[0] = flo, r.finite[1] = fhi;
+  if (!ages)
+  {
+    return r;
+  }
   const unsigned char* a = ages->GetPointer(0);
   unsigned char alo = 255, ahi = 0;
   for (vtkIdType i = 0; i < ages->GetNumberOfValues(); ++i)
@@ -156,10 +161,33 @@ void PrimeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages, const ArrayR
   {
     CacheRange(values, vtkAbstractArray::PER_FINITE_COMPONENT(), r.finite[0], r.finite[1]);
   }
-  if (ages->GetNumberOfValues() > 0)
+  if (ages && ages->GetNumberOfValues() > 0)
   {
     CacheRange(ages, vtkAbstractArray::PER_COMPONENT(), r.ages[0], r.ages[1]);
     CacheRange(ages, vtkAbstractArray::PER_FINITE_COMPONENT(), r.ages[0], r.ages[1]);
+  }
+}
+
+void NameArrays(const std::string& field, vtkFloatArray* values, vtkUnsignedCharArray* ages)
+{
+  values->SetName(field.c_str());
+  if (ages)
+  {
+    // "<field>_age": sorted right after the values' own name, so that
+    // ParaView, which colours a new volume by the first array in name order,
+    // colours the values and not their age.
+    ages->SetName((field + "_age").c_str());
+  }
+}
+
+void AttachArrays(vtkPointData* pd, vtkFloatArray* values, vtkUnsignedCharArray* ages)
+{
+  pd->SetScalars(values);
+  values->Delete();
+  if (ages)
+  {
+    pd->AddArray(ages);
+    ages->Delete();
   }
 }
 
@@ -172,6 +200,7 @@ void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const in
   }
   std::vector<std::uint64_t> key(extent, extent + 6);
   key.push_back(refilled ? 1 : 0);
+  key.push_back(ages ? 1 : 0);
   for (const auto& kv : choice.buffers)
   {
     key.push_back(kv.second.mapping->inode());

@@ -17,9 +17,11 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 class vtkFieldData;
+class vtkPointData;
 class vtkFloatArray;
 class vtkUnsignedCharArray;
 
@@ -44,8 +46,8 @@ vtkUnsignedCharArray* NewAssembledAges(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
   const int extent[6], const slabcast::FilledSlabs& filled = {});
 
-// The ranges of an output's values and ages, as VTK computes them (the
-// range skips NaN, the finite range infinities too), in one pass.
+// The ranges of an output's values and ages (none: nullptr), as VTK computes
+// them (the range skips NaN, the finite range infinities too), in one pass.
 struct ArrayRanges
 {
   bool valuesKnown = false, finiteKnown = false;
@@ -74,6 +76,12 @@ struct RangeCache
 // computes those ranges itself when asked.
 void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const int extent[6],
   vtkFloatArray* values, vtkUnsignedCharArray* ages, bool refilled);
+
+// Names the values `field` and their ages (nullptr: none) "<field>_age"
+// (before PrimeRanges: a name is a modification).
+void NameArrays(const std::string& field, vtkFloatArray* values, vtkUnsignedCharArray* ages);
+// Hands both to `pd` (the values as its scalars) and drops the caller's references.
+void AttachArrays(vtkPointData* pd, vtkFloatArray* values, vtkUnsignedCharArray* ages);
 
 // The step shown, its age, and per slab (in `choice`'s order) how whole it is
 // and the receiver's counters from `headers` (read from the same slabs), so

@@ -12,7 +12,6 @@
 #include "vtkInformationIntegerRequestKey.h" // UPDATE_SPLIT_MODE's key type
 #include "vtkInformationVector.h"
 #include "vtkObjectFactory.h"
-#include "vtkPointData.h"
 #include "vtkStreamingDemandDrivenPipeline.h"
 #include "vtkUnsignedCharArray.h"
 
@@ -315,7 +314,7 @@ int vtkSlabcastReader::RequestData(
     {
       const slabcast::SlabBuffer& b = choice.buffers.at(sel.zero_copy_slab);
       values = slabcast_vtk::NewZeroCopyValues(b, d.dims, ext[4], ext[5]);
-      ages = slabcast_vtk::NewZeroCopyAges(b, d.dims, ext[4], ext[5]);
+      ages = this->AgeArray ? slabcast_vtk::NewZeroCopyAges(b, d.dims, ext[4], ext[5]) : nullptr;
       this->ZeroCopy = 1;
       this->MappingBegin = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(b.mapping->base()));
       this->MappingEnd = this->MappingBegin + static_cast<vtkIdType>(b.mapping->mapped_bytes());
@@ -323,7 +322,7 @@ int vtkSlabcastReader::RequestData(
     else
     {
       values = slabcast_vtk::NewAssembledValues(sel, choice.buffers, d.dims, ext, filled);
-      ages = slabcast_vtk::NewAssembledAges(sel, choice.buffers, d.dims, ext, filled);
+      ages = this->AgeArray ? slabcast_vtk::NewAssembledAges(sel, choice.buffers, d.dims, ext, filled) : nullptr;
     }
     std::vector<slabcast::SlabMappingPtr> shown;
     for (const auto& kv : choice.buffers)
@@ -352,17 +351,17 @@ int vtkSlabcastReader::RequestData(
   }
 
   output->SetExtent(ext);
-  values->SetName(d.field.c_str());
-  // "<field>_age": sorted right after the values' own name, so that ParaView,
-  // which colours a new volume by the first array in name order, colours the
-  // values and not their age.
-  ages->SetName((d.field + "_age").c_str());
-  slabcast_vtk::PrimeRanges(in.Ranges, choice, ext, values, ages, refilled);
-  output->GetPointData()->SetScalars(values);
   this->ArrayAddress = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(values->GetVoidPointer(0)));
-  values->Delete();
-  output->GetPointData()->AddArray(ages);
-  ages->Delete();
+  slabcast_vtk::NameArrays(d.field, values, ages);
+  slabcast_vtk::PrimeRanges(in.Ranges, choice, ext, values, ages, refilled);
+  slabcast_vtk::AttachArrays(output->GetPointData(), values, ages);
+  if (!this->ZeroCopy)
+  {
+    // A copy needs no pin: held to the next agreement, it left a receiver with
+    // 2 buffers a slab none to write into (the newest publication and this step),
+    // and it dropped steps. A re-execution re-pins the step if it is still there.
+    in.AgreedPins.clear();
+  }
 
   this->Step = choice.step;
   for (const auto& kv : choice.buffers)
@@ -395,5 +394,6 @@ void vtkSlabcastReader::PrintSelf(ostream& os, vtkIndent indent)
   os << indent << "Step: " << this->Step << "\n";
   os << indent << "AgreedStep: " << this->AgreedStep << "\n";
   os << indent << "Fill: " << (this->Fill == FILL_NEAREST ? "Nearest" : "As published") << "\n";
+  os << indent << "AgeArray: " << this->AgeArray << "\n";
   os << indent << "ZeroCopy: " << this->ZeroCopy << "\n";
 }
