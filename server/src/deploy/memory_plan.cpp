@@ -100,7 +100,7 @@ std::string memory_problem(const std::vector<HostMemory>& hosts, std::uint64_t o
         problem += fmt::format("{} has {} free, and {} need {}. ", room.shm_dir, format_bytes(room.shm_free), parts,
                                format_bytes(shm));
     if (shm + other_ram + kMemoryHeadroom > room.ram_available)
-        problem += fmt::format("This machine has {} of memory available, and {} ({}){} need {}, with {} left over. ",
+        problem += fmt::format("This machine has {} of memory available, and {} ({}){} need {}, plus {} kept free. ",
                                format_bytes(room.ram_available), "the slabs and staged steps", format_bytes(shm),
                                other_ram ? " plus " + other_what + " (" + format_bytes(other_ram) + ")" : "",
                                format_bytes(shm + other_ram), format_bytes(kMemoryHeadroom));
