@@ -62,11 +62,9 @@ public:
         dims_ = parse_dims(o.dims);
         if (o.head_to_head && o.streams < 8)
             throw std::invalid_argument("--head-to-head needs --streams 8 or more (the 1/8 side is streams/8 slabs)");
-        if (!o.compare_formats.empty()) {
-            if (o.head_to_head) throw std::invalid_argument("--compare-formats and --head-to-head: one or the other");
-            volumes_ = static_cast<double>(parse_demo_formats(o.compare_formats).size());
-        }
-        if (o.base_port + 300 * static_cast<int>(std::max(volumes_, 2.0)) > 65535)
+        if (!o.compare_formats.empty() && o.head_to_head)
+            throw std::invalid_argument("--compare-formats and --head-to-head: one or the other");
+        if (o.base_port + 300 * std::max(demo_full_volumes(o), 2) > 65535)
             throw std::invalid_argument("--base-port: the demo needs 300 ports a volume above it");
         if (dims_.nz % o.streams != 0)
             throw std::invalid_argument("--streams must divide NZ (" + std::to_string(dims_.nz) + ")");
@@ -130,7 +128,7 @@ private:
         };
         need_file(plugin_dir() + "/Slabcast.so", "the ParaView plugin");
         need_file(script("slabcast_render.py"), "the render program");
-        if (o_.head_to_head || volumes_ > 1)
+        if (o_.head_to_head || demo_full_volumes(o_) > 1)
             need_file(script("slabcast_head_to_head.py"), "the head-to-head program");
         if (o_.dataset.empty()) need_file(layout_.datagen, "the data generator");
         if (gui()) {
@@ -373,7 +371,6 @@ private:
     Dims dims_;
     int depth_ = 1;
     DemoMemory memory_;
-    double volumes_ = 1;  // full volumes streamed (--compare-formats: one a format)
     std::string size_;
     std::string dataset_;
     std::string range_;  // colour range LO,HI

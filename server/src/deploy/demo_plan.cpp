@@ -122,11 +122,13 @@ DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std:
     return plan;
 }
 
+int demo_full_volumes(const DemoOptions& o) {
+    return o.compare_formats.empty() ? 1 : static_cast<int>(parse_demo_formats(o.compare_formats).size());
+}
+
 std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int resample) {
     constexpr std::uint64_t kRankBase = 512ull << 20;  // pvbatch with the plugin, Python and Mesa loaded
-    double volumes = 1;
-    if (o.head_to_head) volumes = 1.125;
-    else if (!o.compare_formats.empty()) volumes = static_cast<double>(parse_demo_formats(o.compare_formats).size());
+    const double volumes = o.head_to_head ? 1.125 : demo_full_volumes(o);  // the other side is 1/8
     // Measured (sc11_scale.py, the default mapper on llvmpipe): a rank whose
     // piece spans several slabs gets a copy of it from the reader (one rank
     // per slab maps its slab without one); the volume representation then

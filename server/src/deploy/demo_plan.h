@@ -55,6 +55,10 @@ struct DemoMemory {
 DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std::string& dataset,
                    const std::string& key_file, const DemoMemory& memory = {});
 
+// Full volumes the demo streams: one a format with --compare-formats, else 1
+// (--head-to-head adds a 1/8 one).
+int demo_full_volumes(const DemoOptions& o);
+
 // What the demo's renderer (pvbatch ranks, or the GUI) holds beside the
 // slabs it maps: per rank a base; the reader's copy of a rank's piece where
 // it spans several slabs; 1.5 times the values rendered (`resample` points
