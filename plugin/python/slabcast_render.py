@@ -31,7 +31,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slabcast_mappers import add_mapper_option, resolve, show_volume, source_dims, steady_rays, unavailable  # noqa: E402
+from slabcast_mappers import add_mapper_option, resolve, show_volume, source_dims, unavailable  # noqa: E402
 
 from paraview import servermanager  # noqa: E402
 from paraview.simple import (AssignViewToLayout, Connect, GetActiveViewOrCreate, GetColorTransferFunction, GetLayout,
@@ -423,7 +423,6 @@ def main(argv):
     if unavailable(mapper):
         fail(unavailable(mapper))
     display = show_volume(reader, view, mapper)
-    steady_rays(view, mapper)  # the same rays in a tile, a compositing region and a whole frame
     b = reader.GetDataInformation().GetBounds()
     if wall:
         lows, highs = wall.across_ranks(b[0::2], b[1::2])
