@@ -566,3 +566,35 @@ TEST_CASE("the Have answer stays within its limit: what it cannot list is sent a
     CHECK(contents("in9") == "new9");
     CHECK(contents("r") == data);
 }
+
+TEST_CASE("a block sent again with other contents, or damaged over a counted one, fails its file; nothing trusts it") {
+    // Data payloads go from the socket straight into the part file and count
+    // only once checked (receive_direct.cpp): bytes that land over a block
+    // already counted must not reach the destination, nor a resume.
+    const std::string one(4096, 'a'), other(4096, 'b'), two(100, 'c');
+    const std::uint64_t sums[2] = {checksum(one.data(), one.size()), checksum(two.data(), two.size())};
+    Frame end{Kind::FileEnd, kId, 0, 0, 0, file_checksum(sums, 2), 4096 + 100};
+    std::string end_bytes(kHeaderBytes, '\0');
+    encode_header(end, reinterpret_cast<std::uint8_t*>(end_bytes.data()));
+    std::string damaged = frame(Kind::Data, 0, 0, 0, one);
+    damaged[kHeaderBytes + 7] = 'x';  // the payload, not its checksum in the header
+    const std::pair<std::string, std::string> cases[] = {
+        {frame(Kind::Data, 0, 0, 0, other), "block at offset 0 sent twice, with other contents"},
+        {damaged, "block at offset 0 damaged in transit"},
+    };
+    for (const auto& [again, why] : cases) {
+        TempShmDir dir;
+        Session s(dir.path);
+        s.send(manifest({file_entry("f", 4096 + 100)}));
+        REQUIRE(s.answer().first == Kind::Have);
+        s.send(frame(Kind::Data, 0, 0, 0, one) + again + frame(Kind::Data, 0, 4096, 0, two) + end_bytes +
+               frame(Kind::Done, 0, 0, 1));
+        const auto [kind, report] = s.answer();
+        REQUIRE(kind == Kind::Report);
+        const json r = json::parse(report);
+        REQUIRE(r["failed"].size() == 1);
+        CHECK(r["failed"][0]["why"] == why);
+        CHECK_FALSE(std::filesystem::exists(dir.file("f")));
+        CHECK_FALSE(std::filesystem::exists(dir.file(part_file_name("f"))));  // a resume starts afresh
+    }
+}

@@ -45,10 +45,8 @@ void ReceiveTransfer::writer_loop(const std::atomic<bool>* quit) {
             const std::uint8_t* record = slot->data + at;
             const auto f = decode_header(record);
             if (!f) break;
-            std::uint64_t sum;
-            std::memcpy(&sum, record + kHeaderBytes, sizeof sum);
             try {
-                handle(*f, record + kRecordHead, sum);
+                handle(*f, record + kRecordHead);
             } catch (const std::exception& e) {
                 abort(e.what());
             }
@@ -59,35 +57,17 @@ void ReceiveTransfer::writer_loop(const std::atomic<bool>* quit) {
     }
 }
 
-void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload, std::uint64_t payload_sum) {
+void ReceiveTransfer::handle(const Frame& f, const std::uint8_t* payload) {
     FileState& file = files_[f.file];  // every field was checked as the frame arrived (frame_problem)
     const ManifestFile& m = manifest_.files[f.file];
     switch (f.kind) {
-    case Kind::Data:
-    case Kind::Zeros: {
-        const std::uint64_t length = f.kind == Kind::Data ? f.length : f.extra;
-        const std::uint64_t sum = f.kind == Kind::Data ? payload_sum : zeros_checksum(length);
+    case Kind::Zeros: {  // Data frames are written by their streams (write_block), never through the ring
+        const std::uint64_t sum = zeros_checksum(f.extra);
         if (sum != f.checksum) {
             fail_file(f.file, "block at offset " + std::to_string(f.offset) + " damaged in transit");
             return;
         }
-        if (f.kind == Kind::Data) {
-            std::shared_ptr<UniqueFd> fd;
-            {
-                std::lock_guard lock(mutex_);
-                if (file.status != FileState::Status::Waiting) return;  // failed already, in place, or whole
-                fd = open_part(f.file);
-            }
-            for (std::uint64_t done = 0; done < length;) {
-                const ssize_t w = ::pwrite(fd->get(), payload + done, length - done, static_cast<off_t>(f.offset + done));
-                if (w < 0 && errno == EINTR) continue;
-                if (w <= 0)
-                    throw std::runtime_error(tree_.root() + "/" + path_of(f.file) + ": cannot write: " +
-                                             std::strerror(w < 0 ? errno : ENOSPC));
-                done += static_cast<std::uint64_t>(w);
-            }
-            bytes_written_ += length;
-        }  // Zeros: the part file is sized with ftruncate, the hole reads as zeros already
+        // The part file is sized with ftruncate: the hole reads as zeros already.
         journal_->block_written(path_of(f.file), version_of(f.file), f.offset, sum);
         block_arrived(f.file, f.offset, sum);
         return;
@@ -124,20 +104,21 @@ void ReceiveTransfer::block_arrived(std::uint32_t index, std::uint64_t offset, s
         std::lock_guard lock(mutex_);
         FileState& f = files_[index];
         if (f.status != FileState::Status::Waiting) return;
-        if (f.sums.empty()) {  // its first block: only now its per-block state
-            f.seen.assign(f.blocks, false);
-            f.sums.assign(f.blocks, 0);
-        }
-        const std::uint64_t b = offset / manifest_.block;  // < f.blocks: frame_problem checked the offset
-        f.sums[b] = sum;
-        if (!f.seen[b]) {  // not a resent block
-            f.seen[b] = true;
-            ++f.blocks_seen;
-        }
-        whole = f.end_seen && f.blocks_seen == f.blocks;
-        if (whole) f.status = FileState::Status::Finishing;
+        block_state(f);
+        whole = count_block(f, offset / manifest_.block, sum);  // < f.blocks: frame_problem checked the offset
     }
     if (whole) finish_file(index);
+}
+
+bool ReceiveTransfer::count_block(FileState& f, std::uint64_t b, std::uint64_t sum) {
+    f.sums[b] = sum;
+    if (!f.seen[b]) {  // not a resent block
+        f.seen[b] = true;
+        ++f.blocks_seen;
+    }
+    const bool whole = f.end_seen && f.blocks_seen == f.blocks;
+    if (whole) f.status = FileState::Status::Finishing;
+    return whole;
 }
 
 // Opens the file's part file (creating and sizing it the first time), and

@@ -27,7 +27,11 @@ void ReceiveTransfer::finish_file(std::uint32_t index) {
     const ManifestFile& m = manifest_.files[index];
     std::shared_ptr<UniqueFd> fd;
     {
-        std::lock_guard lock(mutex_);
+        // A block of it still being written (sent again: write_block) may yet
+        // change its bytes or fail it: only once none is, it is judged.
+        std::unique_lock lock(mutex_);
+        written_.wait(lock, [&] { return f.writes == 0; });
+        if (f.status != FileState::Status::Finishing) return;  // failed meanwhile
         fd = open_part(index);
     }
     const bool sums_match = file_checksum(f.sums.data(), f.sums.size()) == f.checksum;
@@ -87,6 +91,7 @@ void ReceiveTransfer::resolve(FileState& f, FileState::Status status) {
         --open_parts_;
     }
     std::vector<bool>().swap(f.seen);  // its per-block state is no longer needed
+    std::vector<bool>().swap(f.writing);  // (f.writes: a write still under way counts itself down)
     std::vector<std::uint64_t>().swap(f.sums);
     ++resolved_;
 }
@@ -94,11 +99,19 @@ void ReceiveTransfer::resolve(FileState& f, FileState::Status status) {
 void ReceiveTransfer::fail_file(std::uint32_t index, const std::string& why) {
     {
         std::lock_guard lock(mutex_);
-        FileState& f = files_[index];
-        if (f.status != FileState::Status::Waiting && f.status != FileState::Status::Finishing) return;
-        f.problem = why;
-        resolve(f, FileState::Status::Failed);
+        if (!fail_locked(files_[index], why)) return;
     }
+    file_failed(index, why);
+}
+
+bool ReceiveTransfer::fail_locked(FileState& f, const std::string& why) {
+    if (f.status != FileState::Status::Waiting && f.status != FileState::Status::Finishing) return false;
+    f.problem = why;
+    resolve(f, FileState::Status::Failed);
+    return true;
+}
+
+void ReceiveTransfer::file_failed(std::uint32_t index, const std::string& why) {
     spdlog::warn("{}: transfer {:016x}: {}: {}", settings_.log_name, id_, path_of(index), why);
     maybe_finish();
 }

@@ -14,9 +14,10 @@
 
 namespace slabcast::mover {
 
-// In a receiving slot each frame is a record: its header, the checksum of its
-// payload taken as it arrived, then the payload, padded to 8 bytes.
-inline constexpr std::size_t kRecordHead = kHeaderBytes + sizeof(std::uint64_t);
+// In a receiving slot each frame other than Data (written by its stream:
+// receive_direct.cpp) is a record: its header, then its payload (a
+// FileFailed's reason), padded to 8 bytes.
+inline constexpr std::size_t kRecordHead = (kHeaderBytes + 7) & ~std::size_t{7};
 
 inline std::size_t record_bytes(std::size_t payload) { return kRecordHead + ((payload + 7) & ~std::size_t{7}); }
 

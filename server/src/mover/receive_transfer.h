@@ -1,11 +1,13 @@
 // The receiving side of one transfer (`slabcast serve`, and `stage --from`):
 // the manifest is checked against the host's limits and the tree prepared,
 // then back-end threads (one per TCP stream) check every frame against the
-// manifest as it arrives and put it into the ring, and a pool of front-end
-// writer threads takes them out: verify the block's checksum, write it at its
-// offset, note it in the journal, and once a file is whole, check the file's
-// checksum (made of its blocks' checksums) against the sender's, optionally
-// read it back too, and move it into place under its name.
+// manifest as it arrives. A block's payload goes from the socket straight
+// into its part file through one cache-sized buffer per stream, hashed on
+// the way, and counts (journal, the file's progress) only once its checksum
+// matches; the other frames (file ends, zero blocks, failures) go through
+// the ring to a pool of front-end writer threads. Once a file is whole, its
+// checksum (made of its blocks' checksums) is checked against the sender's,
+// optionally the file read back too, and it is moved into place under its name.
 //
 // Every number in a frame or the manifest comes from the peer: each is
 // checked before it sizes, indexes or offsets anything, and a frame that is
@@ -119,6 +121,8 @@ private:
         // Per block, allocated at the file's first block (not for every declared
         // block up front), freed once the file is resolved.
         std::vector<bool> seen;
+        std::vector<bool> writing;  // its payload being written by a stream now (write_block)
+        std::uint32_t writes = 0;   // blocks being written now: finish_file waits for none
         std::vector<std::uint64_t> sums;  // each block's checksum, as verified on arrival (or journaled)
         bool end_seen = false;
         std::uint64_t checksum = 0;
@@ -134,13 +138,22 @@ private:
     // What makes a frame illegal while blocks arrive ("" when it is legal), naming the field.
     std::string frame_problem(const Frame& f) const;
     void writer_loop(const std::atomic<bool>* quit);
-    // `payload_sum`: checksum() of the payload, taken as it arrived.
-    void handle(const Frame& f, const std::uint8_t* payload, std::uint64_t payload_sum);
+    // A Data frame's payload off the stream into its part file (receive_direct.cpp);
+    // `buf`: the stream's kCachePiece bytes.
+    void write_block(Channel& c, const Frame& f, std::uint8_t* buf);
+    void block_state(FileState& f) const;  // under mutex_: its per-block state, made at its first block
+    void write_at(int fd, const std::uint8_t* data, std::size_t n, std::uint64_t offset, std::uint32_t file);
+    void drop_part(std::uint32_t file);  // its part file goes: bytes the journal vouches for were overwritten
+    void handle(const Frame& f, const std::uint8_t* payload);  // a record of the ring
     void block_arrived(std::uint32_t file, std::uint64_t offset, std::uint64_t sum);
+    // Under mutex_: block `b` of a waiting file counts with its checksum; true when the file is now whole.
+    bool count_block(FileState& f, std::uint64_t b, std::uint64_t sum);
     std::shared_ptr<UniqueFd> open_part(std::uint32_t file);  // under mutex_
     void finish_file(std::uint32_t file);
     bool read_back_matches(std::uint32_t file, int fd);
     void fail_file(std::uint32_t file, const std::string& why);
+    bool fail_locked(FileState& f, const std::string& why);  // under mutex_: false if resolved already
+    void file_failed(std::uint32_t file, const std::string& why);  // after fail_locked, without mutex_
     void resolve(FileState& f, FileState::Status status);  // under mutex_
     void forget_stream(int fd);  // under mutex_: before its descriptor is closed
     void stream_ended();
@@ -161,6 +174,7 @@ private:
     std::unique_ptr<BlockRing> ring_;
     mutable std::mutex mutex_;  // files_ status and per-block state, counters, streams_, the stages
     std::condition_variable ended_;  // finished_ became true
+    std::condition_variable written_;  // a FileState's writes went down
     std::vector<int> streams_;  // the streams' descriptors while they run (abort() shuts them down)
     std::deque<std::uint32_t> open_order_;  // files whose part file was opened, oldest first
     std::size_t open_parts_ = 0;
