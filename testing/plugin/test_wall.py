@@ -8,10 +8,19 @@ and colours (`mpirun -np 4 pvbatch slabcast_render.py`, no wall):
 1. ParaView's tile-display mode, `mpirun -np 4 pvserver --tdx=2 --tdy=2
    --displays=A,B,C,D` and slabcast_render.py --connect as its client: every
    rank renders its own tile. Against the 640x480 frame: mean difference <=
-   0.5/255, and <= 8/255 everywhere but on at most 0.05% of a tile's pixels,
-   none over 16/255 (those few are where a ray grazes the cube's edge: a
-   tile's ray and the full frame's differ in the last bits and sample the
-   edge differently).
+   0.2/255, and <= 8/255 everywhere but on at most 0.05% of a tile's pixels,
+   none over 16/255. Both differences are ParaView 5.11's and out of a
+   client's reach (README.md, "Wall displays"): VTK 9.2's
+   vtkMultiBlockVolumeMapper, behind ParaView's volume representation,
+   forces ray jittering on, each ray starting late by a 64x64 noise texture
+   read at its pixel's window coordinates, so a tile that does not start a
+   multiple of 64 pixels from the frame's corner samples other points (the
+   1-8/255 spread over the volume, the mean); and IceT renders each tile,
+   and each rank's region of the whole frame, through its own projection
+   matrix, so a pixel on a silhouette edge of the cube or of a rank's slab
+   is inside the rasterised volume in one and not in the other (the 9-11/255
+   on <= 0.004% of the pixels: still there with jittering off, and not
+   changed at all by a sample distance of 0.2 voxel).
 2. slabcast_render.py --wall 2x2 --mullion 16,12 (`mpirun -np 4 pvbatch
    --symmetric`): the frame is composited once at 656x492, the bezels
    counted in, and each rank shows its crop. Against the 656x492 frame: max
@@ -43,8 +52,8 @@ MULLION = (16, 12)                 # pixels hidden between screens, across and d
 ORIGINS = [(0, 0), (320, 0), (0, 240), (320, 240)]
 ORIGINS_MULLION = [(0, 0), (336, 0), (0, 252), (336, 252)]
 DIMS, DEPTH = (128, 128, 128), 32  # 4 slabs: one per rank
-MAX_DIFF, MAX_MEAN = 8, 0.5        # of 255, a pixel's largest channel difference; the mean over channels
-MAX_OVER, MAX_EDGE = 0.0005, 16    # tile display: the share of pixels allowed over MAX_DIFF, and by how much
+MAX_DIFF, MAX_MEAN = 8, 0.2        # of 255, a pixel's largest channel difference; the mean over channels
+MAX_OVER, MAX_EDGE = 0.0005, 16    # tile display, silhouettes: share of pixels allowed over MAX_DIFF, and how far
 MONTAGE_GAP = 6                    # grey pixels between the tiles in the montage
 
 
@@ -165,10 +174,7 @@ def compare(label, shots, full, origins, edges_allowed):
         if top > MAX_DIFF:  # for a person to look at
             xvfb_screen.write_png("wall-%s-rank%d-screen.png" % (label, rank), shot)
             xvfb_screen.write_png("wall-%s-rank%d-crop.png" % (label, rank), crop(full, x, y, *TILE))
-        if edges_allowed:
-            ok = mean <= MAX_MEAN and over <= MAX_OVER and top <= MAX_EDGE
-        else:
-            ok = top <= MAX_DIFF
+        ok = mean <= MAX_MEAN and (top <= MAX_DIFF or (edges_allowed and over <= MAX_OVER and top <= MAX_EDGE))
         t.check(ok, "%s: rank %d's screen is not its crop at (%d, %d) of the full image: max %d/255, mean %.3f/255, "
                 "%.3f%% of pixels over %d/255" % (label, rank, x, y, top, mean, 100 * over, MAX_DIFF))
         other = origins[(rank + 1) % len(origins)]
