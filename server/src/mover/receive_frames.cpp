@@ -12,9 +12,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <memory>
-#include <new>
 #include <cstring>
 #include <stdexcept>
 
@@ -97,12 +94,7 @@ void ReceiveTransfer::carry_blocks(Channel& c, bool first) {
         ring_->put_full(slot);
         slot = nullptr;
     };
-    // The stream's payloads pass through it. Page-aligned: the kernel's copy
-    // into it (rep movsb) runs at half speed or worse to a destination that
-    // is not (a malloc'd buffer, 16 bytes past a page: measured, 1 GiB file).
-    const std::unique_ptr<std::uint8_t, decltype(&std::free)> buf(
-        static_cast<std::uint8_t*>(std::aligned_alloc(4096, kCachePiece)), &std::free);
-    if (!buf) throw std::bad_alloc();
+    const PieceBuffer buf = piece_buffer();  // the stream's payloads pass through it
     try {
         for (;;) {
             std::uint8_t header[kHeaderBytes];

@@ -196,8 +196,8 @@ void SendTransfer::read_piece(const Piece& piece, Slot*& slot) {
             // Plaintext: read to hash it (into one reused, cached buffer), and
             // let the stream send it from the page cache. A file that changes
             // before it is sent fails its block's check at the receiving end.
-            thread_local std::vector<std::uint8_t> buffer(kCachePiece);
-            if (!read_block(fd, off, len, buffer.data(), true, sum, zeros))
+            thread_local const PieceBuffer buffer = piece_buffer();
+            if (!read_block(fd, off, len, buffer.get(), true, sum, zeros))
                 return file_failed(index, "shrank or could not be read while it was sent", slot);
             r.sums[b] = sum;
             progress_.bytes_read += len;

@@ -9,6 +9,7 @@
 #endif
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <new>
@@ -55,6 +56,12 @@ std::optional<Frame> decode_header(const std::uint8_t* in, std::string* problem)
         f.length != 0)
         return fail("frame of this kind carries no payload");
     return f;
+}
+
+PieceBuffer piece_buffer() {
+    void* p = std::aligned_alloc(4096, kCachePiece);
+    if (!p) throw std::bad_alloc();
+    return PieceBuffer(static_cast<std::uint8_t*>(p), &std::free);
 }
 
 std::uint64_t checksum(const void* data, std::size_t length) { return XXH3_64bits(data, length); }
