@@ -14,6 +14,7 @@ import sys
 # The GUI runs this file as a string, without __file__: the demo says where it is.
 sys.path.insert(0, os.environ["SLABCAST_SCRIPT_DIR"] if "SLABCAST_SCRIPT_DIR" in os.environ
                 else os.path.dirname(os.path.abspath(__file__)))
+from slabcast_mappers import apply_stride, resolve, volume_dims  # noqa: E402
 from slabcast_mappers import show_volume as show_through  # noqa: E402
 from slabcast_render import apply_cosmic_preset  # noqa: E402
 
@@ -23,6 +24,12 @@ from paraview.simple import (AssignViewToLayout, CreateView, GetActiveViewOrCrea
 
 def show_volume(descriptor, view, caption, value_range):
     reader = OpenDataFile(descriptor)
+    mapper = os.environ.get("SLABCAST_MAPPER")
+    max_points = int(os.environ.get("SLABCAST_MAX_POINTS", "0"))  # the demo's memory ceiling
+    if max_points and not mapper:
+        mapper = "auto"
+    if mapper:  # a stride is the reader's own: set before it reads a step
+        apply_stride(reader, resolve(mapper, volume_dims(reader), max_points)[0])
     reader.UpdatePipeline()
     field = [k for k in reader.PointData.keys() if not k.endswith("_age")][0]  # the values, not their age
     lo, hi = value_range or reader.PointData[field].GetRange()
@@ -31,10 +38,6 @@ def show_volume(descriptor, view, caption, value_range):
     view.OrientationAxesVisibility = 0
     view.UseColorPaletteForBackground = 0
     view.Background = [0.0, 0.0, 0.0]
-    mapper = os.environ.get("SLABCAST_MAPPER")
-    max_points = int(os.environ.get("SLABCAST_MAX_POINTS", "0"))  # the demo's memory ceiling
-    if max_points and not mapper:
-        mapper = "auto"
     display = show_through(reader, view, mapper, max_points) if mapper else Show(reader, view)
     apply_cosmic_preset(display, field, lo, hi, "Inferno (matplotlib)",
                         (b[1] - b[0], b[3] - b[2], b[5] - b[4]))

@@ -5,17 +5,21 @@ one it takes by default on a host without a GPU.
     gpu           VTK's GPU ray caster (on a host without a GPU: Mesa's llvmpipe)
     raycast       VTK's fixed-point CPU ray caster
     ospray        OSPRay, where ParaView's VTK is linked to it (Debian 12's is not)
+    stride:K      a level of detail: every K-th point along each axis, then
+                  `smart`. The slabcast reader takes them straight from the
+                  slabs (its Stride: no full-size copy, no resampling filter);
+                  another source goes through ExtractSubset
     resample:N    a level of detail: the volume resampled (ResampleToImage,
                   trilinear) to N points along its longest axis, then `smart`;
                   resample:1/K: to 1/K of the points along the longest axis
     auto          the default: where OpenGL is a software rasteriser (no GPU)
-                  and the volume has RESAMPLE_FROM or more points along its
-                  longest axis, DEFAULT_SOFTWARE, at most SOFTWARE_MAX_POINTS;
-                  else smart
+                  and the volume has SOFTWARE_LOD_FROM or more points along
+                  its longest axis, stride:K, K >= 2 and large enough for at
+                  most SOFTWARE_MAX_POINTS; else smart
 
 --max-points N caps any path at N points along the longest axis (above it,
-resample:N): a memory ceiling, which `slabcast demo` sets where the full
-volume does not fit beside the slabs.
+stride:K): a memory ceiling, which `slabcast demo` sets where the full volume
+does not fit beside the slabs.
 
 Measured by testing/bench/render_paths.py (docs/performance.md, "Rendering
 (pvbatch, llvmpipe, 2 cores)"): speed against image difference from `smart`.
@@ -24,50 +28,63 @@ import argparse
 import importlib.util
 
 from paraview import servermanager
-from paraview.simple import GetOpenGLInformation, ResampleToImage, Show
+from paraview.simple import ExtractSubset, GetOpenGLInformation, ResampleToImage, Show
 
 # ParaView's VolumeRenderingMode behind each name.
 MODES = {"smart": "Smart", "gpu": "GPU Based", "raycast": "Ray Cast Only", "ospray": "OSPRay Based"}
 # OpenGL renderer strings of Mesa's software rasterisers.
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast")
-# On llvmpipe the fastest path whose image stays within RMSE 2/255 of `smart`
-# (no further than VTK's CPU ray caster is from it): at 256^3 half the points
-# renders a frame in 0.2-0.4 of smart's time, RMSE 1.93; at 1024^3 on one or
-# two ranks smart renders black frames (llvmpipe makes no 3D texture of 2 GiB
-# or more; 1 GiB works), half still renders
-# (render_paths.py, docs/performance.md "Rendering (pvbatch, llvmpipe, 2 cores)").
-DEFAULT_SOFTWARE = "resample:1/2"
-# Below this many points along the longest axis a software frame is already
-# short (128^3: about 0.4 s) and half of it loses visible detail.
-RESAMPLE_FROM = 256
-# A software frame's cost grows with the points resampled and rendered, so
-# auto renders no more than this along the longest axis: a level of detail
-# whose frame time stays near 256^3's as the volume grows. At 1024^3 on two
-# ranks half the points (512) took 15-36 s a frame, too slow to show a
-# stream whose steps come every few seconds (docs/performance.md, section 14).
+# On llvmpipe a level of detail from this many points along the longest axis:
+# at 256^3 half the points renders a frame in 0.2-0.4 of smart's time, image
+# RMSE under 2/255 from smart (no further than VTK's CPU ray caster is); at
+# 1024^3 smart renders black frames (llvmpipe makes no 3D texture of 2 GiB or
+# more). Below it a software frame is already short (128^3: about 0.4 s) and
+# half of it loses visible detail.
+SOFTWARE_LOD_FROM = 256
+# A software frame's cost grows with the points rendered, so auto renders no
+# more than this along the longest axis: a frame time near 256^3's however
+# large the volume. At 1024^3 on two ranks half the points (resample:512)
+# took 15-36 s a frame (docs/performance.md, "Rendering" and section 14).
 SOFTWARE_MAX_POINTS = 256
 
 
+def level_number(text, prefix):
+    """K of `prefix`K (K >= 2), else None."""
+    n = text[len(prefix):]
+    return int(n) if text.startswith(prefix) and n.isdigit() and int(n) >= 2 else None
+
+
 def mapper_name(text):
-    """argparse type of --mapper: a name above, resample:N with N >= 2 or resample:1/K with K >= 2."""
-    if text == "auto" or text in MODES:
+    """argparse type of --mapper: a name above, stride:K, resample:N or resample:1/K with K, N >= 2."""
+    if text == "auto" or text in MODES or level_number(text, "stride:") or level_number(text, "resample:1/") \
+            or level_number(text, "resample:"):
         return text
-    n = text[9:][2:] if text.startswith("resample:1/") else text[9:]
-    if text.startswith("resample:") and n.isdigit() and int(n) >= 2:
-        return text
-    raise argparse.ArgumentTypeError("%r: expected auto, %s, resample:N (N >= 2 points along the longest axis) "
-                                     "or resample:1/K" % (text, ", ".join(MODES)))
+    raise argparse.ArgumentTypeError("%r: expected auto, %s, stride:K (every K-th point, K >= 2), resample:N "
+                                     "(N >= 2 points along the longest axis) or resample:1/K" % (text, ", ".join(MODES)))
 
 
 def add_mapper_option(p):
     p.add_argument("--mapper", type=mapper_name, default="auto",
-                   help="volume rendering path: auto (default: %s without a GPU from %d points along the longest "
-                        "axis, at most %d, else smart), smart, gpu, raycast, ospray, resample:N (a coarser copy, N "
-                        "points along the longest axis) or resample:1/K"
-                        % (DEFAULT_SOFTWARE, RESAMPLE_FROM, SOFTWARE_MAX_POINTS))
+                   help="volume rendering path: auto (default: without a GPU from %d points along the longest axis "
+                        "every K-th point, at most %d, else smart), smart, gpu, raycast, ospray, stride:K (every K-th "
+                        "point along each axis), resample:N (a resampled copy, N points along the longest axis) or "
+                        "resample:1/K" % (SOFTWARE_LOD_FROM, SOFTWARE_MAX_POINTS))
     p.add_argument("--max-points", type=int, default=0, metavar="N",
-                   help="render at most N points along the longest axis, whatever the path (a copy resampled to N "
-                        "above it): a memory ceiling; 0 = none")
+                   help="render at most N points along the longest axis, whatever the path (every K-th point above "
+                        "it): a memory ceiling; 0 = none")
+
+
+def strided_points(n, k):
+    """Points along an axis of n points at stride k (as the reader's Stride)."""
+    return (n - 1) // k + 1
+
+
+def stride_for(n, max_points):
+    """The least stride >= 2 that leaves at most max_points of n."""
+    k = 2
+    while strided_points(n, k) > max_points:
+        k += 1
+    return k
 
 
 def gl_renderer():
@@ -81,6 +98,17 @@ def source_dims(source):
     return [e[1] - e[0] + 1, e[3] - e[2] + 1, e[5] - e[4] + 1]
 
 
+def volume_dims(source):
+    """The volume's points along each axis before any stride: the slabcast
+    reader's VolumeDimensions (known before its first update), else the data's."""
+    if source.GetProperty("VolumeDimensions") is not None:
+        source.UpdatePipelineInformation()
+        dims = list(source.GetPropertyValue("VolumeDimensions"))
+        if min(dims) > 0:
+            return dims
+    return source_dims(source)
+
+
 def concrete(name, dims):
     """resample:1/K as resample:N for a volume of `dims` points."""
     if name.startswith("resample:1/"):
@@ -90,15 +118,18 @@ def concrete(name, dims):
 
 def points_rendered(name, dims):
     """Points along the longest axis that path `name` (concrete) renders."""
+    if name.startswith("stride:"):
+        return strided_points(max(dims), int(name[7:]))
     return int(name.split(":")[1]) if name.startswith("resample:") else max(dims)
 
 
 def capped(choice, dims, max_points, why_capped):
-    """(path, why) with at most `max_points` (0: any) along the longest axis."""
+    """(path, why) with at most `max_points` (0: any) along the longest axis:
+    above it, the least stride that fits."""
     name, why = choice
     if max_points <= 0 or points_rendered(name, dims) <= max_points:
         return name, why
-    return "resample:%d" % max_points, "%s, at most %d points (%s)" % (why, max_points, why_capped)
+    return "stride:%d" % stride_for(max(dims), max_points), "%s, at most %d points (%s)" % (why, max_points, why_capped)
 
 
 def resolve(name, dims, max_points=0):
@@ -110,12 +141,19 @@ def resolve(name, dims, max_points=0):
     renderer = gl_renderer()
     if not any(s in renderer.lower() for s in SOFTWARE_RENDERERS):
         return capped(("smart", "auto, OpenGL renderer %s" % (renderer or "unknown")), dims, max_points, "--max-points")
-    if max(dims) < RESAMPLE_FROM:
+    if max(dims) < SOFTWARE_LOD_FROM:
         return capped(("smart", "auto, software OpenGL (%s), under %d points along the longest axis"
-                       % (renderer, RESAMPLE_FROM)), dims, max_points, "--max-points")
-    chosen = capped((concrete(DEFAULT_SOFTWARE, dims), "auto, software OpenGL (%s): %s" % (renderer, DEFAULT_SOFTWARE)),
-                    dims, SOFTWARE_MAX_POINTS, "the software level of detail")
-    return capped(chosen, dims, max_points, "--max-points")
+                       % (renderer, SOFTWARE_LOD_FROM)), dims, max_points, "--max-points")
+    k = stride_for(max(dims), SOFTWARE_MAX_POINTS)
+    return capped(("stride:%d" % k, "auto, software OpenGL (%s): 1 point in %d along each axis, at most %d along "
+                   "the longest" % (renderer, k, SOFTWARE_MAX_POINTS)), dims, max_points, "--max-points")
+
+
+def apply_stride(source, name):
+    """Before the source's first update: a slabcast reader takes stride:K
+    itself (Stride), so that it never copies the whole volume."""
+    if name.startswith("stride:") and source.GetProperty("Stride") is not None:
+        source.Stride = int(name[7:])
 
 
 def unavailable(name):
@@ -128,10 +166,18 @@ def unavailable(name):
 def show_volume(source, view, name, max_points=0):
     """Shows `source` in `view` as a volume through path `name` (auto is
     resolved here, and the cap applied); returns the representation, ready
-    for its colour and opacity."""
-    dims = source_dims(source)
+    for its colour and opacity. A slabcast reader is best given its stride
+    (apply_stride) before its first update."""
+    dims = volume_dims(source)
     name = resolve(mapper_name(name), dims, max_points)[0]
-    if name.startswith("resample:"):
+    if name.startswith("stride:"):
+        k = int(name[7:])
+        if source.GetProperty("Stride") is not None:
+            source.Stride = k
+        else:
+            source = ExtractSubset(Input=source, SampleRateI=k, SampleRateJ=k, SampleRateK=k)
+        name = "smart"
+    elif name.startswith("resample:"):
         n = int(name.split(":")[1])
         # The longest axis gets n points, the others in proportion; never more than the source has.
         sampled = [max(2, min(d, round(d * n / max(dims)))) for d in dims]

@@ -31,7 +31,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slabcast_mappers import add_mapper_option, resolve, show_volume, source_dims, unavailable  # noqa: E402
+from slabcast_mappers import add_mapper_option, apply_stride, resolve, show_volume, unavailable, volume_dims  # noqa: E402
 
 from paraview import servermanager  # noqa: E402
 from paraview.simple import (AssignViewToLayout, Connect, GetActiveViewOrCreate, GetColorTransferFunction, GetLayout,
@@ -405,6 +405,11 @@ def main(argv):
         width, height = wall.size  # the frame is the whole wall's image
 
     reader = make_reader(args)
+    # The path first: a stride is the reader's own, set before it reads a step.
+    mapper, why = resolve(args.mapper, volume_dims(reader), args.max_points)
+    if unavailable(mapper):
+        fail(unavailable(mapper))
+    apply_stride(reader, mapper)
     refresh(reader, first=True)
     reader.UpdatePipeline()
     field = value_field(reader)
@@ -419,9 +424,6 @@ def main(argv):
     view.OrientationAxesVisibility = 0
     if args.connect:
         show_on_tile_display(view)
-    mapper, why = resolve(args.mapper, source_dims(reader), args.max_points)
-    if unavailable(mapper):
-        fail(unavailable(mapper))
     display = show_volume(reader, view, mapper)
     b = reader.GetDataInformation().GetBounds()
     if wall:

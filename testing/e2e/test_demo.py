@@ -163,7 +163,7 @@ class DemoTest(unittest.TestCase):
         text = r.stdout + r.stderr
         self.assertNotEqual(r.returncode, 0, text)
         self.assertIn("2048x2048x2048 does not fit this machine even with 2 buffers a slab, one step staged and the "
-                      "renderer on a 256-point copy", text)
+                      "renderer on at most 256 points a side", text)
         self.assertRegex(text, r"/dev/shm\S* has [0-9.]+ [KMGT]iB free")
         self.assertRegex(text, r"memory available")
         self.assertFalse(os.path.exists(cache), "nothing may be generated")

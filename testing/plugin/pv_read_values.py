@@ -37,6 +37,41 @@ def check_output(image, dims, what):
         what, len(bad), bad[0] if bad else 0, got[bad[0]] if bad else 0, want[bad[0]] if bad else 0))
 
 
+def check_strides(reader, algo, dims, slabs):
+    """Stride K (the level of detail): point i of the output is point K*i of
+    the volume, spacing K times the volume's, whole and in pieces (a piece may
+    end on a plane of the next slab), always a copy; Stride 1 is the volume again."""
+    nx, ny, nz = dims
+    for k in (2, 3, 7):
+        reader.Stride = k
+        reader.UpdatePipeline()
+        whole = servermanager.Fetch(reader)
+        n = [(v - 1) // k + 1 for v in dims]
+        check(whole.GetExtent() == (0, n[0] - 1, 0, n[1] - 1, 0, n[2] - 1),
+              "stride %d: whole extent %s, expected %s points" % (k, whole.GetExtent(), n))
+        check(whole.GetSpacing() == (k, k, k), "stride %d: spacing %s" % (k, whole.GetSpacing()))
+        for pieces in (1, 2, slabs):
+            for p in range(pieces):
+                algo.UpdatePiece(p, pieces, 0)
+                image = algo.GetOutputDataObject(0)
+                e = image.GetExtent()
+                if e[0] > e[1] or e[4] > e[5]:
+                    continue  # more pieces than strided planes
+                fine = expected_index_values(dims, [k * v for v in e], 0)
+                fx, fy = k * (e[1] - e[0]) + 1, k * (e[3] - e[2]) + 1
+                want = [fine[(z * fy + y) * fx + x] for z in range(0, k * (e[5] - e[4]) + 1, k)
+                        for y in range(0, fy, k) for x in range(0, fx, k)]
+                got = values(image)
+                check(got == want, "stride %d, piece %d of %d (extent %s): %d values, %d differ" % (
+                    k, p, pieces, e, len(got), sum(1 for g, w in zip(got, want) if g != w) + abs(len(got) - len(want))))
+                check(zero_copy_of(image) == 0, "stride %d, piece %d of %d claims zero copy" % (k, p, pieces))
+        print("ok: stride %d: %dx%dx%d points, whole and in 1, 2 and %d pieces, point i the volume's point %d*i"
+              % (k, n[0], n[1], n[2], slabs, k))
+    reader.Stride = 1
+    reader.UpdatePipeline()
+    check(servermanager.Fetch(reader).GetExtent() == (0, nx - 1, 0, ny - 1, 0, nz - 1), "stride 1: not the volume")
+
+
 def zero_copy_of(image):
     return image.GetFieldData().GetArray("ZeroCopy").GetValue(0)
 
@@ -78,6 +113,8 @@ def main(multi, multi_dims, depth, single, single_dims):
                       "piece %d: array at %#x is not inside a mapping of %s (found %s)" % (
                           k, ptr, slab_path(multi, k), region))
         print("ok: %d pieces read back exactly%s" % (pieces, ", each zero-copy" if pieces == slabs else ""))
+
+    check_strides(reader, algo, multi_dims, slabs)
 
     # One-slab volume: the whole extent is one slab, so the plain reader output
     # is the mapping itself.

@@ -1,11 +1,12 @@
 """ctest plugin_mappers: every volume rendering path slabcast_render.py offers
 (--mapper, plugin/python/slabcast_mappers.py) renders the volume: the default
-(auto), smart, gpu, raycast, resample:N and resample:1/K on one rank,
-resample:N on two (ResampleToImage across ranks, IceT); each image is not
-blank. auto names what it chose and why: on a software OpenGL (llvmpipe) smart
-under 256 points along the longest axis and half the points from 256 (the
-measured default), at most 256, elsewhere smart. --max-points caps any path
-(the demo's memory ceiling). ospray renders, or where VTK lacks OSPRay fails naming that; a
+(auto), smart, gpu, raycast, stride:K, resample:N and resample:1/K on one
+rank, stride:K and resample:N on two (the reader's Stride and ResampleToImage
+across ranks, IceT); each image is not blank. auto names what it chose and
+why: on a software OpenGL (llvmpipe) smart under 256 points along the longest
+axis and from 256 the least stride of 2 or more that leaves at most 256,
+elsewhere smart. --max-points caps any path with a stride (the demo's memory
+ceiling). ospray renders, or where VTK lacks OSPRay fails naming that; a
 --mapper that is no path fails naming the choices. Speed and image difference:
 testing/bench/render_paths.py."""
 import os
@@ -40,10 +41,12 @@ def body():
         long_volume = t.write_volume(d, "long", LONG_DIMS, LONG_DEPTH, pattern="blobs")
         very_long = t.write_volume(d, "verylong", VERY_LONG_DIMS, VERY_LONG_DEPTH, pattern="blobs")
         for source, mapper, ranks, want, cap in ((descriptor, "auto", 1, ("smart", "smart"), 0),
-                                                 (long_volume, "auto", 1, ("resample:128", "smart"), 0),
-                                                 (very_long, "auto", 1, ("resample:256", "smart"), 0),
-                                                 (long_volume, "auto", 1, ("resample:64", "resample:64"), 64),
-                                                 (descriptor, "raycast", 1, ("resample:16", "resample:16"), 16),
+                                                 (long_volume, "auto", 1, ("stride:2", "smart"), 0),
+                                                 (very_long, "auto", 1, ("stride:4", "smart"), 0),
+                                                 (long_volume, "auto", 1, ("stride:4", "stride:4"), 64),
+                                                 (descriptor, "raycast", 1, ("stride:3", "stride:3"), 16),
+                                                 (descriptor, "stride:2", 1, None, 0),
+                                                 (descriptor, "stride:3", 2, None, 0),
                                                  (descriptor, "smart", 1, None, 0), (descriptor, "gpu", 1, None, 0),
                                                  (descriptor, "raycast", 1, None, 0),
                                                  (descriptor, "resample:24", 1, None, 0),
@@ -66,7 +69,7 @@ def body():
             t.check(not os.path.exists(png), "ospray refused yet an image was saved")
         else:
             check_image(png, "ospray")
-        for bad in ("resample:1", "cuda"):
+        for bad in ("resample:1", "stride:1", "cuda"):
             _, _, err = render(descriptor, display, d, bad, expect_rc=2)
             t.check("--mapper" in err and repr(bad) in err and "resample:N" in err,
                     "--mapper %s: no message naming it and the choices:\n%s" % (bad, err))

@@ -72,3 +72,28 @@ TEST_CASE("a plane no slab on this host stores is an error naming the slab and i
         CHECK(what.find("expected file /shm/v.slab2") != std::string::npos);
     }
 }
+
+TEST_CASE("a strided extent reads every stride-th plane; a first plane on another host is replaced by the nearest here") {
+    // 40 planes at stride 3: points 0..13 of the strided volume are planes 0, 3, ..., 39.
+    const int whole[6] = {0, 2, 0, 1, 0, 13};
+    const auto all = slabcast::select_strided_slabs(volume({0, 1, 2, 3}), "/shm/v.slabcast", whole, 3);
+    REQUIRE(all.planes.size() == 14);
+    for (int i = 0; i < 14; ++i) {
+        CHECK(all.planes[i].z == 3 * i);
+        CHECK(all.planes[i].slab == 3 * i / 10);
+    }
+    CHECK(all.zero_copy_slab == -1);
+    // Slabs 2 and 3 here (planes 19..39 with slab 2's ghost): a piece from
+    // strided plane 6 (plane 18, slab 1's) starts at the nearest stored, 19.
+    const int piece[6] = {0, 2, 0, 1, 6, 13};
+    const auto s = slabcast::select_strided_slabs(volume({2, 3}), "/shm/v.slabcast", piece, 3);
+    REQUIRE(s.planes.size() == 8);
+    CHECK(s.planes[0].z == 19);
+    CHECK(s.planes[0].slab == 2);
+    CHECK(s.planes[0].ghost);
+    CHECK(s.planes[1].z == 21);
+    // Further than stride - 1 from anything here: the same error as unstrided.
+    const int far[6] = {0, 2, 0, 1, 5, 13};  // plane 15: 4 from 19
+    CHECK_THROWS_WITH(slabcast::select_strided_slabs(volume({2, 3}), "/shm/v.slabcast", far, 3),
+                      Catch::Contains("slab 1 (planes 10..19) is not in this host's shared memory"));
+}

@@ -68,13 +68,15 @@ vtkUnsignedCharArray* NewZeroCopyAges(
 
 vtkFloatArray* NewAssembledValues(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
-  const int extent[6], const slabcast::FilledSlabs& filled)
+  const int extent[6], const slabcast::FilledSlabs& filled, int stride)
 {
   const vtkIdType count = slabcast::extent_value_count(extent);
+  int fine[6];
+  slabcast::stride_extent(extent, stride, fine);
   vtkFloatArray* a = Own<vtkFloatArray>(slabcast::map_values(count), count);
   try
   {
-    slabcast::assemble_extent(selection, bySlab, dims, extent, a->GetPointer(0), filled);
+    slabcast::assemble_extent(selection, bySlab, dims, fine, a->GetPointer(0), filled, stride);
   }
   catch (...)
   {
@@ -86,13 +88,15 @@ vtkFloatArray* NewAssembledValues(const slabcast::SlabSelection& selection,
 
 vtkUnsignedCharArray* NewAssembledAges(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
-  const int extent[6], const slabcast::FilledSlabs& filled)
+  const int extent[6], const slabcast::FilledSlabs& filled, int stride)
 {
   const vtkIdType count = slabcast::extent_value_count(extent);
+  int fine[6];
+  slabcast::stride_extent(extent, stride, fine);
   vtkUnsignedCharArray* a = Own<vtkUnsignedCharArray>(slabcast::map_ages(count), count);
   try
   {
-    slabcast::assemble_ages(selection, bySlab, dims, extent, a->GetPointer(0), filled);
+    slabcast::assemble_ages(selection, bySlab, dims, fine, a->GetPointer(0), filled, stride);
   }
   catch (...)
   {
@@ -168,6 +172,18 @@ void PrimeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages, const ArrayR
   }
 }
 
+StridedGeometry Strided(const slabcast::Descriptor& d, int stride)
+{
+  const std::int64_t n[3] = { d.dims.nx, d.dims.ny, d.dims.nz };
+  StridedGeometry g{};
+  for (int a = 0; a < 3; ++a)
+  {
+    g.Whole[2 * a + 1] = slabcast::strided_points(n[a], stride) - 1;
+    g.Spacing[a] = d.spacing[a] * stride;
+  }
+  return g;
+}
+
 void NameArrays(const std::string& field, vtkFloatArray* values, vtkUnsignedCharArray* ages)
 {
   values->SetName(field.c_str());
@@ -192,7 +208,7 @@ void AttachArrays(vtkPointData* pd, vtkFloatArray* values, vtkUnsignedCharArray*
 }
 
 void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const int extent[6],
-  vtkFloatArray* values, vtkUnsignedCharArray* ages, bool refilled)
+  int stride, vtkFloatArray* values, vtkUnsignedCharArray* ages, bool refilled)
 {
   if (!choice.whole)
   {
@@ -201,6 +217,7 @@ void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const in
   std::vector<std::uint64_t> key(extent, extent + 6);
   key.push_back(refilled ? 1 : 0);
   key.push_back(ages ? 1 : 0);
+  key.push_back(static_cast<std::uint64_t>(stride));
   for (const auto& kv : choice.buffers)
   {
     key.push_back(kv.second.mapping->inode());

@@ -38,13 +38,23 @@ vtkUnsignedCharArray* NewZeroCopyAges(
 
 // Arrays holding `extent` assembled from each plane's slab buffer (or its
 // copy in `filled`), in memory of their own (slabcast::map_values) that VTK
-// gives back with munmap.
+// gives back with munmap. With a `stride` > 1 `extent` is one of the strided
+// volume, and `selection` is of its stride_extent (slabcast/extent_values.h).
 vtkFloatArray* NewAssembledValues(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
-  const int extent[6], const slabcast::FilledSlabs& filled = {});
+  const int extent[6], const slabcast::FilledSlabs& filled = {}, int stride = 1);
 vtkUnsignedCharArray* NewAssembledAges(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
-  const int extent[6], const slabcast::FilledSlabs& filled = {});
+  const int extent[6], const slabcast::FilledSlabs& filled = {}, int stride = 1);
+
+// The output's whole extent and spacing at a reader's Stride (every
+// stride-th point along each axis, see slabcast/extent_values.h).
+struct StridedGeometry
+{
+  int Whole[6];
+  double Spacing[3];
+};
+StridedGeometry Strided(const slabcast::Descriptor& d, int stride);
 
 // The ranges of an output's values and ages (none: nullptr), as VTK computes
 // them (the range skips NaN, the finite range infinities too), in one pass.
@@ -70,12 +80,12 @@ struct RangeCache
   ArrayRanges Ranges;
 };
 // For a whole step (`choice.whole`): the ranges from `cache` when the output
-// is made of the same publications, filled the same way (`refilled`: the
+// is made of the same publications (extent, stride), filled the same way (`refilled`: the
 // reader's Fill made copies), else computed and remembered; then primed. A
 // step being written (Newest data) changes under the reader: VTK
 // computes those ranges itself when asked.
 void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const int extent[6],
-  vtkFloatArray* values, vtkUnsignedCharArray* ages, bool refilled);
+  int stride, vtkFloatArray* values, vtkUnsignedCharArray* ages, bool refilled);
 
 // Names the values `field` and their ages (nullptr: none) "<field>_age"
 // (before PrimeRanges: a name is a modification).

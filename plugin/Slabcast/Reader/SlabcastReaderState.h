@@ -5,6 +5,7 @@
 #ifndef SlabcastReaderState_h
 #define SlabcastReaderState_h
 
+#include "SlabcastAgreement.h"
 #include "SlabcastArrays.h"
 #include "vtkSlabcastReader.h"
 #include "vtkTimeStamp.h"
@@ -14,6 +15,7 @@
 #include "slabcast/publication.h"
 #include "slabcast/slab_figures.h"
 #include "slabcast/slab_pool.h"
+#include "slabcast/step_choice.h"
 
 #include <cstdint>
 #include <map>
@@ -67,6 +69,28 @@ public:
     this->Attempted = true;
     this->SignatureAtExecute = this->Signature();
     this->SignatureSeenByMTime = this->SignatureAtExecute;
+  }
+
+  // The buffers an output shows: in Newest data each slab's newest writes;
+  // in whole steps with several ranks the ranks' step, still pinned since
+  // Refresh (or pinned now for a slab this rank did not see then; `agreed`
+  // set to 1), and when that is gone, or with one rank, this rank's newest.
+  slabcast::StepChoice Choose(bool newestData, std::int64_t agreedStep,
+    const std::map<int, slabcast::SlabMappingPtr>& bySlab, int& agreed)
+  {
+    if (newestData)
+    {
+      return slabcast::choose_newest_data(bySlab);
+    }
+    if (this->HaveAgreement && slabcast_vtk::ProcessCount() > 1)
+    {
+      if (auto c = slabcast::choose_step(bySlab, agreedStep, this->AgreedPins))
+      {
+        agreed = 1;
+        return *c;
+      }
+    }
+    return slabcast::choose_whole_step(bySlab);
   }
 
   // Every slab of the descriptor this process can open, by index.

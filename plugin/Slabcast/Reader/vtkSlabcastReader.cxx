@@ -34,7 +34,6 @@
 #include <string>
 #include <vector>
 
-
 vtkStandardNewMacro(vtkSlabcastReader);
 
 //------------------------------------------------------------------------------
@@ -205,11 +204,13 @@ int vtkSlabcastReader::RequestInformation(
   const slabcast::Descriptor& d = in.Descriptor;
 
   vtkInformation* outInfo = outputVector->GetInformationObject(0);
-  const int whole[6] = { 0, static_cast<int>(d.dims.nx - 1), 0, static_cast<int>(d.dims.ny - 1), 0,
-    static_cast<int>(d.dims.nz - 1) };
-  outInfo->Set(vtkStreamingDemandDrivenPipeline::WHOLE_EXTENT(), whole, 6);
+  const slabcast_vtk::StridedGeometry g = slabcast_vtk::Strided(d, this->Stride);
+  this->VolumeDimensions[0] = static_cast<int>(d.dims.nx);
+  this->VolumeDimensions[1] = static_cast<int>(d.dims.ny);
+  this->VolumeDimensions[2] = static_cast<int>(d.dims.nz);
+  outInfo->Set(vtkStreamingDemandDrivenPipeline::WHOLE_EXTENT(), g.Whole, 6);
   outInfo->Set(vtkDataObject::ORIGIN(), d.origin, 3);
-  outInfo->Set(vtkDataObject::SPACING(), d.spacing, 3);
+  outInfo->Set(vtkDataObject::SPACING(), g.Spacing, 3);
   vtkDataObject::SetPointDataActiveScalarInfo(outInfo, VTK_FLOAT, 1);
   // Pieces along z: with NZ = slabs x depth, piece k of one-per-slab is exactly
   // slab k's stored planes (owned + one ghost below), see slabcast/volume.h.
@@ -238,8 +239,9 @@ int vtkSlabcastReader::RequestData(
   const slabcast::Descriptor& d = in.Descriptor;
   int ext[6];
   outInfo->Get(vtkStreamingDemandDrivenPipeline::UPDATE_EXTENT(), ext);
+  const slabcast_vtk::StridedGeometry g = slabcast_vtk::Strided(d, this->Stride);
   output->SetOrigin(d.origin);
-  output->SetSpacing(d.spacing);
+  output->SetSpacing(g.Spacing);
   if (ext[0] > ext[1] || ext[2] > ext[3] || ext[4] > ext[5])
   {
     // More pieces than planes: this piece is empty, which is not an error.
@@ -247,12 +249,13 @@ int vtkSlabcastReader::RequestData(
     in.RecordExecution();
     return 1;
   }
-  if (ext[0] < 0 || ext[1] >= d.dims.nx || ext[2] < 0 || ext[3] >= d.dims.ny || ext[4] < 0 ||
-    ext[5] >= d.dims.nz)
+  if (ext[0] < 0 || ext[1] > g.Whole[1] || ext[2] < 0 || ext[3] > g.Whole[3] || ext[4] < 0 ||
+    ext[5] > g.Whole[5])
   {
     vtkErrorMacro(<< in.DescriptorPath << ": requested extent " << ext[0] << ".." << ext[1] << ", "
                   << ext[2] << ".." << ext[3] << ", " << ext[4] << ".." << ext[5]
-                  << " lies outside the volume " << slabcast::to_string(d.dims));
+                  << " lies outside the volume " << slabcast::to_string(d.dims) << " at stride "
+                  << this->Stride);
     return 0;
   }
 
@@ -266,7 +269,9 @@ int vtkSlabcastReader::RequestData(
                                                 : slabcast::LiveFollow::Publications;
   try
   {
-    const slabcast::SlabSelection sel = slabcast::select_slabs(d, in.DescriptorPath, ext);
+    const slabcast::SlabSelection sel = this->Stride > 1
+      ? slabcast::select_strided_slabs(d, in.DescriptorPath, ext, this->Stride)
+      : slabcast::select_slabs(d, in.DescriptorPath, ext);
     const slabcast::ExtentSources sources =
       slabcast::open_extent_sources(in.Pool, d, in.DescriptorPath, sel);
     in.Used = sources.used;
@@ -274,28 +279,7 @@ int vtkSlabcastReader::RequestData(
     // as news on the next poll instead of being lost.
     in.RecordExecution();
 
-    if (this->Completeness == NEWEST_DATA)
-    {
-      choice = slabcast::choose_newest_data(sources.by_slab);
-    }
-    else if (in.HaveAgreement && slabcast_vtk::ProcessCount() > 1)
-    {
-      // The ranks' step, still pinned since Refresh (or pinned now for a
-      // slab this rank did not see then); gone: this rank's own newest.
-      if (auto c = slabcast::choose_step(sources.by_slab, this->AgreedStep, in.AgreedPins))
-      {
-        choice = *c;
-        agreed = 1;
-      }
-      else
-      {
-        choice = slabcast::choose_whole_step(sources.by_slab);
-      }
-    }
-    else
-    {
-      choice = slabcast::choose_whole_step(sources.by_slab);
-    }
+    choice = in.Choose(this->Completeness == NEWEST_DATA, this->AgreedStep, sources.by_slab, agreed);
     if (choice.buffers.size() != sources.by_slab.size())
     {
       // Nothing published yet (or, in whole steps, no step all slabs hold):
@@ -310,7 +294,7 @@ int vtkSlabcastReader::RequestData(
       ? slabcast::fill_slabs_from_coarser(choice.buffers)
       : slabcast::FilledSlabs{};
     refilled = !filled.empty();
-    if (sel.zero_copy_slab >= 0 && !refilled)
+    if (sel.zero_copy_slab >= 0 && !refilled && this->Stride == 1)
     {
       const slabcast::SlabBuffer& b = choice.buffers.at(sel.zero_copy_slab);
       values = slabcast_vtk::NewZeroCopyValues(b, d.dims, ext[4], ext[5]);
@@ -321,8 +305,9 @@ int vtkSlabcastReader::RequestData(
     }
     else
     {
-      values = slabcast_vtk::NewAssembledValues(sel, choice.buffers, d.dims, ext, filled);
-      ages = this->AgeArray ? slabcast_vtk::NewAssembledAges(sel, choice.buffers, d.dims, ext, filled) : nullptr;
+      const int k = this->Stride;
+      values = slabcast_vtk::NewAssembledValues(sel, choice.buffers, d.dims, ext, filled, k);
+      ages = this->AgeArray ? slabcast_vtk::NewAssembledAges(sel, choice.buffers, d.dims, ext, filled, k) : nullptr;
     }
     std::vector<slabcast::SlabMappingPtr> shown;
     for (const auto& kv : choice.buffers)
@@ -353,7 +338,7 @@ int vtkSlabcastReader::RequestData(
   output->SetExtent(ext);
   this->ArrayAddress = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(values->GetVoidPointer(0)));
   slabcast_vtk::NameArrays(d.field, values, ages);
-  slabcast_vtk::PrimeRanges(in.Ranges, choice, ext, values, ages, refilled);
+  slabcast_vtk::PrimeRanges(in.Ranges, choice, ext, this->Stride, values, ages, refilled);
   slabcast_vtk::AttachArrays(output->GetPointData(), values, ages);
   if (!this->ZeroCopy)
   {
@@ -395,5 +380,6 @@ void vtkSlabcastReader::PrintSelf(ostream& os, vtkIndent indent)
   os << indent << "AgreedStep: " << this->AgreedStep << "\n";
   os << indent << "Fill: " << (this->Fill == FILL_NEAREST ? "Nearest" : "As published") << "\n";
   os << indent << "AgeArray: " << this->AgeArray << "\n";
+  os << indent << "Stride: " << this->Stride << "\n";
   os << indent << "ZeroCopy: " << this->ZeroCopy << "\n";
 }

@@ -95,6 +95,15 @@ public:
   vtkBooleanMacro(AgeArray, vtkTypeBool);
   ///@}
 
+  ///@{
+  /// A level of detail: the output has every Stride-th point along each axis
+  /// (default 1: all), copied from the slabs. Where a piece's first plane is
+  /// on another host, the nearest plane this host has stands in
+  /// (slabcast::select_strided_slabs).
+  vtkSetClampMacro(Stride, int, 1, 64);
+  vtkGetMacro(Stride, int);
+  ///@}
+
   /// Collective: every rank reads what its slabs hold, the ranks agree on the
   /// newest step all of them hold, each pins it, and the reader is marked
   /// modified on every rank.
@@ -117,6 +126,8 @@ public:
   /// is the array's data.
   vtkGetMacro(Step, vtkIdType);
   vtkGetMacro(AgreedStep, vtkIdType);
+  /// The volume's points along each axis (at stride 1; 0 0 0 before a descriptor is read).
+  vtkGetVector3Macro(VolumeDimensions, int);
   vtkGetMacro(ZeroCopy, int);
   vtkGetMacro(ArrayAddress, vtkIdType);
   vtkGetMacro(MappingBegin, vtkIdType);
@@ -142,8 +153,10 @@ protected:
   int Completeness = WHOLE_STEPS;
   int Fill = FILL_AS_PUBLISHED;
   vtkTypeBool AgeArray = 1;
+  int Stride = 1;
   vtkIdType Step = -1;
   vtkIdType AgreedStep = -1;
+  int VolumeDimensions[3] = { 0, 0, 0 };
   int ZeroCopy = 0;
   vtkIdType ArrayAddress = 0;
   vtkIdType MappingBegin = 0;

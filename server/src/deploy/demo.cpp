@@ -157,8 +157,8 @@ private:
         DemoPlan plan = plan_demo(o_, dims_, depth_, dataset_, key_file(), memory_);
         spdlog::info("demo: {} a step: {} buffers a slab, {} step(s) staged ahead{}, to fit this machine's memory",
                      format_bytes(static_cast<std::uint64_t>(dims_.count()) * 4), memory_.buffers, memory_.window,
-                     memory_.resample ? fmt::format(", rendered from a copy resampled to at most {} points along "
-                                                    "its longest axis", memory_.resample)
+                     memory_.max_points ? fmt::format(", rendered from at most {} points along its longest axis",
+                                                      memory_.max_points)
                                       : "");
         deployment_ = std::move(plan.deployment);
         sides_ = std::move(plan.sides);
@@ -221,7 +221,7 @@ private:
             env.push_back("SLABCAST_LABELS=" + labels);
             env.push_back("SLABCAST_RANGE=" + range_);
             env.push_back("SLABCAST_SCRIPT_DIR=" + layout_.script_dir);
-            if (memory_.resample) env.push_back(fmt::format("SLABCAST_MAX_POINTS={}", memory_.resample));
+            if (memory_.max_points) env.push_back(fmt::format("SLABCAST_MAX_POINTS={}", memory_.max_points));
             // --dr: start from default settings, not a user's saved layout.
             renderer_ = ChildProcess::start({"paraview", "--dr", "--script=" + script("slabcast_gui_open.py")},
                                             log("paraview"), env);
@@ -252,9 +252,9 @@ private:
         } else {
             argv.push_back(script("slabcast_render.py"));
             argv.push_back(descriptor(sides_[0]));
-            if (memory_.resample) {  // a ceiling: the default path may render fewer (slabcast_mappers.py)
+            if (memory_.max_points) {  // a ceiling: the default path may render fewer (slabcast_mappers.py)
                 argv.push_back("--max-points");
-                argv.push_back(std::to_string(memory_.resample));
+                argv.push_back(std::to_string(memory_.max_points));
             }
         }
         for (const std::string& a : {std::string("--save"), o_.out + "/frames/frame_%05d.png", std::string("--save-new-only"),

@@ -126,41 +126,41 @@ int demo_full_volumes(const DemoOptions& o) {
     return o.compare_formats.empty() ? 1 : static_cast<int>(parse_demo_formats(o.compare_formats).size());
 }
 
-std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int resample) {
+std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points) {
     constexpr std::uint64_t kRankBase = 512ull << 20;  // pvbatch with the plugin, Python and Mesa loaded
     const double volumes = o.head_to_head ? 1.125 : demo_full_volumes(o);  // the other side is 1/8
     // Measured (sc11_scale.py, the default mapper on llvmpipe): a rank whose
     // piece spans several slabs gets a copy of it from the reader (one rank
     // per slab maps its slab without one); the volume representation then
     // holds 1.5 times what it renders (the mapper's texture and what it is
-    // made from): 2 ranks over 32 slabs of 1024^3 held 5.2 GiB each.
-    const double values = static_cast<double>(dims.count()) * 4 * volumes;
-    const double copied = o.ranks == o.streams ? 0 : values;
-    double rendered = values;
-    if (resample > 0) {  // the resampled copy is what the mapper renders
-        const double longest = static_cast<double>(std::max({dims.nx, dims.ny, dims.nz}));
-        rendered *= std::min(1.0, std::pow(resample / longest, 3));
-    }
+    // made from): 2 ranks over 32 slabs of 1024^3 held 5.2 GiB each. At a
+    // stride the reader copies only the points rendered.
+    const double longest = static_cast<double>(std::max({dims.nx, dims.ny, dims.nz}));
+    const double rendered = static_cast<double>(dims.count()) * 4 * volumes *
+                            (max_points > 0 ? std::min(1.0, std::pow(max_points / longest, 3)) : 1.0);
+    const double copied = o.ranks == o.streams && max_points == 0 ? 0 : rendered;
     return kRankBase * static_cast<std::uint64_t>(o.ranks) + static_cast<std::uint64_t>(copied + 1.5 * rendered);
 }
 
 DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth) {
     const MachineRoom room = room_here(demo_shm_dir(o));
-    std::vector<DemoMemory> candidates = {{3, 3}, {3, 2}, {2, 2}, {3, 1}, {2, 1}};
+    const std::vector<DemoMemory> kept = {{3, 3}, {3, 2}, {2, 2}, {3, 1}, {2, 1}};
+    std::vector<DemoMemory> candidates = kept;
     const bool one_volume = !o.head_to_head && o.compare_formats.empty();
     for (const int n : {512, 256})
-        if (one_volume && n < std::max({dims.nx, dims.ny, dims.nz})) candidates.push_back({2, 1, n});
+        for (DemoMemory m : kept)
+            if (one_volume && n < std::max({dims.nx, dims.ny, dims.nz})) candidates.push_back({m.buffers, m.window, n});
     std::string problem;
     for (const DemoMemory& m : candidates) {
         const DemoPlan plan = plan_demo(o, dims, depth, "", "", m);
-        problem = memory_problem(plan_memory(plan.deployment), demo_renderer_bytes(o, dims, m.resample),
+        problem = memory_problem(plan_memory(plan.deployment), demo_renderer_bytes(o, dims, m.max_points),
                                  fmt::format("the renderer's {} rank(s)", o.ranks), room);
         if (problem.empty()) return m;
     }
     throw std::runtime_error(fmt::format("demo: {} does not fit this machine even with 2 buffers a slab, one step "
                                          "staged{}: {} (a smaller --dims, fewer --ranks, or a larger /dev/shm: "
                                          "mount -o remount,size=N /dev/shm)",
-                                         to_string(dims), one_volume ? " and the renderer on a 256-point copy" : "",
+                                         to_string(dims), one_volume ? " and the renderer on at most 256 points a side" : "",
                                          problem));
 }
 

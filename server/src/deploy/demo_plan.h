@@ -42,10 +42,11 @@ std::string demo_staging(const DemoOptions& o, const std::string& side);
 // --buffers) and steps each stager reads ahead (its --budget).
 struct DemoMemory {
     int buffers = 3, window = 3;
-    // 0: the renderer may show the volume at full resolution; N: at most a
-    // copy resampled to N points along its longest axis (slabcast_render.py
-    // --max-points N), when the full one does not fit beside the slabs.
-    int resample = 0;
+    // 0: the renderer may show the volume at full resolution; N: at most N
+    // points along its longest axis (slabcast_render.py --max-points N: every
+    // K-th point, which the reader takes from the slabs without a full-size
+    // copy), when the full one does not fit beside the slabs.
+    int max_points = 0;
 };
 
 // `depth` planes per slab (NZ / --streams); `dataset` and `key_file` as the
@@ -61,17 +62,16 @@ int demo_full_volumes(const DemoOptions& o);
 
 // What the demo's renderer (pvbatch ranks, or the GUI) holds beside the
 // slabs it maps: per rank a base; the reader's copy of a rank's piece where
-// it spans several slabs; 1.5 times the values rendered (`resample` points
-// along the longest axis, or all of them). Measured: docs/performance.md,
+// it spans several slabs or is strided (`max_points` along the longest axis,
+// 0: all); 1.5 times the values rendered. Measured: docs/performance.md,
 // section 14.
-std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int resample = 0);
+std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points = 0);
 
 // The most buffers and read-ahead that fit this machine's memory and /dev/shm
 // beside the renderer, from (3 buffers, 3 steps) down to (2, 1); failing
-// those, (2, 1) with the renderer on a copy resampled to 512, then 256,
-// points along the longest axis (one volume only: the side-by-side views
-// have no resampled path). Throws std::runtime_error naming the figures
-// when nothing fits.
+// those, the same with the renderer on at most 512, then 256, points along
+// the longest axis (one volume only: the side-by-side views have no level of
+// detail). Throws std::runtime_error naming the figures when nothing fits.
 DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth);
 
 }  // namespace slabcast

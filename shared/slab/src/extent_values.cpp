@@ -38,6 +38,12 @@ void require_whole(const SlabMapping& m) {
     if (!m.still_whole()) throw std::runtime_error(m.path() + ": truncated under the reader (the file shrank)");
 }
 
+void stride_extent(const int extent[6], int stride, int fine[6]) {
+    for (int i = 0; i < 6; ++i) fine[i] = extent[i] * stride;
+}
+
+int strided_points(std::int64_t points, int stride) { return static_cast<int>((points - 1) / stride + 1); }
+
 std::int64_t extent_value_count(const int extent[6]) {
     return std::int64_t{extent[1] - extent[0] + 1} * (extent[3] - extent[2] + 1) * (extent[5] - extent[4] + 1);
 }
@@ -103,8 +109,19 @@ std::uint8_t* map_ages(std::int64_t count) { return static_cast<std::uint8_t*>(m
 namespace {
 template <class T, class Base>
 void assemble(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab, const Dims& dims,
-              const int extent[6], T* out, Base base) {
+              const int extent[6], T* out, Base base, int stride) {
     for (const auto& kv : by_slab) require_whole(*kv.second.mapping);
+    if (stride > 1) {  // every stride-th value of every stride-th row of the selection's planes
+        for (const PlaneSource& plane : selection.planes) {
+            const SlabBuffer& b = by_slab.at(plane.slab);
+            const T* first = base(plane.slab, b);
+            for (int y = extent[2]; y <= extent[3]; y += stride) {
+                const T* row = first + slab_offset(dims, b.mapping->geometry(), extent[0], y, plane.z);
+                for (int x = 0; x <= extent[1] - extent[0]; x += stride) *out++ = row[x];
+            }
+        }
+        return;
+    }
     // base(slab, buffer): the slab's first stored value.
     const std::int64_t row_length = extent[1] - extent[0] + 1;
     const std::int64_t rows = extent[3] - extent[2] + 1;
@@ -124,19 +141,19 @@ void assemble(const SlabSelection& selection, const std::map<int, SlabBuffer>& b
 }  // namespace
 
 void assemble_extent(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab,
-                     const Dims& dims, const int extent[6], float* out, const FilledSlabs& filled) {
+                     const Dims& dims, const int extent[6], float* out, const FilledSlabs& filled, int stride) {
     assemble(selection, by_slab, dims, extent, out, [&](int slab, const SlabBuffer& b) {
         const auto f = filled.find(slab);
         return f != filled.end() ? f->second.values.data() : b.values();
-    });
+    }, stride);
 }
 
 void assemble_ages(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab, const Dims& dims,
-                   const int extent[6], std::uint8_t* out, const FilledSlabs& filled) {
+                   const int extent[6], std::uint8_t* out, const FilledSlabs& filled, int stride) {
     assemble(selection, by_slab, dims, extent, out, [&](int slab, const SlabBuffer& b) {
         const auto f = filled.find(slab);
         return f != filled.end() ? f->second.ages.data() : b.ages();
-    });
+    }, stride);
 }
 
 FilledSlabs fill_slabs_from_coarser(const std::map<int, SlabBuffer>& by_slab) {

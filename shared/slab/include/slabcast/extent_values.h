@@ -45,6 +45,13 @@ void require_whole(const SlabMapping& m);
 // Number of values in the point extent {x0, x1, y0, y1, z0, z1}.
 std::int64_t extent_value_count(const int extent[6]);
 
+// A level of detail: every `stride`-th point along each axis, a volume of
+// strided_points(n, stride) points per axis of n. Point i of it is point
+// stride * i of the volume; `fine` is the volume's extent that `extent` of
+// the strided one spans.
+void stride_extent(const int extent[6], int stride, int fine[6]);
+int strided_points(std::int64_t points, int stride);
+
 // The first value of plane `z0` in buffer `b` of its slab, which stores it
 // (the selection's zero_copy_slab); the values of all planes up to the slab's
 // last follow. Checks the file is still whole first.
@@ -76,11 +83,15 @@ FilledSlabs fill_slabs_from_coarser(const std::map<int, SlabBuffer>& by_slab);
 
 // Copies `extent` into `out` (extent_value_count(extent) floats, x fastest)
 // from each plane's source slab buffer in `by_slab`, or from its copy in
-// `filled` where there is one. Checks every file is still whole first.
+// `filled` where there is one. Checks every file is still whole first. With
+// a `stride` > 1, `extent` is a stride_extent's `fine` one, the selection a
+// select_strided_slabs one, and every stride-th row and value of each
+// selected plane is copied.
 void assemble_extent(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab,
-                     const Dims& dims, const int extent[6], float* out, const FilledSlabs& filled = {});
+                     const Dims& dims, const int extent[6], float* out, const FilledSlabs& filled = {},
+                     int stride = 1);
 // The same for the values' ages.
 void assemble_ages(const SlabSelection& selection, const std::map<int, SlabBuffer>& by_slab, const Dims& dims,
-                   const int extent[6], std::uint8_t* out, const FilledSlabs& filled = {});
+                   const int extent[6], std::uint8_t* out, const FilledSlabs& filled = {}, int stride = 1);
 
 }  // namespace slabcast

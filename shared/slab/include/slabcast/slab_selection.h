@@ -13,6 +13,7 @@ namespace slabcast {
 struct PlaneSource {
     int slab = 0;        // slab whose stored planes hold this plane
     bool ghost = false;  // true: taken from that slab's ghost copy (owner not on this host)
+    int z = 0;           // the volume's plane read
 };
 
 struct SlabSelection {
@@ -28,5 +29,14 @@ struct SlabSelection {
 // descriptor, the missing slab and its expected file when a plane is stored by
 // no slab this host holds.
 SlabSelection select_slabs(const Descriptor& d, const std::string& descriptor_path, const int extent[6]);
+
+// The same for `extent` of the volume at a level of detail (every `stride`-th
+// point, extent_values.h's stride_extent): one plane per plane of `extent`,
+// plane stride * z of the volume. A piece's first plane may lie in a slab on
+// another host (pieces share their boundary plane, and the ghost plane below
+// a slab is one plane, not `stride`); the nearest plane this host stores, at
+// most stride - 1 away, stands in. Never zero copy.
+SlabSelection select_strided_slabs(const Descriptor& d, const std::string& descriptor_path, const int extent[6],
+                                   int stride);
 
 }  // namespace slabcast
