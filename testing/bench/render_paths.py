@@ -14,7 +14,7 @@ and a 1024^3 step needs no copy in /dev/shm.
 - first frame: the first Render() after the data is read: the volume's upload
   (and, for resample:N, the resampling), as when a new step arrives;
 - later frame: the median of --frames renders of the same view;
-- Mvox/s/core: voxels rendered (N^3 for resample:N) / later frame / cores of
+- Mvox/s/core: voxels rendered (N^3 for resample:N, ((n-1)/K+1)^3 for stride:K) / later frame / cores of
   this host, beside the paper's 1024^3 / (2.5 s x 32 cores) = 13.4 (Balman et
   al., 2012, section 4);
 - image RMSE and max: the last frame against `smart`'s (the default) at the
@@ -28,7 +28,7 @@ estimate (up to 10 min), so as not to push another job out of memory; with
 --lock FILE each run holds that flock (the measure lock, /tmp/slabcast-measure.lock).
 
 Usage: SLABCAST_BUILD=build python3 testing/bench/render_paths.py [--sizes 256,1024] [--ranks 1,2]
-       [--paths smart,gpu,raycast,ospray,resample:1/2,resample:1/4] [--size 800x800] [--frames 5]
+       [--paths smart,gpu,raycast,ospray,stride:2,resample:1/2,resample:1/4] [--size 800x800] [--frames 5]
        [--repeats 2] [--out DIR] [--montage FILE] [--lock FILE]
 """
 import argparse
@@ -76,6 +76,8 @@ def expand(paths, n):
 
 
 def rendered_voxels(path, n):
+    if path.startswith("stride:"):
+        return ((n - 1) // int(path[7:]) + 1) ** 3
     return (int(path[9:]) if path.startswith("resample:") else n) ** 3
 
 
@@ -225,8 +227,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="256,1024", help="volume edge lengths N (N^3)")
     ap.add_argument("--ranks", default="1,2")
-    ap.add_argument("--paths", default="smart,gpu,raycast,ospray,resample:1/2,resample:1/4",
-                    help="--mapper choices; resample:1/K is resample:N/K")
+    ap.add_argument("--paths", default="smart,gpu,raycast,ospray,stride:2,resample:1/2,resample:1/4",
+                    help="--mapper choices; resample:1/K is resample:N/K; stride:K goes through ExtractSubset here "
+                         "(the raw reader), the same points the slabcast reader's Stride takes")
     ap.add_argument("--size", default="800x800")
     ap.add_argument("--frames", type=int, default=5, help="later frames timed in each run")
     ap.add_argument("--repeats", type=int, default=2, help="rounds, the paths' order alternating")
