@@ -1,9 +1,12 @@
 // The front end of the receiving side: a pool of writer threads (resized
-// while the transfer runs) takes filled slots from the ring, checks each
-// block's checksum, writes it at its offset in the file's part file, notes it
-// in the journal, and counts it toward its file (Balman et al., 2012,
-// section 5.3: the client's front end takes blocks out of the shared memory
-// blocks and, disk to disk, writes them; blocks may arrive in any order).
+// while the transfer runs) takes filled slots from the ring and acts on their
+// records: a zero block checked, journaled and counted toward its file, a
+// file's end (which may make it whole: receive_finish.cpp), a file the sender
+// could not read (Balman et al., 2012, section 5.3: the client's front end
+// takes blocks out of the shared memory blocks; blocks may arrive in any
+// order). Data payloads no longer pass through here: each stream writes them
+// into their part files as they arrive (receive_direct.cpp), which spares a
+// 4 MiB slot and a hand-over between threads per block.
 #include "mover/receive_records.h"
 #include "mover/receive_transfer.h"
 

@@ -2,10 +2,12 @@
 // ending (stream 0 first, the others once the manifest is taken), when
 // nothing more can come, and how it stops early. What each stage does is in
 // its own file: receive_manifest.cpp (the manifest, the limits, the tree
-// prepared), receive_frames.cpp (each stream's back end: frames checked into
-// the ring), receive_blocks.cpp (the front-end writers: blocks into part
-// files), receive_finish.cpp (whole files verified and moved into place, the
-// report). The block-based design is Balman et al., 2012, section 5.3.
+// prepared), receive_frames.cpp (each stream's back end: frames checked, the
+// rest into the ring), receive_direct.cpp (a Data frame's payload from the
+// stream straight into its part file), receive_blocks.cpp (the front-end
+// writers: file ends, zero blocks, failures), receive_finish.cpp (whole
+// files verified and moved into place, the report). The block-based design
+// is Balman et al., 2012, section 5.3.
 #include "mover/receive_transfer.h"
 
 #include "mover/peer_text.h"
