@@ -144,9 +144,11 @@ def per_step(out_dir, n, streams):
     for j in json_lines(os.path.join(logs, "full-stage.json")):
         if j.get("kind") == "step" and j.get("result") == "staged":
             staged.setdefault(j["step"], []).append((j["time"], j["seconds"], j["gbytes_per_s"]))
-    frames, first = [], None  # (step, seconds) of each frame after the renderer's first, in order
+    frames, first, mapper = [], None, ""  # (step, seconds) of each frame after the renderer's first, in order
     with open(os.path.join(logs, "render.log")) as f:
         for line in f:
+            if line.startswith("slabcast_render: ") and ", mapper " in line:
+                mapper = line.split(", mapper ", 1)[1].strip()  # "stride:4 (auto, ...)"
             # "frame 3: step 5, 3343.1 ms | caption ..."
             if line.startswith("frame ") and ": step " in line:
                 index = int(line.split(":")[0].split()[1])
@@ -180,7 +182,7 @@ def per_step(out_dir, n, streams):
                     rows[i]["frame_s"] = seconds
                 at = i
                 break
-    return rows, first
+    return rows, first, mapper
 
 
 def run_size(n, a, cache):
@@ -205,11 +207,12 @@ def run_size(n, a, cache):
     sampler.join()
     if demo.returncode != 0:
         sys.exit("demo %d^3 failed (%d):\n%s" % (n, demo.returncode, "".join(log[-20:])))
-    rows, first_frame = per_step(out_dir, n, a.streams)
+    rows, first_frame, mapper = per_step(out_dir, n, a.streams)
     if not rows:
         sys.exit("demo %d^3: no step was published in every slab; see %s/logs" % (n, out_dir))
     chosen = [l for l in log if "buffers a slab" in l]
-    return {"n": n, "rows": rows, "first_frame": first_frame, "memory": sampler.peak, "seconds": time.monotonic() - t0,
+    return {"n": n, "rows": rows, "first_frame": first_frame, "mapper": mapper, "memory": sampler.peak,
+            "seconds": time.monotonic() - t0,
             "fit": chosen[0].split("demo: ", 1)[1].strip() if chosen else ""}
 
 
@@ -220,7 +223,7 @@ def median(values):
 
 def report(result, a):
     n, rows = result["n"], result["rows"]
-    print("\n%d^3: %s" % (n, result["fit"]))
+    print("\n%d^3: %s\nrendered through: %s" % (n, result["fit"], result["mapper"] or "?"))
     print("%6s %14s %10s %8s %8s %9s %10s" % ("step", "sync->pub. s", "latency s", "Gbit/s", "loss %", "frame s",
                                               "stage GB/s"))
     for r in rows:
@@ -234,8 +237,8 @@ def report(result, a):
     if result["first_frame"]:
         print("first frame (pvbatch's first read, upload and render, not in the median): step %d, %.2f s"
               % result["first_frame"])
-    print("median: latency %.2f s, %.2f Gbit/s of values, frame %.2f s = %.1f Mvoxel/s per core (%d cores)"
-          % (lat, gbps, frame, mvox, CORES))
+    print("median: latency %.2f s, %.2f Gbit/s of values, frame %.2f s = %.1f Mvoxel/s per core (%d cores) of the "
+          "step's voxels (a level of detail renders fewer: see 'rendered through')" % (lat, gbps, frame, mvox, CORES))
     if n == 1024:
         print("against SC11 (section 4.6): step %.2f s vs %.1f s (%.2fx); per receiving host %.2f vs %.2f Gbit/s of "
               "values (%.2fx); render %.1f vs %.1f Mvoxel/s per core (%.2fx)"
