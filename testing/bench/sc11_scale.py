@@ -216,6 +216,17 @@ def run_size(n, a, cache):
             "fit": chosen[0].split("demo: ", 1)[1].strip() if chosen else ""}
 
 
+def rendered_points(mapper, n):
+    """Points per axis the renderer drew of an n^3 volume, from the render
+    log's path ("stride:4 (...)", "resample:256 (...)", "smart (...)")."""
+    path = mapper.split(" ")[0]
+    if path.startswith("stride:"):
+        return (n - 1) // int(path[7:]) + 1
+    if path.startswith("resample:"):
+        return min(n, int(path[9:]))
+    return n
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else float("nan")
@@ -234,21 +245,24 @@ def report(result, a):
     lat, gbps, frame = median(r["latency_s"] for r in rows), median(r["gbps"] for r in rows), \
         median(r["frame_s"] for r in rows)
     mvox = n ** 3 / frame / CORES / 1e6
+    drawn = rendered_points(result["mapper"], n)
+    mvox_drawn = drawn ** 3 / frame / CORES / 1e6
     if result["first_frame"]:
         print("first frame (pvbatch's first read, upload and render, not in the median): step %d, %.2f s"
               % result["first_frame"])
-    print("median: latency %.2f s, %.2f Gbit/s of values, frame %.2f s = %.1f Mvoxel/s per core (%d cores) of the "
-          "step's voxels (a level of detail renders fewer: see 'rendered through')" % (lat, gbps, frame, mvox, CORES))
+    print("median: latency %.2f s, %.2f Gbit/s of values, frame %.2f s: %.1f Mvoxel/s per core (%d cores) rendered "
+          "(%d^3), %.1f of the step's %d^3" % (lat, gbps, frame, mvox_drawn, CORES, drawn, mvox, n))
     if n == 1024:
         print("against SC11 (section 4.6): step %.2f s vs %.1f s (%.2fx); per receiving host %.2f vs %.2f Gbit/s of "
-              "values (%.2fx); render %.1f vs %.1f Mvoxel/s per core (%.2fx)"
+              "values (%.2fx); render %.1f Mvoxel/s per core rendered vs %.1f at full resolution (%.2fx), frame "
+              "%.2f s vs 2.5 s"
               % (lat, PAPER_STEP_S, PAPER_STEP_S / lat, gbps, PAPER_HOST_GBPS_VALUES, gbps / PAPER_HOST_GBPS_VALUES,
-                 mvox, PAPER_RENDER_MVOXEL_PER_CORE, mvox / PAPER_RENDER_MVOXEL_PER_CORE))
+                 mvox_drawn, PAPER_RENDER_MVOXEL_PER_CORE, mvox_drawn / PAPER_RENDER_MVOXEL_PER_CORE, frame))
     print("largest resident memory (MiB, private / tmpfs pages mapped):")
     for role, (anon, shmem) in sorted(result["memory"].items()):
         print("  %-8s %8.0f / %8.0f" % (role, anon, shmem))
     return {"n": n, "median_latency_s": lat, "median_gbps": gbps, "median_frame_s": frame,
-            "mvoxel_per_s_per_core": mvox}
+            "rendered_points": drawn, "mvoxel_per_s_per_core_rendered": mvox_drawn, "mvoxel_per_s_per_core_of_step": mvox}
 
 
 def check(result, a):
