@@ -405,7 +405,16 @@ def main(argv):
         width, height = wall.size  # the frame is the whole wall's image
 
     reader = make_reader(args)
-    # The path first: a stride is the reader's own, set before it reads a step.
+    # The view before the path: a pvserver answers for its OpenGL (auto asks)
+    # only once its views are set up (a tile display's above all).
+    view = GetActiveViewOrCreate("RenderView")
+    view.ViewSize = [width, height]
+    view.UseColorPaletteForBackground = 0
+    view.Background = [0.0, 0.0, 0.0]
+    view.OrientationAxesVisibility = 0
+    if args.connect:
+        show_on_tile_display(view)
+    # The path before the first read: a stride is the reader's own.
     mapper, why = resolve(args.mapper, volume_dims(reader), args.max_points)
     if unavailable(mapper):
         fail(unavailable(mapper))
@@ -417,13 +426,6 @@ def main(argv):
         fail("no data from %s (see the error above)" % args.descriptor)
     lo, hi = value_range(reader, field, args, wall)
 
-    view = GetActiveViewOrCreate("RenderView")
-    view.ViewSize = [width, height]
-    view.UseColorPaletteForBackground = 0
-    view.Background = [0.0, 0.0, 0.0]
-    view.OrientationAxesVisibility = 0
-    if args.connect:
-        show_on_tile_display(view)
     display = show_volume(reader, view, mapper)
     b = reader.GetDataInformation().GetBounds()
     if wall:
