@@ -35,11 +35,12 @@ MODES = {"smart": "Smart", "gpu": "GPU Based", "raycast": "Ray Cast Only", "ospr
 # OpenGL renderer strings of Mesa's software rasterisers.
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast")
 # On llvmpipe a level of detail from this many points along the longest axis:
-# at 256^3 half the points renders a frame in 0.2-0.4 of smart's time, image
-# RMSE under 2/255 from smart (no further than VTK's CPU ray caster is); at
-# 1024^3 smart renders black frames (llvmpipe makes no 3D texture of 2 GiB or
-# more). Below it a software frame is already short (128^3: about 0.4 s) and
-# half of it loses visible detail.
+# at 256^3 every other point renders a new step's first frame in 0.41-0.47 of
+# smart's time and later frames in 0.41-0.49, image RMSE 2.3/255 from smart
+# (the resampled copy: 1.9, but 0.74-0.87 of smart's first frame; VTK's CPU
+# ray caster: 1.6-1.9); at 1024^3 smart renders black frames (llvmpipe makes
+# no 3D texture of 2 GiB or more). Below it a software frame is already short
+# (128^3: about 0.4 s) and half of it loses visible detail.
 SOFTWARE_LOD_FROM = 256
 # A software frame's cost grows with the points rendered, so auto renders no
 # more than this along the longest axis: a frame time near 256^3's however
