@@ -4,11 +4,11 @@
 #include "mover/auth.h"
 #include "mover/stream_io.h"
 
+#include "mover_socket_pair.h"
+
 #include <catch2/catch.hpp>
 
 #include <sodium.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <functional>
@@ -27,18 +27,8 @@ Key random_key() {
 }
 
 // Two ends of a connection: `server` and `client`.
-struct Connection {
-    int server = -1, client = -1;
-    Connection() {
-        int ends[2];
-        REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) == 0);
-        server = ends[0];
-        client = ends[1];
-    }
-    ~Connection() {
-        ::close(server);
-        ::close(client);
-    }
+struct Connection : Pair {
+    const int server = a, client = b;
 };
 
 const std::string kJson = R"({"stream":0,"dest":"d"})";
