@@ -46,8 +46,7 @@ void generate(const DemoOptions& o, const Dims& dims, const std::string& datagen
 // Checks the dataset against the demo's volume and fixes the colour range
 // for the whole run from its last (most evolved) step, so that growth of
 // structure shows as growth, not as a rescaled picture.
-std::string colour_range(const std::string& dir, const Dims& dims) {
-    const Dataset d = read_dataset(dir);
+std::string colour_range(const Dataset& d, const std::string& dir, const Dims& dims) {
     if (!(d.dims == dims))
         throw std::runtime_error("demo: " + dir + " is " + to_string(d.dims) + ", not the --dims " + to_string(dims));
     std::ifstream in(d.step_path(d.steps.back()), std::ios::binary);
@@ -81,8 +80,8 @@ DemoDataset prepare_demo_dataset(const DemoOptions& o, const Dims& dims, const s
         if (fs::exists(out.directory + "/dataset.json")) spdlog::info("demo: dataset {} (cached)", out.directory);
         else generate(o, dims, datagen, out.directory);
     }
-    out.range = colour_range(out.directory, dims);
     const Dataset d = read_dataset(out.directory);
+    out.range = colour_range(d, out.directory, dims);
     out.step_interval = o.step_interval >= 0                                    ? o.step_interval
                         : stays_in_page_cache(d.step_bytes() * d.steps.size()) ? 3
                                                                                 : 0;

@@ -148,8 +148,8 @@ DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth) {
     std::vector<DemoMemory> candidates = kept;
     const bool one_volume = !o.head_to_head && o.compare_formats.empty();
     for (const int n : {512, 256})
-        for (DemoMemory m : kept)
-            if (one_volume && n < std::max({dims.nx, dims.ny, dims.nz})) candidates.push_back({m.buffers, m.window, n});
+        if (one_volume && n < std::max({dims.nx, dims.ny, dims.nz}))
+            for (const DemoMemory& m : kept) candidates.push_back({m.buffers, m.window, n});
     std::string problem;
     for (const DemoMemory& m : candidates) {
         const DemoPlan plan = plan_demo(o, dims, depth, "", "", m);
