@@ -28,8 +28,9 @@ def show_volume(descriptor, view, caption, value_range):
     max_points = int(os.environ.get("SLABCAST_MAX_POINTS", "0"))  # the demo's memory ceiling
     if max_points and not mapper:
         mapper = "auto"
-    if mapper:  # a stride is the reader's own: set before it reads a step
-        apply_stride(reader, resolve(mapper, volume_dims(reader), max_points)[0])
+    if mapper:  # the path once; a stride is the reader's own: set before it reads a step
+        mapper = resolve(mapper, volume_dims(reader), max_points)[0]
+        apply_stride(reader, mapper)
     reader.UpdatePipeline()
     field = [k for k in reader.PointData.keys() if not k.endswith("_age")][0]  # the values, not their age
     lo, hi = value_range or reader.PointData[field].GetRange()
@@ -38,7 +39,7 @@ def show_volume(descriptor, view, caption, value_range):
     view.OrientationAxesVisibility = 0
     view.UseColorPaletteForBackground = 0
     view.Background = [0.0, 0.0, 0.0]
-    display = show_through(reader, view, mapper, max_points) if mapper else Show(reader, view)
+    display = show_through(reader, view, mapper) if mapper else Show(reader, view)
     apply_cosmic_preset(display, field, lo, hi, "Inferno (matplotlib)",
                         (b[1] - b[0], b[3] - b[2], b[5] - b[4]))
     if caption:
