@@ -7,7 +7,7 @@ packages=(
   # build
   cmake g++ make pkg-config
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libnuma-dev catch2 libfftw3-dev
-  libsodium-dev libxxhash-dev libbenchmark-dev
+  libsodium-dev libssl-dev libxxhash-dev libbenchmark-dev
   # run-packet codecs (issue 19): ZFP fixed-rate, and LZ4 for the lossless codec
   libzfp-dev
   # fuzzing: clang's libFuzzer and sanitizer runtimes
