@@ -127,7 +127,7 @@ bool ReceiveTransfer::count_block(FileState& f, std::uint64_t b, std::uint64_t s
 // Opens the file's part file (creating and sizing it the first time), and
 // closes the oldest open one beyond kOpenPartFiles: a transfer with blocks
 // of a million files in flight must not hold a million descriptors.
-std::shared_ptr<UniqueFd> ReceiveTransfer::open_part(std::uint32_t index) {
+std::shared_ptr<ReceiveTransfer::PartFile> ReceiveTransfer::open_part(std::uint32_t index) {
     FileState& f = files_[index];
     if (f.fd) return f.fd;
     const std::string part = part_of(index);
@@ -135,7 +135,7 @@ std::shared_ptr<UniqueFd> ReceiveTransfer::open_part(std::uint32_t index) {
     if (!f.part_ready && ::ftruncate(fd.get(), static_cast<off_t>(manifest_.files[index].size)) != 0)
         throw std::runtime_error(tree_.root() + "/" + part + ": cannot size it: " + std::strerror(errno));
     f.part_ready = true;
-    f.fd = std::make_shared<UniqueFd>(std::move(fd));
+    f.fd = std::make_shared<PartFile>(std::move(fd));
     open_order_.push_back(index);
     ++open_parts_;
     while (!open_order_.empty() && (open_parts_ > kOpenPartFiles || !files_[open_order_.front()].fd)) {

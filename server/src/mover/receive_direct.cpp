@@ -36,8 +36,10 @@ void ReceiveTransfer::block_state(FileState& f) const {
     if (f.writing.empty()) f.writing.assign(f.blocks, false);
 }
 
-void ReceiveTransfer::write_at(int fd, const std::uint8_t* data, std::size_t n, std::uint64_t offset,
+void ReceiveTransfer::write_at(PartFile& part, const std::uint8_t* data, std::size_t n, std::uint64_t offset,
                                std::uint32_t file) {
+    std::lock_guard lock(part.writing);
+    const int fd = part.get();
     for (std::size_t done = 0; done < n;) {
         const ssize_t w = ::pwrite(fd, data + done, n - done, static_cast<off_t>(offset + done));
         if (w < 0 && errno == EINTR) continue;
@@ -56,7 +58,7 @@ void ReceiveTransfer::drop_part(std::uint32_t file) {
 void ReceiveTransfer::write_block(Channel& c, const Frame& f, std::uint8_t* buf) {
     FileState& file = files_[f.file];
     const std::uint64_t b = f.offset / manifest_.block;
-    std::shared_ptr<UniqueFd> fd;  // none: the payload is read and dropped
+    std::shared_ptr<PartFile> fd;  // none: the payload is read and dropped
     {
         std::lock_guard lock(mutex_);
         if (file.status == FileState::Status::Waiting) {
@@ -82,7 +84,7 @@ void ReceiveTransfer::write_block(Channel& c, const Frame& f, std::uint8_t* buf)
             const std::size_t n = std::min<std::size_t>(kCachePiece, f.length - at);
             if (!c.read_full(buf, n)) throw std::runtime_error("the peer closed the connection in the middle of a frame");
             sum.add(buf, n);  // while the piece is still in cache
-            if (fd) write_at(fd->get(), buf, n, f.offset + at, f.file);
+            if (fd) write_at(*fd, buf, n, f.offset + at, f.file);
             at += n;
         }
     } catch (...) {

@@ -25,7 +25,7 @@ using nlohmann::json;
 void ReceiveTransfer::finish_file(std::uint32_t index) {
     FileState& f = files_[index];
     const ManifestFile& m = manifest_.files[index];
-    std::shared_ptr<UniqueFd> fd;
+    std::shared_ptr<PartFile> fd;
     {
         // A block of it still being written (sent again: write_block) may yet
         // change its bytes or fail it: only once none is, it is judged.

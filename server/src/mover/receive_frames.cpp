@@ -95,6 +95,7 @@ void ReceiveTransfer::carry_blocks(Channel& c, bool first) {
         slot = nullptr;
     };
     const PieceBuffer buf = piece_buffer();  // the stream's payloads pass through it
+    std::string record_payload;  // a FileFailed frame's reason (frame_problem bounds it by the block)
     try {
         for (;;) {
             std::uint8_t header[kHeaderBytes];
@@ -132,7 +133,14 @@ void ReceiveTransfer::carry_blocks(Channel& c, bool first) {
             if (const std::string why = frame_problem(*f); !why.empty()) throw std::runtime_error(why);
             if (f->kind == Kind::Data) {
                 write_block(c, *f, buf.get());
-            } else {
+            } else if (!settings_.read_back) {
+                // Acted on here, its part file still open: through the ring,
+                // a small file's end reached a writer up to a second after its
+                // data on a loaded host, by then closed and opened again, and
+                // the transfer's end waited for the writers to catch up.
+                read_payload(c, *f, record_payload);
+                handle(*f, reinterpret_cast<const std::uint8_t*>(record_payload.data()));
+            } else {  // finishing reads the whole file back: the writers do it, off the stream
                 const std::size_t need = record_bytes(f->length);
                 if (slot && slot->used + need > slot->capacity) hand_over();
                 if (!slot) {

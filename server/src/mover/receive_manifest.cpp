@@ -125,12 +125,17 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, Channel& control
         have_bytes += n;
         return true;
     };
+    // Each directory looked up once, missing ones too: into a new
+    // destination, a lookup per file was a failed openat2 per file.
+    std::unordered_map<std::string, DestTree::Dir> dirs;
     for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
         const ManifestFile& m = manifest_.files[i];
         FileState& f = files_[i];
         f.blocks = blocks_of(m.size, block);
         const auto [dir_path, name] = split_path(path_of(i));
-        const DestTree::Dir dir = tree_.dir_if_exists(dir_path);
+        auto known_dir = dirs.find(dir_path);
+        if (known_dir == dirs.end()) known_dir = dirs.emplace(dir_path, tree_.dir_if_exists(dir_path)).first;
+        const DestTree::Dir& dir = known_dir->second;
         struct stat st {};
         const bool exists = dir && ::fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
         // Already in place, same size and time: as rsync's quick check.
