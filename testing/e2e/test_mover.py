@@ -426,7 +426,10 @@ class MoverTest(unittest.TestCase):
             self.assertEqual(r.returncode, 1, r.stderr)
             self.assertIn(why, r.stderr)
             wait_for(lambda: why.split(":")[0] in self.server.text(), what="the server to log the refusal")
-        self.assertEqual(self.server.text().count("refused a client from 127.0.0.1"), 2, self.server.text())
+        # Each refused client is logged once for each stream it opened: its
+        # streams connect while stream 0 says Hello (4 at most for each of the two).
+        refusals = self.server.text().count("refused a client from 127.0.0.1")
+        self.assertTrue(2 <= refusals <= 8, self.server.text())
         self.assertFalse(os.path.exists(os.path.join(self.root, "refused")), "a refused client wrote something")
 
         # A hand-made client with the key checks the server's proof itself

@@ -7,8 +7,9 @@
 // real directory in /dev/shm.
 //
 // Input (little-endian):
-//   u8 flags: 1 = a second stream asks to join before the manifest (it must be
-//             refused), 2 = raw: the rest of the input goes to stream 0 as it is
+//   u8 flags: 1 = the second stream joins before the manifest is taken (it
+//             must wait for it, reading nothing: the sender opens its streams
+//             meanwhile), 2 = raw: the rest of the input goes to stream 0 as it is
 //   u16 L, L bytes: the manifest's JSON, sent as one Manifest frame
 //   records to the end: u8 op (low 4 bits: kind; 0x10: the right checksum,
 //     else 8 bytes of one follow the header fields; 0x20: on stream 1),
@@ -137,19 +138,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         // No wait for late streams: the input's are all there.
         ReceiveTransfer t(kId, root, "", ReceiveSettings{1, 1u << 20, (flags & 4) != 0, "fuzz", limits, 0});
         Pair first, second;
-        if (flags & 1) {  // a stream that joins before the manifest is taken is refused, not carried
-            bool refused = false;
-            try {
-                t.run_stream(second.ends[1]);
-            } catch (const std::runtime_error&) {
-                refused = true;
-            }
-            if (!refused) __builtin_trap();
-        }
         std::thread joiner;
-        if (!stream1.empty()) {
+        const bool early = (flags & 1) != 0;
+        if (!stream1.empty() || early) {
             joiner = std::thread([&] {
-                while (!t.prepared() && !t.finished()) std::this_thread::yield();
+                while (!early && !t.prepared() && !t.finished()) std::this_thread::yield();
                 try {
                     t.run_stream(second.ends[1]);
                 } catch (const std::runtime_error&) {

@@ -16,11 +16,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -166,7 +169,7 @@ TEST_CASE("a block frame whose file, offset or length is outside the manifest st
     CHECK_FALSE(std::filesystem::exists(dir.file("a")));
 }
 
-TEST_CASE("frames before the manifest, and a stream that joins before it is taken, are refused") {
+TEST_CASE("frames before the manifest are refused; a stream that joins before it is taken waits, reading nothing") {
     TempShmDir dir;
     {
         Session s(dir.path);
@@ -177,13 +180,28 @@ TEST_CASE("frames before the manifest, and a stream that joins before it is take
         s.refused(frame(Kind::Data, 0, 0, 0, "x"), "expected the manifest, not a Data frame");
     }
     {
-        // The landed code handed such a stream to the block loop, which used the ring before it existed.
+        // The landed code handed such a stream to the block loop, which used
+        // the ring before it existed. The sender now opens its streams while
+        // stream 0 sends the manifest: a stream that comes first waits,
+        // reading nothing, until the transfer is prepared or ends.
         Session s(dir.path);
         int ends[2];
         REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
         const std::string block = zeros(0, 0, 4096);
         write_full(ends[0], block.data(), block.size());
-        CHECK_THROWS_WITH(s.t.run_stream(ends[1]), Catch::Contains("before its manifest was taken"));
+        std::atomic<bool> returned{false};
+        std::thread early([&] {
+            s.t.run_stream(ends[1]);
+            returned = true;
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        CHECK_FALSE(returned);
+        int unread = 0;
+        REQUIRE(::ioctl(ends[1], FIONREAD, &unread) == 0);
+        CHECK(unread == static_cast<int>(block.size()));  // not a byte taken before the manifest
+        s.t.abort("the test is over");
+        early.join();  // the transfer's end lets it go, the ring never touched
+        CHECK(returned);
         ::close(ends[0]);
         ::close(ends[1]);
     }

@@ -1,12 +1,13 @@
-// The front end of the receiving side: a pool of writer threads (resized
-// while the transfer runs) takes filled slots from the ring and acts on their
-// records: a zero block checked, journaled and counted toward its file, a
-// file's end (which may make it whole: receive_finish.cpp), a file the sender
-// could not read (Balman et al., 2012, section 5.3: the client's front end
-// takes blocks out of the shared memory blocks; blocks may arrive in any
-// order). Data payloads no longer pass through here: each stream writes them
-// into their part files as they arrive (receive_direct.cpp), which spares a
-// 4 MiB slot and a hand-over between threads per block.
+// What the receiving side does with a block's record (handle): a zero block
+// checked, journaled and counted toward its file, a file's end (which may
+// make it whole: receive_finish.cpp), a file the sender could not read. Each
+// stream acts on its records as they come (receive_frames.cpp); with
+// --read-back a pool of writer threads (resized while the transfer runs)
+// takes them from the ring instead, as finishing a file then reads it all
+// again (Balman et al., 2012, section 5.3: the client's front end takes
+// blocks out of the shared memory blocks; blocks may arrive in any order).
+// Data payloads never pass through here: each stream writes them into their
+// part files as they arrive (receive_direct.cpp).
 #include "mover/receive_records.h"
 #include "mover/receive_transfer.h"
 

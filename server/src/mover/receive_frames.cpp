@@ -1,9 +1,10 @@
 // The back end of each receiving stream: frames read off the socket, every
 // field checked against the manifest before anything of the frame is kept
-// (frame_problem), and laid into ring slots as records (receive_records.h)
-// for the front-end writers. The back end only moves and checks; the disk is
-// the writers' (Balman et al., 2012, section 5.3: network and disk I/O
-// decoupled through a set of shared memory blocks).
+// (frame_problem), then written into their files and acted on; with
+// --read-back file ends are laid into ring slots as records
+// (receive_records.h) for the front-end writers, which read each file back
+// (Balman et al., 2012, section 5.3: network and disk I/O decoupled through a
+// set of shared memory blocks).
 #include "mover/receive_records.h"
 #include "mover/receive_transfer.h"
 
@@ -77,12 +78,13 @@ std::string ReceiveTransfer::frame_problem(const Frame& f) const {
 }
 
 // The back end of one stream. A Data frame's payload goes straight into its
-// part file (write_block). The other frames (file ends, zero blocks, failures:
-// a few dozen bytes each) share a ring slot for as long as more frames are
-// already waiting on the socket, so that ten thousand small files cost the
-// writers a few hundred hand-overs, not ten thousand; a slot is handed over
-// once nothing more is waiting, or it holds kSlotRecords (the files whose
-// ends it holds wait for it, their part files open), so that no frame sits in
+// part file (write_block); the other frames (file ends, zero blocks,
+// failures: a few dozen bytes each) are acted on here too, while the file's
+// part file is open. With --read-back, finishing a file reads it all again:
+// those frames then share a ring slot for the writers for as long as more
+// frames are already waiting on the socket (ten thousand small files cost a
+// few hundred hand-overs, not ten thousand); a slot is handed over once
+// nothing more is waiting, or it holds kSlotRecords, so that no frame sits in
 // it for want of the next.
 void ReceiveTransfer::carry_blocks(Channel& c, bool first) {
     constexpr std::size_t kSlotRecords = 16;
@@ -126,8 +128,11 @@ void ReceiveTransfer::carry_blocks(Channel& c, bool first) {
                     throw std::runtime_error(fmt::format("Done counts {} files (field 'extra'), the manifest lists {}",
                                                          f->extra, files_.size()));
                 hand_over();
-                std::lock_guard lock(mutex_);
-                done_seen_ = true;
+                {
+                    std::lock_guard lock(mutex_);
+                    done_seen_ = true;
+                }
+                maybe_finish();  // every file resolved already: file ends are acted on as they come
                 break;  // nothing more comes on the first stream; the rest may still be on the others
             }
             if (const std::string why = frame_problem(*f); !why.empty()) throw std::runtime_error(why);

@@ -208,6 +208,7 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, Channel& control
         }
         prepared_ = true;
     }
+    ended_.notify_all();  // streams that came while the manifest was taken (run_stream)
     {
         std::lock_guard lock(pool_mutex_);
         pool_open_ = true;

@@ -102,10 +102,13 @@ void ReceiveTransfer::run_first_stream(Channel& c) {
 
 void ReceiveTransfer::run_stream(Channel& c) {
     {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
+        // A stream may come while the manifest is being taken (the sender
+        // opens its streams meanwhile, not a round trip after the Have): it
+        // waits, reading nothing, for the ring and the files to write to, or
+        // for the transfer's end.
+        ended_.wait(lock, [&] { return prepared_ || finished_; });
         if (finished_) return;
-        // Before the manifest is taken there is no ring and no file to write to.
-        if (!prepared_) throw std::runtime_error("a stream joined the transfer before its manifest was taken");
         if (streams_.size() >= 128) throw std::runtime_error("a 129th stream at once (128 at most)");
         streams_.push_back(c.fd());
         ++carriers_;

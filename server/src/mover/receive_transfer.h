@@ -4,10 +4,11 @@
 // manifest as it arrives. A block's payload goes from the socket straight
 // into its part file through one cache-sized buffer per stream, hashed on
 // the way, and counts (journal, the file's progress) only once its checksum
-// matches; the other frames (file ends, zero blocks, failures) go through
-// the ring to a pool of front-end writer threads. Once a file is whole, its
-// checksum (made of its blocks' checksums) is checked against the sender's,
-// optionally the file read back too, and it is moved into place under its name.
+// matches; the other frames (file ends, zero blocks, failures) are acted on
+// by the stream too (with --read-back, through the ring by a pool of
+// front-end writer threads). Once a file is whole, its checksum (made of its
+// blocks' checksums) is checked against the sender's, optionally the file
+// read back too, and it is moved into place under its name.
 //
 // Every number in a frame or the manifest comes from the peer: each is
 // checked before it sizes, indexes or offsets anything, and a frame that is
@@ -157,7 +158,7 @@ private:
     void block_state(FileState& f) const;  // under mutex_: its per-block state, made at its first block
     void write_at(PartFile& part, const std::uint8_t* data, std::size_t n, std::uint64_t offset, std::uint32_t file);
     void drop_part(std::uint32_t file);  // its part file goes: bytes the journal vouches for were overwritten
-    void handle(const Frame& f, const std::uint8_t* payload);  // a record of the ring
+    void handle(const Frame& f, const std::uint8_t* payload);  // a file end, zero block or failure
     void block_arrived(std::uint32_t file, std::uint64_t offset, std::uint64_t sum);
     // Under mutex_: block `b` of a waiting file counts with its checksum; true when the file is now whole.
     bool count_block(FileState& f, std::uint64_t b, std::uint64_t sum);
@@ -186,7 +187,7 @@ private:
     std::unique_ptr<Journal> journal_;
     std::unique_ptr<BlockRing> ring_;
     mutable std::mutex mutex_;  // files_ status and per-block state, counters, streams_, the stages
-    std::condition_variable ended_;  // finished_ became true
+    std::condition_variable ended_;  // finished_ (or prepared_) became true
     std::condition_variable written_;  // a FileState's writes went down
     std::vector<int> streams_;  // the streams' descriptors while they run (abort() shuts them down)
     std::deque<std::uint32_t> open_order_;  // files whose part file was opened, oldest first

@@ -76,26 +76,53 @@ SendTransfer::~SendTransfer() {
     control_fd_.reset();
 }
 
-UniqueFd SendTransfer::open_stream(int index, ClientHandshake& handshake) {
+UniqueFd SendTransfer::open_stream(int index, ClientHandshake& handshake, bool stoppable) {
     UniqueFd fd = connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s);
+    if (stoppable) {
+        std::lock_guard lock(opening_mutex_);
+        if (stop_opening_) throw std::runtime_error("the transfer stopped");
+        opening_.insert(fd.get());
+    }
     const std::string hello = json{{"stream", index}, {"dest", settings_.dest}}.dump();
-    handshake.send_hello(fd.get(), id_, hello, settings_.peer_timeout_s);
+    try {
+        handshake.send_hello(fd.get(), id_, hello, settings_.peer_timeout_s);
+    } catch (...) {
+        if (stoppable) opened(fd.get());  // before its descriptor closes, and its number is reused
+        throw;
+    }
     return fd;
 }
 
+void SendTransfer::opened(int fd) {
+    std::lock_guard lock(opening_mutex_);
+    opening_.erase(fd);
+}
+
+// Streams still waiting for the server's challenge or proof would wait up to
+// the peer timeout (a server that never answers them): their sockets are
+// shut down, so that they give up at once.
+void SendTransfer::stop_opening() {
+    std::lock_guard lock(opening_mutex_);
+    stop_opening_ = true;
+    for (const int fd : opening_) ::shutdown(fd, SHUT_RDWR);
+}
+
 void SendTransfer::start() {
+    // The manifest's text is made while stream 0 connects (tens of
+    // milliseconds each for ten thousand files).
+    auto text = std::async(std::launch::async, [this] { return to_json(manifest_); });
     ClientHandshake handshake(settings_.key, settings_.encrypt);
-    control_fd_ = open_stream(0, handshake);
+    control_fd_ = open_stream(0, handshake, false);
     own_control_ = std::make_unique<Channel>(handshake.channel(control_fd_.get()));
     control_ = own_control_.get();
-    begin(&handshake);
+    begin(&handshake, text.get());
 }
 
 void SendTransfer::start_on(Channel& control) {
     settings_.host.clear();  // no connections of its own to open
     settings_.streams = 1;
     control_ = &control;
-    begin(nullptr);
+    begin(nullptr, to_json(manifest_));
 }
 
 void SendTransfer::add_stream(Channel& c) {
@@ -109,8 +136,21 @@ void SendTransfer::add_stream(Channel& c) {
     stream_loop(c, &never, false);
 }
 
-void SendTransfer::begin(ClientHandshake* handshake) {
-    const std::string text = to_json(manifest_);
+void SendTransfer::begin(ClientHandshake* handshake, const std::string& text) {
+    // The other streams connect and say Hello while stream 0 sends the
+    // manifest and the server takes it, and carry blocks the moment the ring
+    // is ready: not two round trips after the Have (docs/performance.md
+    // section 8). Each checks the server's proof on its own. Stream 0's own
+    // thread is the first of the pool; it too waits for the ring.
+    std::vector<std::future<void>> hellos;
+    {
+        std::lock_guard lock(pools_mutex_);
+        streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
+        streams_.threads.emplace_back([this, quit = streams_.quit.back().get()] {
+            if (wait_for_ring(quit)) stream_loop(*control_, quit, true);
+        });
+        hellos = open_streams(settings_.streams);
+    }
     try {
         for (std::size_t at = 0; at < text.size() || at == 0;) {  // the manifest, as blocks
             const std::size_t n = std::min<std::size_t>(text.size() - at, manifest_.block);
@@ -184,14 +224,19 @@ void SendTransfer::begin(ClientHandshake* handshake) {
     const std::size_t slot = manifest_.block + 4096;
     ring_ = std::make_unique<BlockRing>(std::max<std::size_t>(4, settings_.ring_bytes / slot), slot);
     ring_ready_ = true;
-    {
-        std::lock_guard lock(pools_mutex_);
-        streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
-        streams_.threads.emplace_back(&SendTransfer::stream_loop, this, std::ref(*control_), streams_.quit.back().get(),
-                                      true);
-    }
-    set_streams(settings_.streams);
+    if (failed_) ring_->abort();  // a stream failed to open before there was a ring to stop
     set_readers(settings_.readers);
+    // Every stream has said Hello before the transfer can end: the server
+    // must know each before Done (one arriving after it would be refused).
+    for (auto& h : hellos) h.wait();
+}
+
+bool SendTransfer::wait_for_ring(const std::atomic<bool>* quit) const {
+    while (!ring_ready_) {
+        if (*quit || failed_) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
 }
 
 int SendTransfer::streams() const {
@@ -200,13 +245,32 @@ int SendTransfer::streams() const {
 }
 
 void SendTransfer::set_streams(int n) {
-    std::lock_guard lock(pools_mutex_);
-    if (!ring_ || (settings_.host.empty() && n > 0)) return;  // a pull: the receiving end opens streams
-    // Each new stream connects on its own thread, so that they pay their
-    // round trips side by side, not one after another; this returns once all
-    // have said Hello, so that the server knows every stream before the
-    // transfer can end (a stream arriving after it would be refused).
     std::vector<std::future<void>> connected;
+    if (n == 0) stop_opening();
+    {
+        std::lock_guard lock(pools_mutex_);
+        if (!ring_ && n > 0) return;  // not started: begin() opens settings_.streams (0: stop them all)
+        connected = open_streams(n);
+        // Stream 0 carries the manifest and the report: it stays, unless everything stops (n = 0).
+        while (static_cast<int>(streams_.threads.size()) > std::max(n, 0) && (n == 0 || streams_.threads.size() > 1)) {
+            *streams_.quit.back() = true;
+            streams_.threads.back().join();
+            streams_.threads.pop_back();
+            streams_.quit.pop_back();
+        }
+    }
+    // Returns once every new stream has said Hello, so that the server knows
+    // it before the transfer can end (a stream arriving after it would be refused).
+    for (auto& c : connected) c.wait();
+}
+
+// Under pools_mutex_. Each new stream connects on its own thread, so that
+// they pay their round trips side by side, not one after another; each
+// carries blocks once the ring is ready. The futures are ready once each has
+// sent its Hello (or failed to).
+std::vector<std::future<void>> SendTransfer::open_streams(int n) {
+    std::vector<std::future<void>> connected;
+    if (settings_.host.empty()) return connected;  // a pull: the receiving end opens streams
     while (static_cast<int>(streams_.threads.size()) < n) {
         const int index = static_cast<int>(streams_.threads.size());
         auto hello_sent = std::make_shared<std::promise<void>>();
@@ -216,7 +280,7 @@ void SendTransfer::set_streams(int n) {
             ClientHandshake handshake(settings_.key, settings_.encrypt);
             UniqueFd fd;  // opened here, closed here, however the stream ends
             try {
-                fd = open_stream(index, handshake);
+                fd = open_stream(index, handshake, true);
             } catch (const std::exception& e) {
                 hello_sent->set_value();
                 return fail("opening stream " + std::to_string(index) + ": " + e.what());
@@ -225,20 +289,15 @@ void SendTransfer::set_streams(int n) {
             try {  // before this stream carries a block (the others carry them meanwhile)
                 handshake.expect_proof(fd.get(), settings_.peer_timeout_s);
             } catch (const std::exception& e) {
+                opened(fd.get());
                 return fail("stream " + std::to_string(index) + ": " + e.what());
             }
+            opened(fd.get());
             Channel channel = handshake.channel(fd.get());
-            stream_loop(channel, quit, false);
+            if (wait_for_ring(quit)) stream_loop(channel, quit, false);
         });
     }
-    for (auto& c : connected) c.wait();
-    // Stream 0 carries the manifest and the report: it stays, unless everything stops (n = 0).
-    while (static_cast<int>(streams_.threads.size()) > std::max(n, 0) && (n == 0 || streams_.threads.size() > 1)) {
-        *streams_.quit.back() = true;
-        streams_.threads.back().join();
-        streams_.threads.pop_back();
-        streams_.quit.pop_back();
-    }
+    return connected;
 }
 
 void SendTransfer::stream_loop(Channel& c, const std::atomic<bool>* quit, bool first) {
@@ -320,7 +379,7 @@ void SendTransfer::fail(const std::string& why) {
         failed_ = true;
     }
     ended_.notify_all();
-    if (ring_) ring_->abort();
+    if (ring_ready_) ring_->abort();  // (streams may fail before the ring is made: begin() stops it then)
 }
 
 std::string SendTransfer::finish() {

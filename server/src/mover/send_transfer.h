@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -116,10 +117,19 @@ private:
     static constexpr std::size_t kRefMinBytes = 64u << 10;
     static constexpr std::size_t kMaxRefs = 512;
 
-    // Connects stream `index` and sends its Hello; `handshake` then checks the server's proof.
-    UniqueFd open_stream(int index, ClientHandshake& handshake);
-    // On control_; `handshake`: of stream 0, when this end opened it (nullptr for a pull's).
-    void begin(ClientHandshake* handshake);
+    // Connects stream `index` and sends its Hello; `handshake` then checks the
+    // server's proof. `stoppable`: stop_opening() shuts it down until opened().
+    UniqueFd open_stream(int index, ClientHandshake& handshake, bool stoppable);
+    void opened(int fd);
+    void stop_opening();
+    // On control_; `handshake`: of stream 0, when this end opened it (nullptr
+    // for a pull's); `manifest_text`: to_json(manifest_).
+    void begin(ClientHandshake* handshake, const std::string& manifest_text);
+    // Under pools_mutex_: streams up to `n` (none for a pull), each on its own
+    // thread; ready once each has said Hello.
+    std::vector<std::future<void>> open_streams(int n);
+    // Until the Have is in and the ring made; false if the stream is to quit first.
+    bool wait_for_ring(const std::atomic<bool>* quit) const;
     void plan_pieces();
     void reader_loop(const std::atomic<bool>* quit);
     void read_piece(const Piece& piece, Slot*& slot);
@@ -156,6 +166,9 @@ private:
     UniqueFd control_fd_;       // stream 0's descriptor, when this end opened it (closed with it)
     Channel* control_ = nullptr;  // stream 0
     std::unique_ptr<Channel> own_control_;  // stream 0, when this end made its channel
+    std::mutex opening_mutex_;
+    std::set<int> opening_;  // streams between their connect and the server's proof
+    bool stop_opening_ = false;
     mutable std::mutex pools_mutex_;
     Pool readers_, streams_;
     std::mutex error_mutex_;

@@ -16,7 +16,7 @@ void register_serve(CLI::App& root, RoleMain& run) {
     c->add_option("--root", o->root, "directory that transfers go into (created if missing)")->required();
     c->add_option("--listen", o->listen, "address to listen on")->capture_default_str();
     c->add_option("--port", o->port, "TCP port")->check(CLI::Range(1, 65535))->capture_default_str();
-    c->add_option("--writers", o->writers, "front-end threads writing blocks, per transfer")
+    c->add_option("--writers", o->writers, "threads that read finished files back (--read-back), per transfer")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();
     c->add_option("--ring-mb", o->ring_mb, "block cache per transfer, MiB")

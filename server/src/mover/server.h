@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -80,6 +81,7 @@ private:
     ReceiveLimits limits_;
     std::mutex mutex_;
     std::map<std::uint64_t, std::shared_ptr<ReceiveTransfer>> transfers_;
+    std::condition_variable transfer_started_;  // a stream 0 put its transfer in transfers_
     std::map<std::uint64_t, std::shared_ptr<SendTransfer>> pulls_;
     struct StreamThread {
         std::thread thread;

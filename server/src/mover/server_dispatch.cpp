@@ -14,12 +14,16 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 
 namespace slabcast::mover {
 namespace {
+
+// How long a stream of a transfer not known yet waits for its stream 0.
+constexpr int kStreamZeroWait_s = 5;
 
 // Reads and drops what the peer still sends until it closes (or its
 // receive timeout, or 1 MiB): closing with unread data would reset the
@@ -66,8 +70,15 @@ void Server::serve_stream(Channel& c, const Hello& h, const std::string& from) {
         }
         std::shared_ptr<ReceiveTransfer> t;
         {
-            std::lock_guard lock(mutex_);
+            std::unique_lock lock(mutex_);
             auto it = transfers_.find(h.transfer);
+            if (h.stream > 0 && it == transfers_.end()) {
+                // The sender opens its other streams right behind stream 0's
+                // manifest: one may be dispatched before stream 0 is. It waits
+                // a moment for it, not for a transfer that never comes.
+                transfer_started_.wait_for(lock, std::chrono::seconds(kStreamZeroWait_s),
+                                           [&] { return (it = transfers_.find(h.transfer)) != transfers_.end(); });
+            }
             if (h.stream == 0) {
                 if (it != transfers_.end()) throw std::runtime_error("a transfer with this id is running");
                 check_transfer_limit();
@@ -76,6 +87,7 @@ void Server::serve_stream(Channel& c, const Hello& h, const std::string& from) {
                                         limits_};
                 t = std::make_shared<ReceiveTransfer>(h.transfer, o_.root, h.dest, s);
                 transfers_[h.transfer] = t;
+                transfer_started_.notify_all();
             } else {
                 if (it == transfers_.end()) throw std::runtime_error("a stream of an unknown transfer");
                 t = it->second;
