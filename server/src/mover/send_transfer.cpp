@@ -1,8 +1,9 @@
-// The sending side of one transfer: connecting its streams, the manifest and
-// the receiving end's Have answer, the back end (one thread per stream, each
-// sending whole ring slots), and the end (Done, the report). The front end,
-// reading files into the ring, is send_readers.cpp (Balman et al., 2012,
-// section 5.3: front end and back end tied by a set of shared memory blocks).
+// The sending side of one transfer: stream 0, the manifest and the
+// receiving end's Have answer, the back end (one thread per stream, each
+// sending whole ring slots; opening them is send_streams.cpp), and the end
+// (Done, the report). The front end, reading files into the ring, is
+// send_readers.cpp (Balman et al., 2012, section 5.3: front end and back end
+// tied by a set of shared memory blocks).
 #include "mover/send_transfer.h"
 
 #include "mover/peer_text.h"
@@ -74,37 +75,6 @@ SendTransfer::~SendTransfer() {
     set_readers(0);
     set_streams(0);
     control_fd_.reset();
-}
-
-UniqueFd SendTransfer::open_stream(int index, ClientHandshake& handshake, bool stoppable) {
-    UniqueFd fd = connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s);
-    if (stoppable) {
-        std::lock_guard lock(opening_mutex_);
-        if (stop_opening_) throw std::runtime_error("the transfer stopped");
-        opening_.insert(fd.get());
-    }
-    const std::string hello = json{{"stream", index}, {"dest", settings_.dest}}.dump();
-    try {
-        handshake.send_hello(fd.get(), id_, hello, settings_.peer_timeout_s);
-    } catch (...) {
-        if (stoppable) opened(fd.get());  // before its descriptor closes, and its number is reused
-        throw;
-    }
-    return fd;
-}
-
-void SendTransfer::opened(int fd) {
-    std::lock_guard lock(opening_mutex_);
-    opening_.erase(fd);
-}
-
-// Streams still waiting for the server's challenge or proof would wait up to
-// the peer timeout (a server that never answers them): their sockets are
-// shut down, so that they give up at once.
-void SendTransfer::stop_opening() {
-    std::lock_guard lock(opening_mutex_);
-    stop_opening_ = true;
-    for (const int fd : opening_) ::shutdown(fd, SHUT_RDWR);
 }
 
 void SendTransfer::start() {
@@ -229,75 +199,6 @@ void SendTransfer::begin(ClientHandshake* handshake, const std::string& text) {
     // Every stream has said Hello before the transfer can end: the server
     // must know each before Done (one arriving after it would be refused).
     for (auto& h : hellos) h.wait();
-}
-
-bool SendTransfer::wait_for_ring(const std::atomic<bool>* quit) const {
-    while (!ring_ready_) {
-        if (*quit || failed_) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
-}
-
-int SendTransfer::streams() const {
-    std::lock_guard lock(pools_mutex_);
-    return static_cast<int>(streams_.threads.size());
-}
-
-void SendTransfer::set_streams(int n) {
-    std::vector<std::future<void>> connected;
-    if (n == 0) stop_opening();
-    {
-        std::lock_guard lock(pools_mutex_);
-        if (!ring_ && n > 0) return;  // not started: begin() opens settings_.streams (0: stop them all)
-        connected = open_streams(n);
-        // Stream 0 carries the manifest and the report: it stays, unless everything stops (n = 0).
-        while (static_cast<int>(streams_.threads.size()) > std::max(n, 0) && (n == 0 || streams_.threads.size() > 1)) {
-            *streams_.quit.back() = true;
-            streams_.threads.back().join();
-            streams_.threads.pop_back();
-            streams_.quit.pop_back();
-        }
-    }
-    // Returns once every new stream has said Hello, so that the server knows
-    // it before the transfer can end (a stream arriving after it would be refused).
-    for (auto& c : connected) c.wait();
-}
-
-// Under pools_mutex_. Each new stream connects on its own thread, so that
-// they pay their round trips side by side, not one after another; each
-// carries blocks once the ring is ready. The futures are ready once each has
-// sent its Hello (or failed to).
-std::vector<std::future<void>> SendTransfer::open_streams(int n) {
-    std::vector<std::future<void>> connected;
-    if (settings_.host.empty()) return connected;  // a pull: the receiving end opens streams
-    while (static_cast<int>(streams_.threads.size()) < n) {
-        const int index = static_cast<int>(streams_.threads.size());
-        auto hello_sent = std::make_shared<std::promise<void>>();
-        connected.push_back(hello_sent->get_future());
-        streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
-        streams_.threads.emplace_back([this, index, hello_sent, quit = streams_.quit.back().get()] {
-            ClientHandshake handshake(settings_.key, settings_.encrypt);
-            UniqueFd fd;  // opened here, closed here, however the stream ends
-            try {
-                fd = open_stream(index, handshake, true);
-            } catch (const std::exception& e) {
-                hello_sent->set_value();
-                return fail("opening stream " + std::to_string(index) + ": " + e.what());
-            }
-            hello_sent->set_value();
-            try {  // before this stream carries a block (the others carry them meanwhile)
-                handshake.expect_proof(fd.get(), settings_.peer_timeout_s);
-            } catch (const std::exception& e) {
-                opened(fd.get());
-                return fail("stream " + std::to_string(index) + ": " + e.what());
-            }
-            opened(fd.get());
-            Channel channel = handshake.channel(fd.get());
-            if (wait_for_ring(quit)) stream_loop(channel, quit, false);
-        });
-    }
-    return connected;
 }
 
 void SendTransfer::stream_loop(Channel& c, const std::atomic<bool>* quit, bool first) {

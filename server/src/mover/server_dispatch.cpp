@@ -74,8 +74,8 @@ void Server::serve_stream(Channel& c, const Hello& h, const std::string& from) {
             auto it = transfers_.find(h.transfer);
             if (h.stream > 0 && it == transfers_.end()) {
                 // The sender opens its other streams right behind stream 0's
-                // manifest: one may be dispatched before stream 0 is. It waits
-                // a moment for it, not for a transfer that never comes.
+                // Hello: one may be dispatched before stream 0 is. It waits a
+                // moment for it, not for a transfer that never comes.
                 transfer_started_.wait_for(lock, std::chrono::seconds(kStreamZeroWait_s),
                                            [&] { return (it = transfers_.find(h.transfer)) != transfers_.end(); });
             }
