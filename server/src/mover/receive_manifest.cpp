@@ -213,7 +213,9 @@ void ReceiveTransfer::prepare(const std::string& manifest_text, Channel& control
         std::lock_guard lock(pool_mutex_);
         pool_open_ = true;
     }
-    set_writers(settings_.writers);
+    // Only --read-back hands records to writers (carry_blocks); without it
+    // the streams finish files themselves, and a pool would only wait.
+    if (settings_.read_back) set_writers(settings_.writers);
     const std::string have = json{{"complete", complete}, {"blocks", have_blocks}}.dump();
     std::lock_guard lock(control_send_);
     write_frame(control, Frame{Kind::Have, id_}, have.data(), have.size());
