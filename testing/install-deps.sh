@@ -7,7 +7,7 @@ packages=(
   # build
   cmake g++ make pkg-config
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libnuma-dev catch2 libfftw3-dev
-  libsodium-dev libssl-dev libxxhash-dev libbenchmark-dev
+  libsodium-dev libssl-dev libxxhash-dev libzstd-dev libbenchmark-dev
   # run-packet codecs (issue 19): ZFP fixed-rate, and LZ4 for the lossless codec
   libzfp-dev
   # fuzzing: clang's libFuzzer and sanitizer runtimes
@@ -21,7 +21,7 @@ packages=(
   libxml2-dev libboost-dev libogg-dev libtheora-dev libtiff-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libavdevice-dev
   # tests and demo: rendering without a display, MPI ranks, network peers, plots (slabcast plot)
-  python3 xvfb openmpi-bin iproute2 iperf3 xxhash rsync python3-matplotlib
+  python3 xvfb openmpi-bin iproute2 iperf3 xxhash zstd rsync python3-matplotlib
   # the tiled wall's screens taken with xwd (plugin_wall)
   x11-apps
   # libslabcast's Python module and its MPI example (issue 20)

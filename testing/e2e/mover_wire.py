@@ -1,5 +1,5 @@
 """The data mover's frames and handshake, written by hand from docs/mover.md
-(struct, hmac, xxhsum; none of the project's code): a peer of its own for
+(struct, hmac, xxhsum, zstd; none of the project's code): a peer of its own for
 the tests that play a hostile client, a hostile server, or an eavesdropper
 who replays what it saw."""
 
@@ -10,7 +10,7 @@ import os
 import struct
 import subprocess
 
-PROTOCOL_VERSION = 3  # server/src/mover/wire.h kVersion
+PROTOCOL_VERSION = 4  # server/src/mover/wire.h kVersion
 MAGIC = 0x424D4353
 HEADER = struct.Struct("<IHHQIIQQQ")  # magic version kind transfer file length offset checksum extra
 HELLO, MANIFEST, HAVE, DATA, ZEROS, FILE_END, DONE, REPORT, BYE, ERROR, FILE_FAILED, CHALLENGE, PROOF = range(1, 14)
@@ -24,6 +24,17 @@ def checksum_of(data):
     """XXH3-64, as the mover's frames carry it (xxhsum from Debian's xxhash)."""
     out = subprocess.run(["xxhsum", "-H3", "-"], input=data, capture_output=True, check=True)
     return int(out.stdout.split(b"=")[-1].strip(), 16)
+
+
+MANIFEST_JSON, MANIFEST_ZSTD = 0, 1  # a Manifest frame's `file`: its encoding
+
+
+def manifest_json(payload, encoding):
+    """A manifest's JSON from the bytes of its frames (zstd from Debian's zstd)."""
+    if encoding == MANIFEST_JSON:
+        return payload
+    assert encoding == MANIFEST_ZSTD, encoding
+    return subprocess.run(["zstd", "-d", "-c"], input=payload, capture_output=True, check=True).stdout
 
 
 def header(kind, transfer, length, file=0, offset=0, checksum=0, extra=0):

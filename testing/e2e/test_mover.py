@@ -21,6 +21,7 @@ from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, wait_for, unitt
 from mover_wire import ERROR, challenge, frame, read_frame, read_key, say_hello  # noqa: E402
 
 MIB = 1 << 20
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # the first bytes of a zstd frame
 
 
 def tree_listing(root):
@@ -481,8 +482,15 @@ class MoverTest(unittest.TestCase):
                                   capture_output=True, text=True, timeout=120)
 
         def on_the_wire(relay, what):
-            seen = b"".join(bytes(r) for r in relay.sent)
-            return [piece for piece in what if piece in seen]
+            """The pieces of `what` that crossed readable: as bytes, or inside a
+            zstd frame (the manifest travels compressed) that expands."""
+            wire = b"".join(bytes(r) for r in relay.sent)
+            seen, at = [wire], wire.find(ZSTD_MAGIC)
+            while at >= 0:
+                seen.append(subprocess.run(["zstd", "-d", "-c", "-q"], input=wire[at:at + 4 * MIB],
+                                           capture_output=True).stdout)
+                at = wire.find(ZSTD_MAGIC, at + 1)
+            return [piece for piece in what if any(piece in x for x in seen)]
 
         samples = [data[at:at + 64] for at in range(0, len(data) - 64, 4 * MIB)] + [b"secret-name.bin"]
         plain = Relay(self.port)

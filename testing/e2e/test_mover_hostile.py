@@ -22,7 +22,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, unittest_main, wait_for  # noqa: E402
 from mover_wire import (BYE, DATA, DONE, ERROR, FILE_END, FILE_FAILED, HAVE, HELLO, MANIFEST, REPORT,  # noqa: E402
-                        ZEROS, challenge, checksum_of, frame, header, read_frame, say_hello)
+                        ZEROS, challenge, checksum_of, frame, header, manifest_json, read_frame, say_hello)
 from test_mover import assert_trees_equal, journal_lines, write_file  # noqa: E402
 
 MIB = 1 << 20
@@ -442,7 +442,7 @@ class HostileTest(unittest.TestCase):
             text += payload
             if len(text) >= fields[8]:
                 break
-        listed = json.loads(text)
+        listed = json.loads(manifest_json(text, fields[4]))
         self.assertIn("ds/sub/secret", [f["path"] for f in listed["files"]])
         os.rename(os.path.join(ds, "sub"), os.path.join(self.root, "sub-moved"))
         os.symlink(self.outside, os.path.join(ds, "sub"))

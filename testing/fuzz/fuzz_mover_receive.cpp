@@ -10,6 +10,8 @@
 //   u8 flags: 1 = the second stream joins before the manifest is taken (it
 //             must wait for it, reading nothing: the sender opens its streams
 //             meanwhile), 2 = raw: the rest of the input goes to stream 0 as it is
+//             (a Manifest frame of encoding 1 there is taken as zstd),
+//             4 = the manifest is sent compressed, as `slabcast move` sends it
 //   u16 L, L bytes: the manifest's JSON, sent as one Manifest frame
 //   records to the end: u8 op (low 4 bits: kind; 0x10: the right checksum,
 //     else 8 bytes of one follow the header fields; 0x20: on stream 1),
@@ -23,6 +25,7 @@
 // in place with the declared size and no part file left.
 #include "fuzz_input.h"
 #include "mover/manifest.h"
+#include "mover/manifest_wire.h"
 #include "mover/receive_transfer.h"
 #include "mover/stream_io.h"
 #include "mover/wire.h"
@@ -101,9 +104,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::uint16_t length = 0;
         if (!in.take(length)) return 0;
         manifest_text = in.bytes(length);
-        stream0 = encode(Frame{Kind::Manifest, kId, 0, 0, 0, checksum(manifest_text.data(), manifest_text.size()),
-                               manifest_text.size()},
-                         manifest_text);
+        const std::uint32_t encoding = flags & 4 ? kManifestZstd : kManifestJson;
+        const std::string sent_manifest = flags & 4 ? compress_manifest(manifest_text) : manifest_text;
+        stream0 = encode(Frame{Kind::Manifest, kId, encoding, 0, 0, checksum(sent_manifest.data(), sent_manifest.size()),
+                               sent_manifest.size()},
+                         sent_manifest);
         std::map<std::uint32_t, std::map<std::uint64_t, std::uint64_t>> sent;  // file -> offset -> block checksum
         for (;;) {
             std::uint8_t op = 0;

@@ -6,6 +6,7 @@
 #include "mover/dest_tree.h"
 #include "mover/journal.h"
 #include "mover/manifest.h"
+#include "mover/manifest_wire.h"
 #include "mover/receive_transfer.h"
 #include "mover/stream_io.h"
 #include "mover/wire.h"
@@ -13,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <zstd.h>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -282,6 +284,60 @@ TEST_CASE("the host's limits: manifest bytes, files, blocks and free space, each
                   "the transfer needs 1125899906842624 bytes (1048576.0 GiB) more, and " + dir.path + " has");
     }
     CHECK(std::filesystem::is_empty(dir.path));  // refused before anything was created
+}
+
+TEST_CASE("a compressed manifest expands only to the size it declares, within the limit, before anything is made") {
+    TempShmDir dir;
+    ReceiveLimits small;
+    small.manifest_bytes = 1000;
+    const std::string text = json{{"block", 4096}, {"dirs", json::array()}, {"files", json{file_entry("a", 5000)}}}.dump();
+    const auto zstd = [](const std::string& json) { return compress_manifest(json); };
+    const auto sent = [](const std::string& bytes, std::uint32_t encoding = kManifestZstd) {
+        return frame(Kind::Manifest, encoding, 0, bytes.size(), bytes);
+    };
+    {
+        TempShmDir taken;
+        Session s(taken.path, small);
+        s.send(sent(zstd(text)));
+        CHECK(s.answer().first == Kind::Have);
+    }
+    {
+        // About 100 bytes on the wire, 100,000 expanded: judged by its header, not expanded.
+        Session s(dir.path, small);
+        const std::string bomb = zstd(text + std::string(100'000 - text.size(), ' '));
+        CHECK(bomb.size() < 200);
+        s.refused(sent(bomb), "the manifest expands to 100000 bytes (its zstd frame header), above the limit of 1000 bytes");
+    }
+    {
+        // A frame that does not declare its size (zstd's streaming mode).
+        std::string unsized(ZSTD_compressBound(text.size()), '\0');
+        ZSTD_CCtx* cctx = ZSTD_createCCtx();
+        ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0);
+        unsized.resize(ZSTD_compress2(cctx, unsized.data(), unsized.size(), text.data(), text.size()));
+        ZSTD_freeCCtx(cctx);
+        Session s(dir.path, small);
+        s.refused(sent(unsized), "the compressed manifest does not declare its size");
+    }
+    {
+        Session s(dir.path, small);  // a second frame behind the first: more than it declared
+        s.refused(sent(zstd(text) + zstd(text)), "the compressed manifest is damaged");
+    }
+    {
+        Session s(dir.path, small);
+        s.refused(sent(text), "the compressed manifest is not a zstd frame");
+    }
+    {
+        Session s(dir.path, small);
+        s.refused(sent(text, 7), "a manifest in encoding 7 (field 'file')");
+    }
+    {
+        Session s(dir.path, small);  // the second frame in another encoding
+        const std::string z = zstd(text);
+        s.refused(frame(Kind::Manifest, kManifestZstd, 0, z.size(), z.substr(0, 5)) +
+                      frame(Kind::Manifest, kManifestJson, 5, z.size(), z.substr(5)),
+                  "the manifest's encoding (field 'file') changed from 1 to 0");
+    }
+    CHECK(std::filesystem::is_empty(dir.path));
 }
 
 TEST_CASE("a sender that says Done before sending everything ends the transfer, with those files failed") {

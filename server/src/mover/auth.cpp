@@ -130,9 +130,10 @@ std::uint64_t ServerHandshake::challenge_flags() const {
            (crypto_aead_aes256gcm_is_available() ? kOffersAes : 0);
 }
 
-void ServerHandshake::send_challenge(int fd) const {
+void ServerHandshake::send_challenge(int fd, std::uint64_t hello_wait_ms) const {
     Frame f{Kind::Challenge};
     f.extra = challenge_flags();
+    f.offset = hello_wait_ms;
     write_frame(fd, f, nonce_.data(), nonce_.size());
 }
 
@@ -181,18 +182,29 @@ ClientHandshake::~ClientHandshake() {
     forget(keys_);
 }
 
-void ClientHandshake::send_hello(int fd, std::uint64_t transfer, const std::string& json, int timeout_s) {
-    Frame challenge;
+Challenge read_challenge(int fd, int timeout_s) {
+    Challenge c;
     std::string nonce;
-    read_answer(fd, timeout_s, "challenge", challenge, nonce);
-    if (challenge.kind == Kind::Error) throw AuthError("the server refused the connection: " + printable(nonce));
-    if (challenge.kind != Kind::Challenge || nonce.size() != kNonceBytes)
+    read_answer(fd, timeout_s, "challenge", c.frame, nonce);
+    c.read_at = std::chrono::steady_clock::now();
+    if (c.frame.kind == Kind::Error) throw AuthError("the server refused the connection: " + printable(nonce));
+    if (c.frame.kind != Kind::Challenge || nonce.size() != kNonceBytes)
         throw AuthError("the server did not begin with a challenge (is it a slabcast serve?)");
+    std::memcpy(c.nonce.data(), nonce.data(), kNonceBytes);
+    return c;
+}
+
+void ClientHandshake::send_hello(int fd, std::uint64_t transfer, const std::string& json, int timeout_s) {
+    send_hello(fd, read_challenge(fd, timeout_s), transfer, json);
+}
+
+void ClientHandshake::send_hello(int fd, const Challenge& c, std::uint64_t transfer, const std::string& json) {
+    const Frame& challenge = c.frame;
     const bool key_required = challenge.extra & kRequiresKey;
     if (key_ && !key_required)
         throw AuthError("authentication failed: the server holds no key (start it with --key-file), so this "
                         "client, given one, cannot tell that it is the right server");
-    std::memcpy(server_nonce_.data(), nonce.data(), kNonceBytes);
+    server_nonce_ = c.nonce;
     // A server that requires encryption gets it from any client with a key.
     const bool encrypt = key_ && (encrypt_ || (challenge.extra & kRequiresEncryption));
     const bool aes = encrypt && (challenge.extra & kOffersAes) && crypto_aead_aes256gcm_is_available();

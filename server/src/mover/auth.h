@@ -22,6 +22,7 @@
 #include "slabcast/control_packets.h"
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -45,6 +46,20 @@ struct AuthError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The Challenge as a client read it. Its `offset` is how long the server
+// waits for the Hello, in milliseconds (0: no limit): a connection opened
+// ahead of its Hello (early_streams.h) is used only well within it.
+struct Challenge {
+    Frame frame;
+    std::array<std::uint8_t, kNonceBytes> nonce{};
+    std::chrono::steady_clock::time_point read_at;
+};
+inline constexpr std::uint64_t kMaxHelloWaitMs = 600'000;  // serve --hello-timeout's largest
+
+// Waits (up to `timeout_s`) for the server's Challenge on a new connection.
+// Throws AuthError with the server's refusal, or when what came is not a Challenge.
+Challenge read_challenge(int fd, int timeout_s);
+
 class ServerHandshake {
 public:
     // `require_encryption` needs a key (serve checks).
@@ -53,7 +68,8 @@ public:
 
     // The first frame on a connection, sent as it is accepted: 80 bytes, which
     // a fresh socket's buffer takes at once (no wait, even when non-blocking).
-    void send_challenge(int fd) const;
+    // `hello_wait_ms`: how long the Hello may take (serve --hello-timeout).
+    void send_challenge(int fd, std::uint64_t hello_wait_ms = 0) const;
     // Checks the Hello read from that connection and returns its JSON. With a
     // key, the Hello must carry a right MAC, and the Proof is sent back.
     // Throws AuthError with the message for the client and the log.
@@ -84,6 +100,8 @@ public:
     // Hello, so that the server logs the refusal too) or holds none while
     // this client has one (it could not tell that it is the right server).
     void send_hello(int fd, std::uint64_t transfer, const std::string& json, int timeout_s);
+    // The same, answering a Challenge read already (read_challenge).
+    void send_hello(int fd, const Challenge& challenge, std::uint64_t transfer, const std::string& json);
     // Reads the server's Proof, the first frame it sends after the Hello, and
     // checks it (nothing to read without a key). Throws AuthError, with the
     // server's own message when it refused the Hello.

@@ -37,31 +37,65 @@ struct stat lstat_or_throw(const fs::path& p) {
     return st;
 }
 
-void add_file(Manifest& m, const fs::path& source, const std::string& rel, const struct stat& st) {
-    if (::access(source.c_str(), R_OK) != 0)
-        throw std::runtime_error(source.string() + ": cannot read: " + std::strerror(errno));
-    m.files.push_back(ManifestFile{rel, static_cast<std::uint64_t>(st.st_size), static_cast<std::uint32_t>(st.st_mode & 07777),
-                                   mtime_ns_of(st), source.string()});
+// One entry of a scan: `st` from lstat, `source` where the sender reads it.
+void add_entry(Manifest& m, const std::string& source, const std::string& rel, const struct stat& st,
+               std::vector<std::pair<std::string, std::string>>* subdirs) {
+    if (S_ISDIR(st.st_mode)) {
+        m.dirs.push_back(ManifestDir{rel, static_cast<std::uint32_t>(st.st_mode & 07777)});
+        if (subdirs) subdirs->emplace_back(source, rel);
+    } else if (S_ISREG(st.st_mode)) {
+        m.files.push_back(ManifestFile{rel, static_cast<std::uint64_t>(st.st_size),
+                                       static_cast<std::uint32_t>(st.st_mode & 07777), mtime_ns_of(st), source});
+    } else {
+        m.skipped.push_back(source + (S_ISLNK(st.st_mode) ? ": a symbolic link" : ": not a regular file"));
+    }
 }
 
-void add_tree(Manifest& m, const fs::path& root, const std::string& name) {
+void check_readable(int dir_fd, const char* name, const std::string& source) {
+    if (::faccessat(dir_fd, name, R_OK, 0) != 0)
+        throw std::runtime_error(source + ": cannot read: " + std::strerror(errno));
+}
+
+// A directory and everything in it: each directory opened once and listed,
+// each entry looked at (and, for a file, checked readable) relative to it,
+// without following a link: a path lookup per directory, not per file
+// (ten thousand files took 80 ms by full paths, a third of the time to
+// connect and send the manifest on a 32 ms path). Directories are listed
+// before what is in them; one directory is open at a time, however deep.
+void add_tree(Manifest& m, const std::string& root, const std::string& name) {
     const struct stat top = lstat_or_throw(root);
     m.dirs.push_back(ManifestDir{name, static_cast<std::uint32_t>(top.st_mode & 07777)});
-    std::error_code ec;
-    fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
-    if (ec) throw std::runtime_error(root.string() + ": " + ec.message());
-    for (; it != end; it.increment(ec)) {
-        if (ec) throw std::runtime_error(it->path().string() + ": " + ec.message());
-        const fs::path& p = it->path();
-        // lexically: fs::relative would resolve both paths on disk, a dozen
-        // system calls for every file of a large tree.
-        const std::string rel = name + "/" + p.lexically_relative(root).generic_string();
-        const struct stat st = lstat_or_throw(p);
-        if (S_ISDIR(st.st_mode)) m.dirs.push_back(ManifestDir{rel, static_cast<std::uint32_t>(st.st_mode & 07777)});
-        else if (S_ISREG(st.st_mode)) add_file(m, p, rel, st);
-        else m.skipped.push_back(p.string() + (S_ISLNK(st.st_mode) ? ": a symbolic link" : ": not a regular file"));
+    std::vector<std::pair<std::string, std::string>> todo{{root, name}};  // (source, name in the manifest)
+    while (!todo.empty()) {
+        const auto [dir_path, as] = todo.back();
+        todo.pop_back();
+        const int fd = ::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) throw std::runtime_error(dir_path + ": " + std::strerror(errno));
+        // The stream owns the descriptor once fdopendir has it, and closes both.
+        const std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd), &::closedir);
+        if (!dir) {
+            const int e = errno;
+            ::close(fd);
+            throw std::runtime_error(dir_path + ": " + std::strerror(e));
+        }
+        std::vector<std::pair<std::string, std::string>> subdirs;
+        for (;;) {
+            errno = 0;
+            const dirent* e = ::readdir(dir.get());
+            if (!e) {
+                if (errno != 0) throw std::runtime_error(dir_path + ": " + std::strerror(errno));
+                break;
+            }
+            if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+            const std::string source = dir_path + "/" + e->d_name;
+            struct stat st {};
+            if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                throw std::runtime_error(source + ": " + std::strerror(errno));
+            if (S_ISREG(st.st_mode)) check_readable(fd, e->d_name, source);
+            add_entry(m, source, as + "/" + e->d_name, st, &subdirs);
+        }
+        todo.insert(todo.end(), subdirs.rbegin(), subdirs.rend());
     }
-    if (ec) throw std::runtime_error(root.string() + ": " + ec.message());
 }
 
 }  // namespace
@@ -80,9 +114,14 @@ Manifest scan_sources(const std::vector<std::string>& sources, std::uint32_t blo
         if (auto [it, fresh] = names.emplace(name, s); !fresh)
             throw std::runtime_error("name collision: " + it->second + " and " + s + " would both be '" + name + "'");
         const struct stat st = lstat_or_throw(p);
-        if (S_ISDIR(st.st_mode)) add_tree(m, p, name);
-        else if (S_ISREG(st.st_mode)) add_file(m, p, name, st);
-        else throw std::runtime_error(s + ": not a regular file or directory");
+        if (S_ISDIR(st.st_mode)) {
+            add_tree(m, p.string(), name);
+        } else if (S_ISREG(st.st_mode)) {
+            check_readable(AT_FDCWD, p.c_str(), p.string());
+            add_entry(m, p.string(), name, st, nullptr);
+        } else {
+            throw std::runtime_error(s + ": not a regular file or directory");
+        }
     }
     return m;
 }
@@ -114,16 +153,7 @@ void add_tree_beneath(Manifest& m, DestTree& tree, const std::string& top, const
                                          " files and directories to give out (serve --max-files)");
             struct stat st {};
             if (::fstatat(::dirfd(dir.get()), entry.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
-            const std::string path = rel + "/" + entry, listed = as + "/" + entry;
-            if (S_ISDIR(st.st_mode)) {
-                m.dirs.push_back(ManifestDir{listed, static_cast<std::uint32_t>(st.st_mode & 07777)});
-                subdirs.emplace_back(path, listed);
-            } else if (S_ISREG(st.st_mode)) {
-                m.files.push_back(ManifestFile{listed, static_cast<std::uint64_t>(st.st_size),
-                                               static_cast<std::uint32_t>(st.st_mode & 07777), mtime_ns_of(st), path});
-            } else {
-                m.skipped.push_back(path + (S_ISLNK(st.st_mode) ? ": a symbolic link" : ": not a regular file"));
-            }
+            add_entry(m, rel + "/" + entry, as + "/" + entry, st, &subdirs);
         }
         todo.insert(todo.end(), subdirs.rbegin(), subdirs.rend());
     }
@@ -167,11 +197,27 @@ UniqueFd Manifest::open_source(const ManifestFile& f) const {
 }
 
 std::string to_json(const Manifest& m) {
-    json dirs = json::array(), files = json::array();
-    for (const auto& d : m.dirs) dirs.push_back({{"path", d.path}, {"mode", d.mode}});
-    for (const auto& f : m.files)
-        files.push_back({{"path", f.path}, {"size", f.size}, {"mode", f.mode}, {"mtime_ns", f.mtime_ns}});
-    return json{{"block", m.block}, {"dirs", dirs}, {"files", files}}.dump();
+    // Written entry by entry, not built as a JSON document and then dumped:
+    // a fifth of the time for ten thousand files, on the way to the first
+    // byte sent. Each path is quoted as the JSON library quotes it.
+    std::string out = "{\"block\":" + std::to_string(m.block) + ",\"dirs\":[";
+    out.reserve(64 * (m.dirs.size() + m.files.size()));
+    const auto quoted = [&](const std::string& path) { out += json(path).dump(); };
+    for (std::size_t i = 0; i < m.dirs.size(); ++i) {
+        out += i ? ",{\"path\":" : "{\"path\":";
+        quoted(m.dirs[i].path);
+        out += ",\"mode\":" + std::to_string(m.dirs[i].mode) + "}";
+    }
+    out += "],\"files\":[";
+    for (std::size_t i = 0; i < m.files.size(); ++i) {
+        const ManifestFile& f = m.files[i];
+        out += i ? ",{\"path\":" : "{\"path\":";
+        quoted(f.path);
+        out += ",\"size\":" + std::to_string(f.size) + ",\"mode\":" + std::to_string(f.mode) +
+               ",\"mtime_ns\":" + std::to_string(f.mtime_ns) + "}";
+    }
+    out += "]}";
+    return out;
 }
 
 void check_relative_path(const std::string& path) {

@@ -137,13 +137,15 @@ int run_move(const MoveOptions& o) {
     if (!o.key_file.empty()) key = load_sync_key(o.key_file);  // before the scan: a bad key file fails at once
     if (o.encrypt && !key) throw std::invalid_argument("--encrypt needs --key-file (the session keys come from it)");
     const std::vector<std::string> sources(o.paths.begin(), o.paths.end() - 1);
+    // The streams connect while the sources are scanned (early_streams.h).
+    auto early = std::make_shared<EarlyStreams>(host, o.port, o.streams, o.peer_timeout_s);
     Manifest manifest = scan_sources(sources, static_cast<std::uint32_t>(o.block_kb) << 10);
     for (const auto& s : manifest.skipped) spdlog::warn("move: skipped {}", s);
     const std::size_t files = manifest.files.size();
     const std::uint64_t bytes = manifest.total_bytes();
     SendTransfer t(std::move(manifest), SendSettings{host, o.port, dest, o.streams, o.readers,
                                                      static_cast<std::size_t>(o.ring_mb) << 20, o.peer_timeout_s,
-                                                     0, key, o.encrypt});
+                                                     0, early, key, o.encrypt});
     ProgressView view(o.progress, t);
     const auto t0 = std::chrono::steady_clock::now();
     t.start();
@@ -216,8 +218,12 @@ void register_move(CLI::App& root, RoleMain& run) {
     c->add_option("paths", o->paths, "SRC... HOST:DEST (DEST inside the server's --root; each SRC under its own name)")
         ->required();
     c->add_option("--port", o->port, "the server's TCP port")->capture_default_str();
-    c->add_option("--streams", o->streams, "TCP streams (back-end threads)")->capture_default_str();
-    c->add_option("--readers", o->readers, "threads reading files (front end)")->capture_default_str();
+    c->add_option("--streams", o->streams, "TCP streams (back-end threads)")
+        ->check(CLI::Range(1, 128))
+        ->capture_default_str();
+    c->add_option("--readers", o->readers, "threads reading files (front end)")
+        ->check(CLI::Range(1, 128))
+        ->capture_default_str();
     c->add_option("--block-kb", o->block_kb, "block size, KiB")->capture_default_str();
     c->add_option("--ring-mb", o->ring_mb, "block cache, MiB")->capture_default_str();
     c->add_option("--progress", o->progress, "auto (a bar on a terminal, else JSON lines), bar, json or none")

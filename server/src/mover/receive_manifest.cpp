@@ -5,6 +5,7 @@
 // writers; then the Have answer that tells the sender what to skip. One
 // manifest up front and tagged blocks after it, with no per-file control
 // messages: Balman et al., 2012, section 5.3.
+#include "mover/manifest_wire.h"
 #include "mover/receive_records.h"
 #include "mover/receive_transfer.h"
 
@@ -35,11 +36,14 @@ std::string bytes_text(std::uint64_t n) {
 
 // The manifest's frames, in order, to the size the first declares: that
 // size is checked against --max-manifest-mb before a byte is kept, and every
-// frame must continue where the last ended, within it.
+// frame must continue where the last ended, within it, in the first one's
+// encoding. Compressed, its expanded size is checked the same way
+// (manifest_wire.h).
 std::string ReceiveTransfer::take_manifest(Channel& c) {
     const std::uint64_t limit = settings_.limits.manifest_bytes;
     std::string manifest;
     std::uint64_t total = 0;
+    std::uint32_t encoding = kManifestJson;
     for (bool first = true; first || manifest.size() < total; first = false) {
         std::uint8_t header[kHeaderBytes];
         if (!c.read_full(header, sizeof header)) throw std::runtime_error("the sender left before its manifest");
@@ -51,6 +55,7 @@ std::string ReceiveTransfer::take_manifest(Channel& c) {
             throw std::runtime_error(fmt::format("expected the manifest, not a {} frame", kind_name(f->kind)));
         if (f->transfer != id_) throw std::runtime_error("a manifest frame of another transfer (field 'transfer')");
         if (first) {
+            encoding = f->file;
             total = f->extra;
             if (total == 0) throw std::runtime_error("an empty manifest (field 'extra' is 0)");
             if (total > limit)
@@ -59,6 +64,9 @@ std::string ReceiveTransfer::take_manifest(Channel& c) {
         } else if (f->extra != total) {
             throw std::runtime_error(fmt::format("the manifest's size (field 'extra') changed from {} to {}", total,
                                                  f->extra));
+        } else if (f->file != encoding) {
+            throw std::runtime_error(fmt::format("the manifest's encoding (field 'file') changed from {} to {}",
+                                                 encoding, f->file));
         }
         const std::uint64_t at = manifest.size();
         if (f->offset != at)
@@ -73,7 +81,7 @@ std::string ReceiveTransfer::take_manifest(Channel& c) {
         if (checksum(manifest.data() + at, f->length) != f->checksum)
             throw std::runtime_error("a manifest frame damaged in transit (checksum)");
     }
-    return manifest;
+    return manifest_json(encoding, manifest, limit);
 }
 
 // What the host allows one transfer (ReceiveLimits), before anything is

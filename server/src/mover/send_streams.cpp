@@ -1,6 +1,7 @@
 // The sending side's streams (the back end, Balman et al., 2012, section
 // 5.3): each opened on its own thread, so that their round trips run side by
-// side, and while stream 0 sends the manifest, so that all of them carry
+// side (or taken from those opened during the scan, early_streams.h), and
+// while stream 0 sends the manifest, so that all of them carry
 // blocks the moment the Have is in; the pool resized while the transfer
 // runs; streams still opening shut down at once when the transfer stops.
 #include "mover/send_transfer.h"
@@ -19,7 +20,8 @@ namespace slabcast::mover {
 using nlohmann::json;
 
 UniqueFd SendTransfer::open_stream(int index, ClientHandshake& handshake, bool stoppable) {
-    UniqueFd fd = connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s);
+    std::optional<EarlyStream> early = settings_.early ? settings_.early->take(index) : std::nullopt;
+    UniqueFd fd = early ? std::move(early->fd) : connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s);
     if (stoppable) {
         std::lock_guard lock(opening_mutex_);
         if (stop_opening_) throw std::runtime_error("the transfer stopped");
@@ -27,7 +29,8 @@ UniqueFd SendTransfer::open_stream(int index, ClientHandshake& handshake, bool s
     }
     const std::string hello = json{{"stream", index}, {"dest", settings_.dest}}.dump();
     try {
-        handshake.send_hello(fd.get(), id_, hello, settings_.peer_timeout_s);
+        if (early) handshake.send_hello(fd.get(), early->challenge, id_, hello);
+        else handshake.send_hello(fd.get(), id_, hello, settings_.peer_timeout_s);
     } catch (...) {
         if (stoppable) opened(fd.get());  // before its descriptor closes, and its number is reused
         throw;
@@ -44,6 +47,7 @@ void SendTransfer::opened(int fd) {
 // the peer timeout (a server that never answers them): their sockets are
 // shut down, so that they give up at once.
 void SendTransfer::stop_opening() {
+    if (settings_.early) settings_.early->stop();
     std::lock_guard lock(opening_mutex_);
     stop_opening_ = true;
     for (const int fd : opening_) ::shutdown(fd, SHUT_RDWR);

@@ -6,6 +6,7 @@
 // tied by a set of shared memory blocks).
 #include "mover/send_transfer.h"
 
+#include "mover/manifest_wire.h"
 #include "mover/peer_text.h"
 #include "mover/stream_io.h"
 #include "mover/wire.h"
@@ -78,9 +79,8 @@ SendTransfer::~SendTransfer() {
 }
 
 void SendTransfer::start() {
-    // The manifest's text is made while stream 0 connects (tens of
-    // milliseconds each for ten thousand files).
-    auto text = std::async(std::launch::async, [this] { return to_json(manifest_); });
+    // The manifest is made while stream 0 connects.
+    auto text = std::async(std::launch::async, [this] { return compress_manifest(to_json(manifest_)); });
     ClientHandshake handshake(settings_.key, settings_.encrypt);
     control_fd_ = open_stream(0, handshake, false);
     own_control_ = std::make_unique<Channel>(handshake.channel(control_fd_.get()));
@@ -92,7 +92,7 @@ void SendTransfer::start_on(Channel& control) {
     settings_.host.clear();  // no connections of its own to open
     settings_.streams = 1;
     control_ = &control;
-    begin(nullptr, to_json(manifest_));
+    begin(nullptr, compress_manifest(to_json(manifest_)));
 }
 
 void SendTransfer::add_stream(Channel& c) {
@@ -124,7 +124,7 @@ void SendTransfer::begin(ClientHandshake* handshake, const std::string& text) {
     try {
         for (std::size_t at = 0; at < text.size() || at == 0;) {  // the manifest, as blocks
             const std::size_t n = std::min<std::size_t>(text.size() - at, manifest_.block);
-            Frame f{Kind::Manifest, id_, 0, 0, at, checksum(text.data() + at, n), text.size()};
+            Frame f{Kind::Manifest, id_, kManifestZstd, 0, at, checksum(text.data() + at, n), text.size()};
             write_frame(*control_, f, text.data() + at, n);
             at += n;
             if (at >= text.size()) break;

@@ -8,6 +8,7 @@
 #include "mover/auth.h"
 #include "mover/block_ring.h"
 #include "mover/channel.h"
+#include "mover/early_streams.h"
 #include "mover/manifest.h"
 
 #include <atomic>
@@ -33,6 +34,7 @@ struct SendSettings {
     std::size_t ring_bytes = 256u << 20;
     int peer_timeout_s = 60;
     std::uint64_t transfer_id = 0;  // 0: a new random one; a pull uses the id its receiving end chose
+    std::shared_ptr<EarlyStreams> early;  // streams opened ahead (while the sources were scanned), or none
     std::optional<Key> key;         // --key-file: every stream it opens is authenticated (mover/auth.h)
     bool encrypt = false;           // --encrypt: and sealed (mover/channel.h)
     // Seconds to wait for the receiving end's report after Done; 0: as long as
@@ -123,8 +125,8 @@ private:
     void opened(int fd);
     void stop_opening();
     // On control_; `handshake`: of stream 0, when this end opened it (nullptr
-    // for a pull's); `manifest_text`: to_json(manifest_).
-    void begin(ClientHandshake* handshake, const std::string& manifest_text);
+    // for a pull's); `manifest`: to_json(manifest_), compressed (manifest_wire.h).
+    void begin(ClientHandshake* handshake, const std::string& manifest);
     // Under pools_mutex_: streams up to `n` (none for a pull), each on its own
     // thread; ready once each has said Hello.
     std::vector<std::future<void>> open_streams(int n);

@@ -130,7 +130,8 @@ void Server::accept_all(int listener, WaitingConnections& waiting) {
         tune_tcp(fd.get(), o_.peer_timeout_s);
         auto handshake = std::make_shared<ServerHandshake>(key_, o_.require_encryption);
         try {
-            handshake->send_challenge(fd.get());  // first on every connection (mover/auth.h)
+            // First on every connection (mover/auth.h), with how long its Hello may take.
+            handshake->send_challenge(fd.get(), static_cast<std::uint64_t>(o_.hello_timeout_s) * 1000);
         } catch (const std::exception& e) {
             spdlog::warn("serve: a connection from {} dropped: {}", from, e.what());
             continue;

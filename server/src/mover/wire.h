@@ -17,8 +17,9 @@ namespace slabcast::mover {
 inline constexpr std::uint32_t kMagic = 0x424d4353;  // "SCMB"
 // 2: file checksums are made of block checksums; 3: every connection begins
 // with the server's Challenge, and the Hello carries the client's nonce and MAC
-// (mover/auth.h).
-inline constexpr std::uint16_t kVersion = 3;
+// (mover/auth.h); 4: the manifest may travel compressed (`file` of its
+// frames, manifest_wire.h).
+inline constexpr std::uint16_t kVersion = 4;
 inline constexpr std::size_t kHeaderBytes = 48;
 inline constexpr std::uint32_t kMaxPayload = 64u << 20;
 inline constexpr std::uint32_t kDefaultBlock = 4u << 20;
@@ -28,7 +29,7 @@ inline constexpr std::uint32_t kMaxHaveBytes = 32u << 20;
 
 enum class Kind : std::uint16_t {
     Hello = 1,     // payload: nonce, MAC (auth.h), then JSON {stream, dest, ...}: joins (or opens) transfer `transfer`
-    Manifest = 2,  // payload: a part of the manifest JSON at `offset`; `extra` = its total size
+    Manifest = 2,  // payload: a part of the manifest at `offset`; `extra` = its total size; `file`: its encoding (manifest_wire.h)
     Have = 3,      // server -> client, payload: JSON, what the destination already holds (resume)
     Data = 4,      // payload: bytes [offset, offset + length) of file `file`; checksum: XXH3-64 of them
     Zeros = 5,     // no payload: `extra` zero bytes at `offset` of `file` (holes stay holes); checksum: theirs
