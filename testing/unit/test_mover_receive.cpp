@@ -672,3 +672,38 @@ TEST_CASE("a block sent again with other contents, or damaged over a counted one
         CHECK_FALSE(std::filesystem::exists(dir.file(part_file_name("f"))));  // a resume starts afresh
     }
 }
+
+TEST_CASE("the same block sent again (as a resume sends before the answer) counts once; one-block files are not journaled") {
+    const std::string one(4096, 'a'), two(100, 'c'), small(10, 's');
+    const std::uint64_t sums[2] = {checksum(one.data(), one.size()), checksum(two.data(), two.size())};
+    const std::uint64_t small_sum = checksum(small.data(), small.size());
+    const auto end = [](std::uint32_t file, std::uint64_t sum, std::uint64_t size) {
+        std::string bytes(kHeaderBytes, '\0');
+        encode_header(Frame{Kind::FileEnd, kId, file, 0, 0, sum, size}, reinterpret_cast<std::uint8_t*>(bytes.data()));
+        return bytes;
+    };
+    TempShmDir dir;
+    Session s(dir.path);
+    s.send(manifest({file_entry("f", 4096 + 100), file_entry("g", 10)}));
+    REQUIRE(s.answer().first == Kind::Have);
+    s.send(frame(Kind::Data, 0, 0, 0, one) + frame(Kind::Data, 0, 0, 0, one) + frame(Kind::Data, 1, 0, 0, small));
+    // Before the file ends: the journal holds its first block once, and nothing of the one-block file.
+    std::vector<std::string> lines;
+    for (int i = 0; i < 400 && lines.empty(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::ifstream in(dir.file(".slabcast-move.journal"));
+        for (std::string line; std::getline(in, line);) lines.push_back(line);
+    }
+    REQUIRE(lines.size() == 1);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sums[0]));
+    CHECK_THAT(lines[0], Catch::EndsWith(std::string(" 0 ") + hex + " f"));  // B SIZE MTIME BLOCK OFFSET CHECKSUM PATH
+    s.send(frame(Kind::Data, 0, 4096, 0, two) + end(0, file_checksum(sums, 2), 4096 + 100) +
+           end(1, file_checksum(&small_sum, 1), 10) + frame(Kind::Done, 0, 0, 2));
+    const auto [kind, report] = s.answer();
+    REQUIRE(kind == Kind::Report);
+    const json r = json::parse(report);
+    CHECK(r["failed"].empty());
+    CHECK(r["files"] == 2);
+    CHECK(r["bytes_written"] == 4096 + 100 + 10);  // the block sent twice counts once
+}

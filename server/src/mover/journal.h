@@ -1,6 +1,6 @@
 // Resume bookkeeping of one destination: the blocks of unfinished files that
 // are already written, with their checksums (the file's checksum is made of
-// them), one appended line per block. A killed transfer leaves
+// them), one appended line per block (of files of more than one block). A killed transfer leaves
 // the journal and the partial files; the next one with the same files (size
 // and time unchanged) sends only the blocks that are missing. Removed once a
 // transfer ends with every file in place.

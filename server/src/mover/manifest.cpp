@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <map>
 #include <stdexcept>
+#include <string_view>
+#include <unordered_map>
 
 namespace slabcast::mover {
 namespace fs = std::filesystem;
@@ -230,9 +232,9 @@ void check_relative_path(const std::string& path) {
     while (start <= path.size()) {
         std::size_t end = path.find('/', start);
         if (end == std::string::npos) end = path.size();
-        const std::string part = path.substr(start, end - start);
+        const std::string_view part = std::string_view(path).substr(start, end - start);
         if (part.empty()) bad("an empty component");
-        if (part == "." || part == "..") bad("a '" + part + "' component");
+        if (part == "." || part == "..") bad("a '" + std::string(part) + "' component");
         if (part.size() > 255) bad("a component longer than 255 bytes");
         for (unsigned char c : part)
             if (c < 0x20 || c == 0x7f) bad("a control character");
@@ -242,7 +244,9 @@ void check_relative_path(const std::string& path) {
 
 Manifest manifest_from_json(const std::string& text) {
     Manifest m;
-    std::map<std::string, char> kinds;  // path -> 'd' or 'f'
+    // path -> 'd' or 'f', viewing the manifest's own strings (filled in below, and
+    // not moved after): hashed, not compared along their common prefixes.
+    std::unordered_map<std::string_view, char> kinds;
     // Every field by name and type: this is what any client reaching the
     // server's port sends (json_file::field turns 1e300 or "x" into an error
     // naming the field, never a cast).
@@ -287,11 +291,12 @@ Manifest manifest_from_json(const std::string& text) {
         // Every parent must be a listed directory, so no file hides a directory's name.
         const auto slash = path.rfind('/');
         if (slash != std::string::npos) {
-            const auto parent = kinds.find(path.substr(0, slash));
+            const auto parent = kinds.find(std::string_view(path).substr(0, slash));
             if (parent == kinds.end() || parent->second != 'd')
                 throw std::runtime_error("path '" + path + "': its directory is not listed before it");
         }
     };
+    kinds.reserve(m.dirs.size() + m.files.size());
     for (const auto& d : m.dirs) claim(d.path, 'd');
     for (const auto& f : m.files) claim(f.path, 'f');
     return m;

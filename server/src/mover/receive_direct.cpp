@@ -15,7 +15,9 @@
 //   - the same block on two streams at once: the second is read and dropped;
 //   - a block of a file that is whole meanwhile: finish_file waits for every
 //     write of the file to end, and a block sent again with other contents
-//     than the one counted fails the file before it is moved into place.
+//     than the one counted fails the file before it is moved into place;
+//   - a block the journal vouches for sent again (a resume sends blocks
+//     before it has the answer that lists them): the same bytes, not counted twice.
 #include "mover/receive_records.h"
 #include "mover/receive_transfer.h"
 
@@ -111,6 +113,8 @@ void ReceiveTransfer::write_block(Channel& c, const Frame& f, std::uint8_t* buf)
             drop = true;
         } else if (file.status == FileState::Status::Finishing) {
             return;  // the same block again, of a file whole already: the same bytes
+        } else if (counted) {
+            return;  // the same block again (a resume's, sent before the answer): counted and journaled already
         }
         if (!why.empty()) {
             fail_locked(file, why);  // at once: finish_file, woken above, must not move it into place
@@ -124,7 +128,7 @@ void ReceiveTransfer::write_block(Channel& c, const Frame& f, std::uint8_t* buf)
         return;
     }
     bytes_written_ += f.length;
-    journal_->block_written(path_of(f.file), version_of(f.file), f.offset, value);
+    journal_block(f.file, f.offset, value);
     if (whole) finish_file(f.file);
 }
 

@@ -160,6 +160,9 @@ private:
     void drop_part(std::uint32_t file);  // its part file goes: bytes the journal vouches for were overwritten
     void handle(const Frame& f, const std::uint8_t* payload);  // a file end, zero block or failure
     void block_arrived(std::uint32_t file, std::uint64_t offset, std::uint64_t sum);
+    // A counted block into the journal, for a resume: a file of one block
+    // has none (it is whole with its end, and resent whole if it is not).
+    void journal_block(std::uint32_t file, std::uint64_t offset, std::uint64_t sum);
     // Under mutex_: block `b` of a waiting file counts with its checksum; true when the file is now whole.
     bool count_block(FileState& f, std::uint64_t b, std::uint64_t sum);
     std::shared_ptr<PartFile> open_part(std::uint32_t file);  // under mutex_

@@ -85,8 +85,7 @@ std::uint8_t* SendTransfer::reserve(Slot*& slot, std::size_t payload, bool align
 
 void SendTransfer::plan_pieces() {
     reading_ = std::make_unique<FileReading[]>(manifest_.files.size());
-    for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {
-        if (in_place_.count(i)) continue;
+    for (std::uint32_t i = 0; i < manifest_.files.size(); ++i) {  // all of them: the answer is not in yet
         const std::uint64_t blocks = blocks_of(manifest_.files[i].size, manifest_.block);
         ++files_to_send_;
         bytes_to_send_ += manifest_.files[i].size;  // all of it is read (the blocks it has too, for the checksum)
@@ -104,7 +103,7 @@ void SendTransfer::reader_loop(const std::atomic<bool>* quit) {
         while (!*quit) {
             const std::size_t i = next_piece_++;
             if (i >= pieces_.size()) break;
-            read_piece(pieces_[i], slot);
+            read_piece(pieces_[i], slot, quit);
         }
     } catch (const std::exception& e) {
         fail(e.what());
@@ -169,11 +168,12 @@ bool SendTransfer::read_block(int fd, std::uint64_t off, std::size_t len, std::u
     return true;
 }
 
-void SendTransfer::read_piece(const Piece& piece, Slot*& slot) {
+void SendTransfer::read_piece(const Piece& piece, Slot*& slot, const std::atomic<bool>* quit) {
     const std::uint32_t index = piece.file;
     const ManifestFile& m = manifest_.files[index];
     FileReading& r = reading_[index];
     if (r.failed) return piece_done(index, slot);
+    if (answer_in_ && in_place_.count(index)) return;  // in place: nothing of it is sent, not even its end
     std::shared_ptr<UniqueFd> closer;
     try {
         closer = std::make_shared<UniqueFd>(manifest_.open_source(m));  // a pull's: beneath the served tree, no link on the way
@@ -185,9 +185,16 @@ void SendTransfer::read_piece(const Piece& piece, Slot*& slot) {
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != m.size)
         return file_failed(index, "changed since it was listed (size " + std::to_string(st.st_size) + ", was " +
                                       std::to_string(m.size) + ")", slot);
-    const auto have = have_.find(index);
+    bool answered = false;  // in_place_ and have_ are read once the answer is in, never before
+    auto have = have_.end();
     const std::uint64_t block = manifest_.block;
     for (std::uint64_t b = piece.first_block; b < piece.end_block; ++b) {
+        if (!answered) {  // blocks are read ahead of the answer up to a budget (begin)
+            if (progress_.bytes_read >= kAheadOfAnswer && !wait_for_answer(quit)) return;
+            answered = answer_in_;
+            if (answered && in_place_.count(index)) return;  // (the answer came while the file was opened)
+            if (answered) have = have_.find(index);
+        }
         const std::uint64_t off = b * block;
         const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(block, m.size - off));
         std::uint64_t sum = 0;

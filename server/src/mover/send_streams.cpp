@@ -61,6 +61,14 @@ bool SendTransfer::wait_for_ring(const std::atomic<bool>* quit) const {
     return true;
 }
 
+bool SendTransfer::wait_for_answer(const std::atomic<bool>* quit) const {
+    while (!answer_in_) {
+        if (*quit || failed_) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
 int SendTransfer::streams() const {
     std::lock_guard lock(pools_mutex_);
     return static_cast<int>(streams_.threads.size());

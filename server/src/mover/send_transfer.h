@@ -87,6 +87,7 @@ public:
     int readers() const;
     Cipher cipher() const { return control_ ? control_->cipher() : Cipher::None; }
     const SendProgress& progress() const { return progress_; }
+    // All of the manifest until the server's answer is in; then less what is in place.
     std::uint64_t bytes_to_send() const { return bytes_to_send_; }
     std::uint64_t files_to_send() const { return files_to_send_; }
 
@@ -118,6 +119,9 @@ private:
     // wait at a time, each holding its file open; past that they are copied.
     static constexpr std::size_t kRefMinBytes = 64u << 10;
     static constexpr std::size_t kMaxRefs = 512;
+    // Bytes read before the server's answer to the manifest is in (which
+    // says what to skip): on a resume, about what is sent again.
+    static constexpr std::uint64_t kAheadOfAnswer = 8u << 20;
 
     // Connects stream `index` and sends its Hello; `handshake` then checks the
     // server's proof. `stoppable`: stop_opening() shuts it down until opened().
@@ -127,6 +131,10 @@ private:
     // On control_; `handshake`: of stream 0, when this end opened it (nullptr
     // for a pull's); `manifest`: to_json(manifest_), compressed (manifest_wire.h).
     void begin(ClientHandshake* handshake, const std::string& manifest);
+    void take_answer();  // the Have, into in_place_ and have_; throws naming what is wrong with it
+    void take_answer_or_stop();  // the same, and the transfer stops when it throws
+    // Until the answer is in (or the transfer failed): false if it failed or `quit`.
+    bool wait_for_answer(const std::atomic<bool>* quit) const;
     // Under pools_mutex_: streams up to `n` (none for a pull), each on its own
     // thread; ready once each has said Hello.
     std::vector<std::future<void>> open_streams(int n);
@@ -134,7 +142,7 @@ private:
     bool wait_for_ring(const std::atomic<bool>* quit) const;
     void plan_pieces();
     void reader_loop(const std::atomic<bool>* quit);
-    void read_piece(const Piece& piece, Slot*& slot);
+    void read_piece(const Piece& piece, Slot*& slot, const std::atomic<bool>* quit);
     bool read_block(int fd, std::uint64_t off, std::size_t len, std::uint8_t* data, bool reuse, std::uint64_t& sum,
                     bool& zeros);
     void piece_done(std::uint32_t file, Slot*& slot);
@@ -154,8 +162,9 @@ private:
     SendSettings settings_;
     std::uint64_t id_ = 0;
     std::unique_ptr<BlockRing> ring_;
-    std::set<std::uint32_t> in_place_;
+    std::set<std::uint32_t> in_place_;  // written by take_answer before answer_in_, read after it
     std::map<std::uint32_t, std::set<std::uint64_t>> have_;
+    std::atomic<bool> answer_in_{false};
     std::vector<Piece> pieces_;
     std::unique_ptr<FileReading[]> reading_;
     std::atomic<std::size_t> next_piece_{0};
@@ -175,7 +184,7 @@ private:
     Pool readers_, streams_;
     std::mutex error_mutex_;
     std::string error_;
-    std::uint64_t bytes_to_send_ = 0, files_to_send_ = 0;
+    std::atomic<std::uint64_t> bytes_to_send_{0}, files_to_send_{0};
     SendProgress progress_;
 };
 
