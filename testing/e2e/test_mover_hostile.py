@@ -356,7 +356,8 @@ class HostileTest(unittest.TestCase):
         wait_for(lambda: proc_status(self.server.proc.pid)[1] - self.baseline[1] <= 2 + 2 * 4, timeout=10,
                  what="the refused stream's thread to end")
         more = [self.hello(0x7001, stream=k) for k in range(1, 5)]  # 6 connections
-        time.sleep(0.3)
+        wait_for(lambda: proc_status(self.server.proc.pid)[1] - self.baseline[1] >= 6, timeout=10,
+                 what="a thread for each of the six streams")
         extra = self.hello(0x7001, stream=5)
         self.expect_error(extra, "6 connections are open, the limit (serve --max-connections)")
         self.assert_bounded("at the connection limit", threads=6 + 2 * 4)  # a thread per stream, writers per transfer

@@ -190,7 +190,7 @@ void SendTransfer::read_piece(const Piece& piece, Slot*& slot, const std::atomic
     const std::uint64_t block = manifest_.block;
     for (std::uint64_t b = piece.first_block; b < piece.end_block; ++b) {
         if (!answered) {  // blocks are read ahead of the answer up to a budget (begin)
-            if (progress_.bytes_read >= kAheadOfAnswer && !wait_for_answer(quit)) return;
+            if (progress_.bytes_read >= kAheadOfAnswer && !wait_for(answer_in_, quit)) return;
             answered = answer_in_;
             if (answered && in_place_.count(index)) return;  // (the answer came while the file was opened)
             if (answered) have = have_.find(index);

@@ -53,17 +53,14 @@ void SendTransfer::stop_opening() {
     for (const int fd : opening_) ::shutdown(fd, SHUT_RDWR);
 }
 
-bool SendTransfer::wait_for_ring(const std::atomic<bool>* quit) const {
-    while (!ring_ready_) {
-        if (*quit || failed_) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
-}
-
-bool SendTransfer::wait_for_answer(const std::atomic<bool>* quit) const {
-    while (!answer_in_) {
-        if (*quit || failed_) return false;
+bool SendTransfer::wait_for(const std::atomic<bool>& flag, const std::atomic<bool>* quit,
+                            std::chrono::milliseconds limit) const {
+    const auto start = std::chrono::steady_clock::now();
+    const auto waited = [&] {  // in milliseconds: limit's max() as nanoseconds would overflow
+        return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    };
+    while (!flag) {
+        if ((quit && *quit) || failed_ || waited() > limit) return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return true;
@@ -124,7 +121,7 @@ std::vector<std::future<void>> SendTransfer::open_streams(int n) {
             }
             opened(fd.get());
             Channel channel = handshake.channel(fd.get());
-            if (wait_for_ring(quit)) stream_loop(channel, quit, false);
+            if (wait_for(ring_ready_, quit)) stream_loop(channel, quit, false);
         });
     }
     return connected;

@@ -98,10 +98,7 @@ void SendTransfer::start_on(Channel& control) {
 void SendTransfer::add_stream(Channel& c) {
     // The receiving end opens it once it has answered the manifest, which may
     // be before this end has read that answer and set up its ring.
-    for (int waited = 0; !ring_ready_; ++waited) {
-        if (failed_ || waited > 30'000) throw std::runtime_error("the transfer did not start");
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    if (!wait_for(ring_ready_, nullptr, std::chrono::seconds(30))) throw std::runtime_error("the transfer did not start");
     const std::atomic<bool> never{false};
     stream_loop(c, &never, false);
 }
@@ -117,7 +114,7 @@ void SendTransfer::begin(ClientHandshake* handshake, const std::string& text) {
         std::lock_guard lock(pools_mutex_);
         streams_.quit.push_back(std::make_unique<std::atomic<bool>>(false));
         streams_.threads.emplace_back([this, quit = streams_.quit.back().get()] {
-            if (wait_for_ring(quit)) stream_loop(*control_, quit, true);
+            if (wait_for(ring_ready_, quit)) stream_loop(*control_, quit, true);
         });
         hellos = open_streams(settings_.streams);
     }
@@ -248,7 +245,7 @@ void SendTransfer::stream_loop(Channel& c, const std::atomic<bool>* quit, bool f
         if (first) {
             // Not before the answer is in: the server must have answered the
             // manifest this Done ends, and the answer may still stop the transfer.
-            if (!*quit && wait_for_answer(quit) && !failed_)
+            if (!*quit && wait_for(answer_in_, quit) && !failed_)
                 write_frame(c, Frame{Kind::Done, id_, 0, 0, 0, 0, manifest_.files.size()});
             first_stream_ended();
         } else {

@@ -12,6 +12,7 @@
 #include "mover/manifest.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <future>
@@ -133,13 +134,13 @@ private:
     void begin(ClientHandshake* handshake, const std::string& manifest);
     void take_answer();  // the Have, into in_place_ and have_; throws naming what is wrong with it
     void take_answer_or_stop();  // the same, and the transfer stops when it throws
-    // Until the answer is in (or the transfer failed): false if it failed or `quit`.
-    bool wait_for_answer(const std::atomic<bool>* quit) const;
     // Under pools_mutex_: streams up to `n` (none for a pull), each on its own
     // thread; ready once each has said Hello.
     std::vector<std::future<void>> open_streams(int n);
-    // Until the Have is in and the ring made; false if the stream is to quit first.
-    bool wait_for_ring(const std::atomic<bool>* quit) const;
+    // Until `flag` (ring_ready_, answer_in_) is set: false if the transfer
+    // failed, `quit` was set (none: never) or `limit` passed first.
+    bool wait_for(const std::atomic<bool>& flag, const std::atomic<bool>* quit,
+                  std::chrono::milliseconds limit = std::chrono::milliseconds::max()) const;
     void plan_pieces();
     void reader_loop(const std::atomic<bool>* quit);
     void read_piece(const Piece& piece, Slot*& slot, const std::atomic<bool>* quit);

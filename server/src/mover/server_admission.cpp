@@ -60,8 +60,9 @@ int Server::run() {
     ::fcntl(listener.get(), F_SETFL, ::fcntl(listener.get(), F_GETFL) | O_NONBLOCK);
     WaitingConnections waiting(static_cast<std::size_t>(o_.max_waiting), std::chrono::seconds(o_.hello_timeout_s),
                                kMaxHelloBytes);
-    spdlog::info("serve: {} on {}:{}, {} writers, {} MiB ring{}{}", o_.root, o_.listen, o_.port, o_.writers,
-                 o_.ring_mb, allowed_.empty() ? " (any client: --allow limits who may write here)" : "",
+    spdlog::info("serve: {} on {}:{}, {} MiB ring{}{}{}", o_.root, o_.listen, o_.port, o_.ring_mb,
+                 o_.read_back ? fmt::format(", {} writers read finished files back", o_.writers) : "",
+                 allowed_.empty() ? " (any client: --allow limits who may write here)" : "",
                  key_ ? (o_.require_encryption ? ", clients must hold the key and encrypt"
                                                : ", clients must hold the key")
                       : ", no key: clients are not authenticated");
