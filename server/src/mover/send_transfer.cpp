@@ -135,14 +135,14 @@ void SendTransfer::begin(ClientHandshake* handshake, const std::string& text) {
     // the server says is believed before its proof.
     if (handshake) handshake->expect_proof(control_fd_.get(), settings_.peer_timeout_s);
     // A move sends blocks at once, without waiting the round trip for the
-    // server's answer (on the 32 ms testbed path, 150 ms of a
-    // ten-thousand-file tree's 2.5 s, in which its streams leave slow start
-    // behind): what the destination has is skipped from the moment the answer
-    // is in, and the server drops what came before it that it had (a block of
-    // a file in place, a block written already). So that a resume sends little
-    // again, at most about kAheadOfAnswer bytes are read before the answer. A
-    // pull waits for it: the receiving end opens its other streams only after
-    // it has answered.
+    // server's answer and its preparing (150 ms for ten thousand files on the
+    // 32 ms testbed path), so that its streams are through slow start's first
+    // round trips by then: what the destination has is skipped from the
+    // moment the answer is in, and the server drops what came before it that
+    // it had (a block of a file in place, a block written already). So that a
+    // resume sends little again, at most about kAheadOfAnswer bytes are read
+    // before the answer. A pull waits for it: the receiving end opens its
+    // other streams only after it has answered.
     const bool ahead = !settings_.host.empty();
     if (!ahead) take_answer_or_stop();
     plan_pieces();
