@@ -17,9 +17,12 @@ EarlyStreams::EarlyStreams(const std::string& host, int port, int n, int peer_ti
 }
 
 void EarlyStreams::open(std::shared_ptr<Shared> shared, std::string host, int port, int peer_timeout_s, int index) {
+    // Declared first, destroyed last: a descriptor closes only once it is out
+    // of `waiting`, so that stop() never shuts down a number reused meanwhile.
+    UniqueFd connected;
     std::optional<EarlyStream> stream;
     std::exception_ptr error;
-    int fd = -1;
+    int fd = -1;  // in `waiting`
     bool others_started = index != 0;
     const auto start_others = [&] {
         for (std::size_t i = 1; i < shared->slots.size(); ++i)
@@ -27,11 +30,11 @@ void EarlyStreams::open(std::shared_ptr<Shared> shared, std::string host, int po
         others_started = true;
     };
     try {
-        UniqueFd connected = connect_tcp(host, port, peer_timeout_s);
-        fd = connected.get();
+        connected = connect_tcp(host, port, peer_timeout_s);
         {
             std::lock_guard lock(shared->mutex);
             if (shared->stopped) throw std::runtime_error("the transfer stopped");
+            fd = connected.get();
             shared->waiting.insert(fd);
         }
         if (!others_started) start_others();
@@ -42,7 +45,7 @@ void EarlyStreams::open(std::shared_ptr<Shared> shared, std::string host, int po
     }
     if (!others_started) start_others();  // stream 0 failed: each of the others finds out for itself
     std::lock_guard lock(shared->mutex);
-    shared->waiting.erase(fd);  // (before the descriptor closes, and its number is reused)
+    if (fd >= 0) shared->waiting.erase(fd);
     Slot& slot = shared->slots[index];
     slot.done = true;
     if (!shared->abandoned) {  // else its descriptor closes here
