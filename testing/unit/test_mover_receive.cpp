@@ -53,6 +53,13 @@ std::string zeros(std::uint32_t file, std::uint64_t offset, std::uint64_t length
     return bytes;
 }
 
+// A FileEnd frame: file `file` was read whole, `size` bytes, its file checksum `sum`.
+std::string file_end(std::uint32_t file, std::uint64_t sum, std::uint64_t size) {
+    std::string bytes(kHeaderBytes, '\0');
+    encode_header(Frame{Kind::FileEnd, kId, file, 0, 0, sum, size}, reinterpret_cast<std::uint8_t*>(bytes.data()));
+    return bytes;
+}
+
 json file_entry(const std::string& path, std::uint64_t size) {
     return {{"path", path}, {"size", size}, {"mode", 0644}, {"mtime_ns", 1'000'000'000}};
 }
@@ -346,11 +353,8 @@ TEST_CASE("a sender that says Done before sending everything ends the transfer, 
     s.send(manifest({file_entry("a", 8192), file_entry("b", 3)}));
     REQUIRE(s.answer().first == Kind::Have);
     const std::string body = "abc";
-    Frame end{Kind::FileEnd, kId, 1, 0, 0, 0, 3};
     const std::uint64_t sum = checksum(body.data(), body.size());
-    end.checksum = file_checksum(&sum, 1);
-    std::string end_bytes(kHeaderBytes, '\0');
-    encode_header(end, reinterpret_cast<std::uint8_t*>(end_bytes.data()));
+    const std::string end_bytes = file_end(1, file_checksum(&sum, 1), 3);
     s.send(frame(Kind::Data, 1, 0, 0, body) + end_bytes + zeros(0, 0, 4096) + frame(Kind::Done, 0, 0, 2));
     const auto [kind, report] = s.answer();
     REQUIRE(kind == Kind::Report);
@@ -378,9 +382,7 @@ TEST_CASE("a stream that joins after the sender's Done still delivers what it ca
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, late) == 0);
     const std::string body = "abc";
     const std::uint64_t sum = checksum(body.data(), body.size());
-    Frame end{Kind::FileEnd, kId, 0, 0, 0, file_checksum(&sum, 1), 3};
-    std::string end_bytes(kHeaderBytes, '\0');
-    encode_header(end, reinterpret_cast<std::uint8_t*>(end_bytes.data()));
+    const std::string end_bytes = file_end(0, file_checksum(&sum, 1), 3);
     const std::string bytes = frame(Kind::Data, 0, 0, 0, body) + end_bytes + frame(Kind::Bye);
     write_full(late[0], bytes.data(), bytes.size());
     s.t.run_stream(late[1]);
@@ -410,10 +412,7 @@ std::pair<Kind, std::string> send_blocks(Session& s, const std::string& name, co
         if (b >= first && b < last) bytes += frame(Kind::Data, 0, b * 4096, 0, block);
     }
     if (last * 4096 >= data.size()) {
-        Frame end{Kind::FileEnd, kId, 0, 0, 0, file_checksum(sums.data(), sums.size()), data.size()};
-        std::string end_bytes(kHeaderBytes, '\0');
-        encode_header(end, reinterpret_cast<std::uint8_t*>(end_bytes.data()));
-        bytes += end_bytes + frame(Kind::Done, 0, 0, 1);
+        bytes += file_end(0, file_checksum(sums.data(), sums.size()), data.size()) + frame(Kind::Done, 0, 0, 1);
     }
     s.send(bytes);
     if (last * 4096 < data.size()) return {Kind::Bye, ""};
@@ -612,12 +611,6 @@ TEST_CASE("the Have answer stays within its limit: what it cannot list is sent a
         sums.push_back(checksum(block.data(), block.size()));
         if (b >= 3) bytes += frame(Kind::Data, 0, b * 4096, 0, block);
     }
-    auto file_end = [](std::uint32_t file, std::uint64_t sum, std::uint64_t size) {
-        Frame end{Kind::FileEnd, kId, file, 0, 0, sum, size};
-        std::string end_bytes(kHeaderBytes, '\0');
-        encode_header(end, reinterpret_cast<std::uint8_t*>(end_bytes.data()));
-        return end_bytes;
-    };
     bytes += file_end(0, file_checksum(sums.data(), sums.size()), data.size());
     for (std::uint32_t i = 2; i <= 10; ++i) {
         const std::string body = "new" + std::to_string(i - 1);
@@ -647,9 +640,7 @@ TEST_CASE("a block sent again with other contents, or damaged over a counted one
     // already counted must not reach the destination, nor a resume.
     const std::string one(4096, 'a'), other(4096, 'b'), two(100, 'c');
     const std::uint64_t sums[2] = {checksum(one.data(), one.size()), checksum(two.data(), two.size())};
-    Frame end{Kind::FileEnd, kId, 0, 0, 0, file_checksum(sums, 2), 4096 + 100};
-    std::string end_bytes(kHeaderBytes, '\0');
-    encode_header(end, reinterpret_cast<std::uint8_t*>(end_bytes.data()));
+    const std::string end_bytes = file_end(0, file_checksum(sums, 2), 4096 + 100);
     std::string damaged = frame(Kind::Data, 0, 0, 0, one);
     damaged[kHeaderBytes + 7] = 'x';  // the payload, not its checksum in the header
     const std::pair<std::string, std::string> cases[] = {
@@ -677,11 +668,6 @@ TEST_CASE("the same block sent again (as a resume sends before the answer) count
     const std::string one(4096, 'a'), two(100, 'c'), small(10, 's');
     const std::uint64_t sums[2] = {checksum(one.data(), one.size()), checksum(two.data(), two.size())};
     const std::uint64_t small_sum = checksum(small.data(), small.size());
-    const auto end = [](std::uint32_t file, std::uint64_t sum, std::uint64_t size) {
-        std::string bytes(kHeaderBytes, '\0');
-        encode_header(Frame{Kind::FileEnd, kId, file, 0, 0, sum, size}, reinterpret_cast<std::uint8_t*>(bytes.data()));
-        return bytes;
-    };
     TempShmDir dir;
     Session s(dir.path);
     s.send(manifest({file_entry("f", 4096 + 100), file_entry("g", 10)}));
@@ -698,8 +684,8 @@ TEST_CASE("the same block sent again (as a resume sends before the answer) count
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sums[0]));
     CHECK_THAT(lines[0], Catch::EndsWith(std::string(" 0 ") + hex + " f"));  // B SIZE MTIME BLOCK OFFSET CHECKSUM PATH
-    s.send(frame(Kind::Data, 0, 4096, 0, two) + end(0, file_checksum(sums, 2), 4096 + 100) +
-           end(1, file_checksum(&small_sum, 1), 10) + frame(Kind::Done, 0, 0, 2));
+    s.send(frame(Kind::Data, 0, 4096, 0, two) + file_end(0, file_checksum(sums, 2), 4096 + 100) +
+           file_end(1, file_checksum(&small_sum, 1), 10) + frame(Kind::Done, 0, 0, 2));
     const auto [kind, report] = s.answer();
     REQUIRE(kind == Kind::Report);
     const json r = json::parse(report);
