@@ -70,6 +70,9 @@ def body():
             except t.Failure:
                 log.seek(0)
                 t.log("--- paraview output\n" + log.read())
+                with open(os.path.join(d, "gui.receive.log")) as received:
+                    t.log("--- receiver output\n" + received.read())
+                xvfb_screen.write_png("gui_failed.png", xvfb_screen.snapshot(d))
                 raise
             finally:
                 gui.terminate()

@@ -58,6 +58,11 @@ public:
   std::uint64_t SignatureAtExecute = 0;
   std::uint64_t SignatureSeenByMTime = 0;
   vtkTimeStamp LiveTime;
+  // GetMTime found news no poll had announced, so whatever asked for the
+  // modification time re-executes this reader on its own. When that happens
+  // inside a render, after the representation took the output, the view keeps
+  // the older step and nothing marks it for another: the next poll says so.
+  bool NewsSeenOnlyByMTime = false;
 
   std::uint64_t Signature() const
   {

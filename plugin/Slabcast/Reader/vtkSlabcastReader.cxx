@@ -73,6 +73,7 @@ vtkMTimeType vtkSlabcastReader::GetMTime()
     {
       in.SignatureSeenByMTime = now;
       in.LiveTime.Modified();
+      in.NewsSeenOnlyByMTime = true;
     }
     t = std::max<vtkMTimeType>(t, in.LiveTime.GetMTime());
   }
@@ -92,14 +93,27 @@ bool vtkSlabcastReader::GetNeedsUpdate()
       (!in.Refreshed ||
         slabcast::live_signature(in.DescriptorPath, in.Visible) != in.SignatureAtRefresh);
   }
-  if (this->Pause || !in.Attempted || in.Signature() == in.SignatureAtExecute)
+  if (this->Pause || !in.Attempted)
   {
     return false;
   }
-  // ParaView's LiveSource behaviour marks the proxy modified but leaves the
-  // algorithm's own modification time to the algorithm.
-  this->Modified();
-  return true;
+  const std::uint64_t now = in.Signature();
+  if (now != in.SignatureAtExecute)
+  {
+    // ParaView's LiveSource behaviour marks the proxy modified but leaves the
+    // algorithm's own modification time to the algorithm. Announced here, the
+    // news is no news to GetMTime in the update this starts.
+    in.SignatureSeenByMTime = now;
+    in.NewsSeenOnlyByMTime = false;
+    this->Modified();
+    return true;
+  }
+  // The output already holds the news (a render re-executed the reader through
+  // GetMTime) but the view may not: the caller's MarkModified makes the
+  // representations take the output again, without re-executing the reader.
+  const bool unannounced = in.NewsSeenOnlyByMTime;
+  in.NewsSeenOnlyByMTime = false;
+  return unannounced;
 }
 
 //------------------------------------------------------------------------------

@@ -110,8 +110,9 @@ public:
   void Refresh();
 
   /// True when a slab used by the last output has news since (a published
-  /// step, or in NEWEST_DATA any write; or the descriptor was rewritten).
-  /// Always false while paused.
+  /// step, or in NEWEST_DATA any write; or the descriptor was rewritten), or
+  /// once after the reader re-executed on news no poll announced (GetMTime),
+  /// which the view may not have taken. Always false while paused.
   bool GetNeedsUpdate();
   /// Integer form of GetNeedsUpdate() for the information-only property.
   int GetNeedsUpdateFlag() { return this->GetNeedsUpdate() ? 1 : 0; }
