@@ -75,6 +75,11 @@ class Deployment:
     def stop_all(self):
         return {r.name: r.stop() for r in [self.receiver, self.stager] + self.shufflers}
 
+    def print_logs(self, *others, tail=3000):
+        """The end of every role's log (and of `others`), for a failure to explain itself."""
+        for r in [self.receiver, self.stager] + self.shufflers + list(others):
+            print("--- %s\n%s" % (r.name, r.text()[-tail:]), file=sys.stderr)
+
 
 def dataset_steps(dataset):
     with open(os.path.join(dataset, "dataset.json")) as f:
@@ -214,16 +219,16 @@ class PipelineTest(unittest.TestCase):
         wait_for(lambda: "serve:" in data_host.text(), what="the data host's server")
         d = Deployment(self.ws, self.dataset, stage_from=("127.0.0.1:%d" % port, os.path.basename(self.dataset)),
                        key_file=key)
-        for step in range(4):
-            d.control("--steps", str(step))
-            wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == step for k in range(STREAMS)),
-                     what="step %d at every slab" % step)
-            self.assert_slabs_equal_step(d, step)
         staged = lambda: [e for e in read_json_lines(d.stage_json) if e.get("result") == "staged"]  # noqa: E731
         try:
+            for step in range(4):
+                d.control("--steps", str(step))
+                wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == step for k in range(STREAMS)),
+                         what="step %d at every slab" % step)
+                self.assert_slabs_equal_step(d, step)
             wait_for(lambda: len(staged()) >= 4, what="4 steps staged")  # the file is in place just before the event
         except AssertionError:
-            print(d.stager.text()[-3000:], file=sys.stderr)
+            d.print_logs(data_host)
             raise
         pulls = lambda: [l for l in data_host.text().splitlines() if "serve: pull" in l and "done" in l]  # noqa: E731
         wait_for(lambda: len(pulls()) >= 5, what="the descriptor and each step pulled")  # logged after the reply
