@@ -235,6 +235,9 @@ class PipelineTest(unittest.TestCase):
         pulls = pulls()
         self.assertTrue(all('"failed":[]' in l for l in pulls), pulls)
         self.assertTrue(all("encrypted (" in l for l in pulls), pulls)  # the stager followed the data host
+        # A stream the stager opened as a pull ended is told goodbye, not left
+        # waiting for a transfer of that id (which held the pull 5 s).
+        self.assertNotIn("unknown transfer", data_host.text())
         self.assertEqual(set(d.stop_all().values()), {0})
         self.assertEqual(os.listdir(self.ws.staging), [], "the stager left something behind")
 

@@ -149,6 +149,11 @@ void Server::serve_pull(Channel& c, const Hello& h) {
         spdlog::info("serve: pull {:016x} of {} done{}: {}", h.transfer, nlohmann::json(h.get).dump(),
                      c.cipher() == Cipher::None ? "" : fmt::format(", encrypted ({})", to_string(c.cipher())),
                      printable(report));
+        // As with a move: known until the client closes stream 0, so that a
+        // stream it opened as the pull ended is told goodbye at once. Forgotten
+        // here, that stream waited kStreamZeroWait_s for a move of the same id,
+        // and the client's pull with it.
+        until_closed(c.fd());
     } catch (...) {
         std::lock_guard lock(mutex_);
         pulls_.erase(h.transfer);
