@@ -2,8 +2,6 @@
 
 #include "mover/stream_io.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <stdexcept>
 #include <thread>
@@ -31,12 +29,8 @@ void EarlyStreams::open(std::shared_ptr<Shared> shared, std::string host, int po
     };
     try {
         connected = connect_tcp(host, port, peer_timeout_s);
-        {
-            std::lock_guard lock(shared->mutex);
-            if (shared->stopped) throw std::runtime_error("the transfer stopped");
-            fd = connected.get();
-            shared->waiting.insert(fd);
-        }
+        if (!shared->waiting.add(connected.get())) throw std::runtime_error("the transfer stopped");
+        fd = connected.get();
         if (!others_started) start_others();
         Challenge c = read_challenge(fd, peer_timeout_s);
         stream = EarlyStream{std::move(connected), c};
@@ -44,8 +38,8 @@ void EarlyStreams::open(std::shared_ptr<Shared> shared, std::string host, int po
         error = std::current_exception();
     }
     if (!others_started) start_others();  // stream 0 failed: each of the others finds out for itself
+    if (fd >= 0) shared->waiting.remove(fd);
     std::lock_guard lock(shared->mutex);
-    if (fd >= 0) shared->waiting.erase(fd);
     Slot& slot = shared->slots[index];
     slot.done = true;
     if (!shared->abandoned) {  // else its descriptor closes here
@@ -62,11 +56,7 @@ EarlyStreams::~EarlyStreams() {
     for (Slot& s : shared_->slots) s.stream.reset();
 }
 
-void EarlyStreams::stop() {
-    std::lock_guard lock(shared_->mutex);
-    shared_->stopped = true;
-    for (const int fd : shared_->waiting) ::shutdown(fd, SHUT_RDWR);
-}
+void EarlyStreams::stop() { shared_->waiting.stop(); }
 
 std::optional<EarlyStream> EarlyStreams::take(int index) {
     std::unique_lock lock(shared_->mutex);

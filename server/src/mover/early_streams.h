@@ -8,13 +8,13 @@
 #pragma once
 
 #include "mover/auth.h"
+#include "mover/stream_io.h"
 #include "slabcast/unique_fd.h"
 
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -57,8 +57,8 @@ private:
         std::mutex mutex;
         std::condition_variable changed;
         std::vector<Slot> slots;
-        std::set<int> waiting;  // connected, their Challenge not read yet
-        bool abandoned = false, stopped = false;
+        bool abandoned = false;
+        StoppableSockets waiting;  // connected, their Challenge not read yet
     };
     static void open(std::shared_ptr<Shared> shared, std::string host, int port, int peer_timeout_s, int index);
     std::shared_ptr<Shared> shared_;

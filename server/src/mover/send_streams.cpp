@@ -22,11 +22,7 @@ using nlohmann::json;
 UniqueFd SendTransfer::open_stream(int index, ClientHandshake& handshake, bool stoppable) {
     std::optional<EarlyStream> early = settings_.early ? settings_.early->take(index) : std::nullopt;
     UniqueFd fd = early ? std::move(early->fd) : connect_tcp(settings_.host, settings_.port, settings_.peer_timeout_s);
-    if (stoppable) {
-        std::lock_guard lock(opening_mutex_);
-        if (stop_opening_) throw std::runtime_error("the transfer stopped");
-        opening_.insert(fd.get());
-    }
+    if (stoppable && !opening_.add(fd.get())) throw std::runtime_error("the transfer stopped");
     const std::string hello = json{{"stream", index}, {"dest", settings_.dest}}.dump();
     try {
         if (early) handshake.send_hello(fd.get(), early->challenge, id_, hello);
@@ -38,19 +34,14 @@ UniqueFd SendTransfer::open_stream(int index, ClientHandshake& handshake, bool s
     return fd;
 }
 
-void SendTransfer::opened(int fd) {
-    std::lock_guard lock(opening_mutex_);
-    opening_.erase(fd);
-}
+void SendTransfer::opened(int fd) { opening_.remove(fd); }
 
 // Streams still waiting for the server's challenge or proof would wait up to
 // the peer timeout (a server that never answers them): their sockets are
 // shut down, so that they give up at once.
 void SendTransfer::stop_opening() {
     if (settings_.early) settings_.early->stop();
-    std::lock_guard lock(opening_mutex_);
-    stop_opening_ = true;
-    for (const int fd : opening_) ::shutdown(fd, SHUT_RDWR);
+    opening_.stop();
 }
 
 bool SendTransfer::wait_for(const std::atomic<bool>& flag, const std::atomic<bool>* quit,

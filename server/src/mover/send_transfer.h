@@ -10,6 +10,7 @@
 #include "mover/channel.h"
 #include "mover/early_streams.h"
 #include "mover/manifest.h"
+#include "mover/stream_io.h"
 
 #include <atomic>
 #include <chrono>
@@ -178,9 +179,7 @@ private:
     UniqueFd control_fd_;       // stream 0's descriptor, when this end opened it (closed with it)
     Channel* control_ = nullptr;  // stream 0
     std::unique_ptr<Channel> own_control_;  // stream 0, when this end made its channel
-    std::mutex opening_mutex_;
-    std::set<int> opening_;  // streams between their connect and the server's proof
-    bool stop_opening_ = false;
+    StoppableSockets opening_;  // streams between their connect and the server's proof
     mutable std::mutex pools_mutex_;
     Pool readers_, streams_;
     std::mutex error_mutex_;

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +33,24 @@ addrinfo* resolve(const std::string& host, int port, bool passive) {
 }
 
 }  // namespace
+
+bool StoppableSockets::add(int fd) {
+    std::lock_guard lock(mutex_);
+    if (stopped_) return false;
+    fds_.insert(fd);
+    return true;
+}
+
+void StoppableSockets::remove(int fd) {
+    std::lock_guard lock(mutex_);
+    fds_.erase(fd);
+}
+
+void StoppableSockets::stop() {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+    for (const int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+}
 
 void tune_tcp(int fd, int peer_timeout_s) {
     // No SO_SNDBUF/SO_RCVBUF: setting them turns off the kernel's buffer

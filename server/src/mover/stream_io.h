@@ -10,11 +10,27 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 
 namespace slabcast::mover {
 
 UniqueFd connect_tcp(const std::string& host, int port, int peer_timeout_s);  // throws naming the peer
+
+// Connections a thread waits on for a peer's first answer (its Challenge, its
+// proof): stop() shuts each down at once, and any added after it is
+// refused, so that nothing waits the peer timeout for a peer that never answers.
+class StoppableSockets {
+public:
+    bool add(int fd);     // false once stopped: the caller gives up
+    void remove(int fd);  // before the descriptor closes, and its number is reused
+    void stop();
+
+private:
+    std::mutex mutex_;
+    std::set<int> fds_;
+    bool stopped_ = false;
+};
 UniqueFd listen_tcp(const std::string& address, int port);
 // No Nagle delay for small frames; buffers left to autotuning; a peer that
 // vanishes (host down, path cut) is given up after about `peer_timeout_s`.
