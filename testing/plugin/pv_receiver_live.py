@@ -52,6 +52,17 @@ def wait_for(reader, ready, what, also=None, timeout=60):
         time.sleep(0.05)
 
 
+def wait_until_announced(reader, what, timeout=60):
+    """Polls NeedsUpdate, as a live loop does, until it turns on by itself."""
+    deadline = time.monotonic() + timeout
+    while True:
+        reader.UpdatePropertyInformation()
+        if reader.GetPropertyValue("NeedsUpdate") == 1:
+            return
+        check(time.monotonic() < deadline, "NeedsUpdate never turned on for " + what)
+        time.sleep(0.05)
+
+
 def last_steps_are(step):
     return lambda image: field(image, "SlabStep") == [float(step)] * len(ports)
 
@@ -91,13 +102,7 @@ print("ok: pieces point into the receiver's slabs (zero-copy), ghost planes seam
 
 # Step 1: NeedsUpdate turns on by itself.
 quad_sender.send(ports, dims, depth, 1)
-deadline = time.monotonic() + 60
-while True:
-    reader.UpdatePropertyInformation()
-    if reader.GetPropertyValue("NeedsUpdate") == 1:
-        break
-    check(time.monotonic() < deadline, "NeedsUpdate never turned on for step 1")
-    time.sleep(0.05)
+wait_until_announced(reader, "step 1")
 image = wait_for(reader, last_steps_are(1), "step 1 to arrive")
 check_values(image, 1, "step 1")
 check(field(image, "Step") == [1.0], "Step field %s after step 1" % field(image, "Step"))
@@ -160,13 +165,7 @@ print("ok: data ranges %s and ages %s match the values" % (want, reader.PointDat
 # modified) re-executes the reader. A view that had taken the older output
 # keeps it unless the next poll says so once more.
 quad_sender.send({0: ports[0]}, dims, depth, 9)
-deadline = time.monotonic() + 60
-while True:
-    reader.UpdatePropertyInformation()
-    if reader.GetPropertyValue("NeedsUpdate") == 1:
-        break
-    check(time.monotonic() < deadline, "NeedsUpdate never turned on for step 9 on slab 0")
-    time.sleep(0.05)
+wait_until_announced(reader, "step 9 on slab 0")
 reader.MarkModified(reader)
 reader.UpdatePipeline()
 shown = field(servermanager.Fetch(reader), "Step")
