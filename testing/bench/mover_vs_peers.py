@@ -321,11 +321,23 @@ def ratios(peer, mover):
     return "%.2fx (%.2f-%.2f)" % (median(pairs), min(pairs), max(pairs))
 
 
+def congestion_control():
+    """The host's TCP congestion control, every tool's here (new namespaces
+    start with it): BBR and cubic ramp up differently on a long path."""
+    try:
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
 def report(rows, wan, repeat):
     where = "between namespaces, 32 ms round trip" if wan else "loopback"
-    print("slabcast move against peers of its kind, %s, %d cores, %d repetitions in alternating order.\n"
+    print("slabcast move against peers of its kind, %s, %d cores, TCP congestion control %s for every tool,\n"
+          "%d repetitions in alternating order.\n"
           "Per tool: median seconds (every run), Gbit/s, own CPU-s per GiB (the tool's clients and servers),\n"
-          "machine CPU-s per GiB (everything that ran meanwhile)." % (where, os.cpu_count(), repeat))
+          "machine CPU-s per GiB (everything that ran meanwhile)." % (where, os.cpu_count(), congestion_control(),
+                                                                       repeat))
     goals = []
     for name, (size, files, runs) in rows.items():
         gib = size / GIB
