@@ -58,16 +58,18 @@ void check_readable(int dir_fd, const char* name, const std::string& source) {
         throw std::runtime_error(source + ": cannot read: " + std::strerror(errno));
 }
 
-// Everything in directory `top` (listed as `name`), depth first, each
-// directory before what is in it, one directory open at a time however deep
-// the tree. `open_dir(path)` opens one (invalid: errno says why). Each entry
-// is looked at relative to its directory, without following a link, by
-// `look(dir_fd, entry, source, st)`, which fills `st` and returns false to
-// leave the entry out: a path lookup per directory, not per file (ten
-// thousand files took 80 ms by full paths, a third of the time to connect
-// and send the manifest on a 32 ms path).
+// Directory `top` (listed as `name`, with `top_mode`'s permission bits) and
+// everything in it, depth first, each directory before what is in it, one
+// directory open at a time however deep the tree. `open_dir(path)` opens one
+// (invalid: errno says why). Each entry is looked at relative to its
+// directory, without following a link, by `look(dir_fd, entry, source, st)`,
+// which fills `st` and returns false to leave the entry out: a path lookup
+// per directory, not per file (ten thousand files took 80 ms by full paths,
+// a third of the time to connect and send the manifest on a 32 ms path).
 template <typename OpenDir, typename Look>
-void add_tree(Manifest& m, const std::string& top, const std::string& name, OpenDir open_dir, Look look) {
+void add_tree(Manifest& m, const std::string& top, const std::string& name, mode_t top_mode, OpenDir open_dir,
+              Look look) {
+    m.dirs.push_back(ManifestDir{name, static_cast<std::uint32_t>(top_mode & 07777)});
     std::vector<std::pair<std::string, std::string>> todo{{top, name}};  // (source, name in the manifest)
     while (!todo.empty()) {
         const auto [dir_path, as] = todo.back();
@@ -112,11 +114,10 @@ Manifest scan_sources(const std::vector<std::string>& sources, std::uint32_t blo
             throw std::runtime_error("name collision: " + it->second + " and " + s + " would both be '" + name + "'");
         const struct stat st = lstat_or_throw(p);
         if (S_ISDIR(st.st_mode)) {
-            m.dirs.push_back(ManifestDir{name, static_cast<std::uint32_t>(st.st_mode & 07777)});
             const auto open_dir = [](const std::string& path) {
                 return UniqueFd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
             };
-            add_tree(m, p.string(), name, open_dir,
+            add_tree(m, p.string(), name, st.st_mode, open_dir,
                      [](int dir_fd, const char* entry, const std::string& source, struct stat& found) {
                          if (::fstatat(dir_fd, entry, &found, AT_SYMLINK_NOFOLLOW) != 0)
                              throw std::runtime_error(source + ": " + std::strerror(errno));
@@ -148,10 +149,9 @@ Manifest scan_beneath(std::shared_ptr<DestTree> tree, const std::vector<std::str
         if (::fstatat(tree->dir(parent)->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
             throw std::runtime_error(rel + ": " + std::strerror(errno));
         if (S_ISDIR(st.st_mode)) {
-            m.dirs.push_back(ManifestDir{name, static_cast<std::uint32_t>(st.st_mode & 07777)});
             // Listed through descriptors opened beneath the root, so a link
             // swapped in leads nowhere; an entry gone meanwhile is left out.
-            add_tree(m, rel, name, [&](const std::string& path) { return tree->open_dir(path); },
+            add_tree(m, rel, name, st.st_mode, [&](const std::string& path) { return tree->open_dir(path); },
                      [&](int dir_fd, const char* entry, const std::string&, struct stat& found) {
                          if (m.files.size() + m.dirs.size() >= max_entries)
                              throw std::runtime_error(rel + ": more than " + std::to_string(max_entries) +
