@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -203,8 +204,8 @@ class HostileTest(unittest.TestCase):
         # Stream 1 says Hello, and sends a block, before stream 0 has sent its
         # manifest, as the sender opens its streams meanwhile: the landed code
         # gave it to the block loop, which used the ring before it existed.
-        # It waits, reading nothing, and carries its block once the manifest
-        # is taken.
+        # Its bytes are read and held, and its block is judged and carried
+        # once the manifest is taken.
         first = self.hello(0x3004)
         time.sleep(0.2)
         second = self.hello(0x3004, stream=1)
@@ -222,6 +223,30 @@ class HostileTest(unittest.TestCase):
         with open(os.path.join(self.root, "h", "z"), "rb") as f:
             self.assertEqual(f.read(), bytes(BLOCK))  # the early stream's block, carried
         second.sendall(frame(BYE, 0x3004))
+        first.close()
+        second.close()
+
+        # Streams that pour bytes in while their stream 0 never sends its
+        # manifest: serve reads 16 MiB of them for the transfer in all, and
+        # leaves the rest on the sockets.
+        silent = self.hello(0x3008)
+        pourers = [self.hello(0x3008, stream=k) for k in range(1, 5)]
+
+        def pour(sock):
+            try:
+                sock.sendall(os.urandom(MIB) * 24)
+            except OSError:  # closed below, or timed out against a full window
+                pass
+        threads = [threading.Thread(target=pour, args=(p,)) for p in pourers]
+        for t in threads:
+            t.start()
+        time.sleep(2)
+        self.assert_bounded("four streams pouring 96 MiB before their manifest", rss_mb=24, threads=5)
+        for p in pourers + [silent]:
+            p.shutdown(socket.SHUT_RDWR)
+            p.close()
+        for t in threads:
+            t.join()
 
         s = self.open_transfer(0x3005, [entry("a", 10)])
         s.sendall(manifest_frames(0x3005, [entry("b", 10)]))

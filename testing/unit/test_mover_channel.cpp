@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -383,4 +384,46 @@ TEST_CASE("AES-256-GCM records are libsodium's, both ways: ends built either way
     std::vector<std::string> payloads;
     CHECK(read_back(server, raw, &payloads).empty());
     CHECK(payloads == frames);
+}
+
+TEST_CASE("bytes read ahead are read again as frames, plain or sealed, to the limit and no further") {
+    std::vector<std::optional<std::pair<SessionKeys, SessionKeys>>> ends{std::nullopt};
+    for (const Cipher cipher : ciphers()) ends.push_back(keys_for(cipher));
+    for (const auto& keys : ends) {
+        CAPTURE(keys ? to_string(keys->first.cipher) : "plaintext");
+        Pair p;
+        Channel c = keys ? Channel(p.a, keys->first) : Channel(p.a);
+        Channel s = keys ? Channel(p.b, keys->second) : Channel(p.b);
+        const std::string big = pattern(kSealedRecord + 77), small = "after";
+        std::thread sender([&] {  // more than the socket holds: it waits for the reads
+            write_frame(c, Frame{Kind::Data, 1, 2, 0, 4096}, big.data(), big.size());
+            write_frame(c, Frame{Kind::Data, 1}, small.data(), small.size());
+            ::shutdown(p.a, SHUT_WR);
+        });
+        // 100 KiB, part of the first frame, taken in pieces of at most 30,000 bytes.
+        std::size_t held = 0;
+        while (held < (100u << 10)) {
+            REQUIRE(s.readable(1000));
+            const auto took = s.read_ahead(std::min<std::size_t>(30000, (100u << 10) - held));
+            REQUIRE(took);
+            CHECK(*took <= 30000);
+            held += *took;
+        }
+        CHECK(held == (100u << 10));
+        CHECK(s.waiting() >= held);
+        CHECK(s.read_ahead(0) == std::optional<std::size_t>(0));
+        Frame f;
+        std::string payload;
+        REQUIRE(read_frame(s, f, payload));
+        CHECK(f.offset == 4096);
+        CHECK(payload == big);
+        // What is left, read ahead up to the peer's end: read_ahead then says
+        // so, and the frame still comes whole before the orderly end.
+        while (!s.readable(100) || s.read_ahead(1000)) {
+        }
+        sender.join();
+        REQUIRE(read_frame(s, f, payload));
+        CHECK(payload == small);
+        CHECK_FALSE(read_frame(s, f, payload));
+    }
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -178,7 +179,8 @@ TEST_CASE("a block frame whose file, offset or length is outside the manifest st
     CHECK_FALSE(std::filesystem::exists(dir.file("a")));
 }
 
-TEST_CASE("frames before the manifest are refused; a stream that joins before it is taken waits, reading nothing") {
+TEST_CASE("frames before the manifest are refused; a stream that joins before it is taken holds what it reads, "
+          "judging nothing") {
     TempShmDir dir;
     {
         Session s(dir.path);
@@ -191,28 +193,63 @@ TEST_CASE("frames before the manifest are refused; a stream that joins before it
     {
         // The landed code handed such a stream to the block loop, which used
         // the ring before it existed. The sender now opens its streams while
-        // stream 0 sends the manifest: a stream that comes first waits,
-        // reading nothing, until the transfer is prepared or ends.
+        // stream 0 sends the manifest: a stream that comes first reads what
+        // arrives, its transfer's streams kReadAheadBytes in all and no
+        // further, and judges it only once the transfer is prepared; if the
+        // transfer ends first, it lets go.
         Session s(dir.path);
-        int ends[2];
-        REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
         const std::string block = zeros(0, 0, 4096);
-        write_full(ends[0], block.data(), block.size());
-        std::atomic<bool> returned{false};
-        std::thread early([&] {
-            s.t.run_stream(ends[1]);
-            returned = true;
-        });
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        CHECK_FALSE(returned);
-        int unread = 0;
-        REQUIRE(::ioctl(ends[1], FIONREAD, &unread) == 0);
-        CHECK(unread == static_cast<int>(block.size()));  // not a byte taken before the manifest
+        struct Early {
+            int ends[2] = {-1, -1};
+            std::atomic<std::size_t> written{0};
+            std::atomic<bool> returned{false};
+            std::thread sender, stream;
+        };
+        std::array<Early, 2> early;
+        const std::size_t each = ReceiveTransfer::kReadAheadBytes / 2 + (1u << 20);  // more than the budget, together
+        for (Early& e : early) {
+            REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, e.ends) == 0);
+            e.sender = std::thread([&] {
+                try {
+                    for (; e.written < each; e.written += block.size()) write_full(e.ends[0], block.data(), block.size());
+                } catch (const std::runtime_error&) {  // the stream let go first
+                }
+            });
+            e.stream = std::thread([&] {
+                s.t.run_stream(e.ends[1]);
+                e.returned = true;
+            });
+        }
+        std::size_t unread = 0;
+        const auto held = [&] {  // by the streams: what the senders wrote, less what is still on the sockets
+            std::size_t n = 0;
+            unread = 0;
+            for (Early& e : early) {
+                int on_socket = 0;
+                REQUIRE(::ioctl(e.ends[1], FIONREAD, &on_socket) == 0);
+                n += e.written - static_cast<std::size_t>(on_socket);
+                unread += static_cast<std::size_t>(on_socket);
+            }
+            return n;
+        };
+        // They take kReadAheadBytes (less a block each sender may be in the middle of) ...
+        for (int i = 0; i < 1000 && held() + 2 * block.size() < ReceiveTransfer::kReadAheadBytes; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        CHECK(held() + 2 * block.size() >= ReceiveTransfer::kReadAheadBytes);
+        // ... and no more: the rest stays on the sockets.
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        CHECK(held() <= ReceiveTransfer::kReadAheadBytes);
+        CHECK(unread > 0);
+        for (Early& e : early) CHECK_FALSE(e.returned);
         s.t.abort("the test is over");
-        early.join();  // the transfer's end lets it go, the ring never touched
-        CHECK(returned);
-        ::close(ends[0]);
-        ::close(ends[1]);
+        for (Early& e : early) {
+            e.stream.join();  // the transfer's end lets it go, the ring never touched
+            CHECK(e.returned);
+            ::shutdown(e.ends[1], SHUT_RDWR);
+            e.sender.join();
+            ::close(e.ends[0]);
+            ::close(e.ends[1]);
+        }
     }
     {
         Session s(dir.path);  // a manifest whose frames do not follow on

@@ -4,9 +4,12 @@
 
 #include <openssl/evp.h>
 #include <sodium.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -164,7 +167,7 @@ void Channel::write_full(const void* buf, std::size_t n, bool more) {
 // nullopt on an orderly end before it.
 std::optional<std::size_t> Channel::read_record(std::uint8_t* room, std::size_t room_bytes) {
     std::uint8_t head[kLengthBytes];
-    if (!mover::read_full(fd_, head, sizeof head)) return std::nullopt;
+    if (!socket_read_full(head, sizeof head)) return std::nullopt;
     const std::uint8_t* at = head;
     const auto n = take_le<std::uint32_t>(at);
     if (n < kTagBytes || n > kSealedRecord + kTagBytes)
@@ -172,7 +175,7 @@ std::optional<std::size_t> Channel::read_record(std::uint8_t* room, std::size_t 
                                  std::to_string(kTagBytes) + ".." + std::to_string(kSealedRecord + kTagBytes) +
                                  " belong: the stream is out of step");
     in_record_.resize(n);
-    if (!mover::read_full(fd_, in_record_.data(), n))
+    if (!socket_read_full(in_record_.data(), n))
         throw std::runtime_error("the peer closed the connection in the middle of a sealed record");
     const std::size_t plain = n - kTagBytes;
     const bool direct = plain > 0 && plain <= room_bytes;
@@ -187,7 +190,7 @@ std::optional<std::size_t> Channel::read_record(std::uint8_t* room, std::size_t 
 }
 
 bool Channel::read_full(void* buf, std::size_t n) {
-    if (!in_) return mover::read_full(fd_, buf, n);
+    if (!in_) return socket_read_full(buf, n);
     auto* p = static_cast<std::uint8_t*>(buf);
     std::size_t got = 0;
     while (got < n) {
@@ -211,9 +214,50 @@ bool Channel::read_full(void* buf, std::size_t n) {
 std::size_t Channel::waiting() const {
     int on_socket = 0;
     if (::ioctl(fd_, FIONREAD, &on_socket) != 0 || on_socket < 0) on_socket = 0;
-    const auto raw = static_cast<std::size_t>(on_socket);
+    const auto raw = static_cast<std::size_t>(on_socket) + ahead_bytes_;
     if (!in_) return raw;
     return (in_plain_.size() - in_at_) + (raw > kLengthBytes + kTagBytes ? raw - kLengthBytes - kTagBytes : 0);
+}
+
+bool Channel::socket_read_full(void* buf, std::size_t n) {
+    auto* p = static_cast<std::uint8_t*>(buf);
+    std::size_t got = 0;
+    while (got < n && !ahead_.empty()) {
+        const std::vector<std::uint8_t>& piece = ahead_.front();
+        const std::size_t take = std::min(n - got, piece.size() - ahead_at_);
+        std::memcpy(p + got, piece.data() + ahead_at_, take);
+        got += take;
+        ahead_at_ += take;
+        ahead_bytes_ -= take;
+        if (ahead_at_ == piece.size()) {
+            ahead_.pop_front();
+            ahead_at_ = 0;
+        }
+    }
+    if (got == n) return true;
+    if (mover::read_full(fd_, p + got, n - got)) return true;
+    if (got == 0) return false;
+    throw std::runtime_error("the peer closed the connection in the middle of a frame");
+}
+
+std::optional<std::size_t> Channel::read_ahead(std::size_t most) {
+    if (most == 0) return 0;
+    std::vector<std::uint8_t> piece(most);
+    const ssize_t r = ::recv(fd_, piece.data(), most, MSG_DONTWAIT);
+    if (r > 0) {
+        piece.resize(static_cast<std::size_t>(r));
+        piece.shrink_to_fit();
+        ahead_.push_back(std::move(piece));
+        ahead_bytes_ += static_cast<std::size_t>(r);
+        return static_cast<std::size_t>(r);
+    }
+    if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return std::nullopt;  // closed or failed: the reads find out for themselves once the held bytes are taken
+}
+
+bool Channel::readable(int wait_ms) const {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, wait_ms) > 0;
 }
 
 bool read_header(Channel& c, Frame& f) {

@@ -17,6 +17,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,15 +58,29 @@ public:
     // Bytes that can be read now without waiting (for a sealed channel, what
     // is left of the last record and about what is on the socket).
     std::size_t waiting() const;
+    // Takes up to `most` bytes of what the socket holds now into a buffer
+    // that the reads above then drain first, so that a stream whose frames
+    // cannot be judged yet is still read, and TCP's windows open as they
+    // would. Returns the bytes taken (0: none there), or nullopt once the
+    // peer closed or failed (the reads meet that after the held bytes).
+    std::optional<std::size_t> read_ahead(std::size_t most);
+    // Whether the socket has something to read (or its end), waiting up to `wait_ms`.
+    bool readable(int wait_ms) const;
 
 private:
     class Seal;
     std::optional<std::size_t> read_record(std::uint8_t* room, std::size_t room_bytes);
+    bool socket_read_full(void* buf, std::size_t n);  // read_ahead's bytes first, then the socket
 
     int fd_ = -1;
     std::unique_ptr<Seal> out_, in_;
     std::vector<std::uint8_t> out_record_, in_record_, in_plain_;
     std::size_t in_at_ = 0;  // in_plain_ read so far
+    // Socket bytes read_ahead took, as they came (sealed or not), a piece per
+    // read: no buffer grows by copying, and what is held is what was read.
+    std::deque<std::vector<std::uint8_t>> ahead_;
+    std::size_t ahead_at_ = 0;  // of ahead_.front(), read so far
+    std::size_t ahead_bytes_ = 0;  // held in ahead_, not read yet
 };
 
 // Whole frames through a channel: as read_frame/write_frame in stream_io.h,

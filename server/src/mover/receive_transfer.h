@@ -81,6 +81,12 @@ public:
     // its data (carry_blocks): at 64, nearly every small file of a tree was
     // closed and opened again to be finished.
     static constexpr std::size_t kOpenPartFiles = 256;
+    // What the streams of a transfer read and hold, all together, while it
+    // is being prepared (read_ahead): twice what a sender sends ahead of the
+    // Have (SendTransfer::kAheadOfAnswer), so an honest one never waits for
+    // it, and a hostile one holds no more than this per transfer
+    // (--max-transfers bounds the rest).
+    static constexpr std::size_t kReadAheadBytes = 16u << 20;
 
     // `prefix`: the destination inside the tree ("" for its top).
     // `root`: the server's --root, opened afresh for each transfer (its
@@ -173,6 +179,9 @@ private:
     void file_failed(std::uint32_t file, const std::string& why);  // after fail_locked, without mutex_
     void resolve(FileState& f, FileState::Status status);  // under mutex_
     void forget_stream(int fd);  // under mutex_: before its descriptor is closed
+    // Before the transfer is prepared: some of what stream `c` holds, within
+    // kReadAheadBytes for them all. False once that is spent or the peer left.
+    bool read_ahead(Channel& c);
     void stream_ended();
     void slot_done();
     void check_drained();
@@ -214,6 +223,7 @@ private:
     std::vector<std::unique_ptr<std::atomic<bool>>> writer_quit_;
     std::atomic<std::uint64_t> bytes_written_{0};
     std::atomic<bool> prepared_{false};  // set under mutex_
+    std::size_t read_ahead_bytes_ = 0;  // under mutex_: granted to the streams' read_ahead, in all
     std::string problem_;  // under mutex_
 };
 
