@@ -53,6 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "netns"))
 from slabcast_testlib import SLABCAST  # noqa: E402
+import cpu_ramp  # noqa: E402
 import mover_peers  # noqa: E402
 
 BASE = "/dev/shm/slabcast-bench-mover"  # the datasets (kept with --keep)
@@ -204,10 +205,13 @@ class Place:
 
 def run_once(cmd_lists, cwd, warm, place):
     """Runs the commands side by side: (seconds until the last ends, CPU time
-    of the tool's own processes, of the whole machine)."""
+    of the tool's own processes, of the whole machine, seconds until the
+    machine was first fully busy (cpu_ramp.py; None: never))."""
     if warm:
         warm_pages(warm)
     cpu0, own0 = busy_seconds(), own_seconds(place)
+    sampler = cpu_ramp.CpuSampler()
+    sampler.start()
     t0 = time.monotonic()
     procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd)
              for c in cmd_lists]
@@ -216,8 +220,9 @@ def run_once(cmd_lists, cwd, warm, place):
         if p.returncode != 0:
             raise RuntimeError("%s failed: %s" % (" ".join(c), err[-2000:]))
     seconds = time.monotonic() - t0
+    sampler.stop()
     time.sleep(0.3)  # a server's child (rsync's, sshd's) is reaped into its parent's CPU time
-    return seconds, own_seconds(place) - own0, busy_seconds() - cpu0
+    return seconds, own_seconds(place) - own0, busy_seconds() - cpu0, sampler.seconds_to_full()
 
 
 def commands(a, place, work, dst, names):
@@ -336,17 +341,21 @@ def report(rows, wan, repeat):
     print("slabcast move against peers of its kind, %s, %d cores, TCP congestion control %s for every tool,\n"
           "%d repetitions in alternating order.\n"
           "Per tool: median seconds (every run), Gbit/s, own CPU-s per GiB (the tool's clients and servers),\n"
-          "machine CPU-s per GiB (everything that ran meanwhile)." % (where, os.cpu_count(), congestion_control(),
-                                                                       repeat))
+          "machine CPU-s per GiB (everything that ran meanwhile), and seconds until the machine was first\n"
+          "%.0f%% busy for %.0f ms (its start: connections, handshakes, TCP's ramp; '-': never)." % (
+              where, os.cpu_count(), congestion_control(), repeat, 100 * cpu_ramp.FULL, 1000 * cpu_ramp.WINDOW_S))
     goals = []
     for name, (size, files, runs) in rows.items():
         gib = size / GIB
         print("\n%s: %.0f MiB in %d files" % (name, size / MIB, files))
         for label, rs in runs.items():
             t = median([r[0] for r in rs])
-            print("  %-20s %-9s %6.2f s (%s)  %5.2f Gbit/s  own %4.2f  machine %4.2f CPU-s/GiB" % (
+            full = [r[3] for r in rs if r[3] is not None]
+            print("  %-20s %-9s %6.2f s (%s)  %5.2f Gbit/s  own %4.2f  machine %4.2f CPU-s/GiB  busy after %s" % (
                 label, KIND[label], t, "/".join("%.2f" % r[0] for r in rs), size * 8e-9 / t,
-                median([r[1] for r in rs]) / gib, median([r[2] for r in rs]) / gib))
+                median([r[1] for r in rs]) / gib, median([r[2] for r in rs]) / gib,
+                "%.2f s (%s)" % (median(full), "/".join("%.2f" % r[3] if r[3] is not None else "-" for r in rs))
+                if full else "-"))
         times = {label: [r[0] for r in rs] for label, rs in runs.items()}
         for mover in MOVERS:
             if mover not in times:
