@@ -29,8 +29,10 @@ that alternates between repetitions (forward, then backward), so that no tool
 always runs first or after the same neighbour on this shared machine. Prints
 per set: the median seconds, Gbit/s, and own CPU-seconds per GiB of each tool
 (its clients and servers, from getrusage and /proc: what the tool itself
-costs, whatever else runs); then the ratios, peer time over mover time, of each
-pair of the same kind, as the range over the repetitions.
+costs, whatever else runs), the whole machine's CPU-seconds per GiB, and how
+long after its start the machine was first fully busy (cpu_ramp.py: on this
+CPU-bound host, what the tool's start costs); then the ratios, peer time over
+mover time, of each pair of the same kind, as the range over the repetitions.
 
 Goals (issue 22): every set >= 0.8 of iperf3 -P 4; the tree >= 2 x 4 x rsync
 daemon; the encrypted mover >= 3 x rsync over ssh (its best, 4 in parallel).
