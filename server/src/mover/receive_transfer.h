@@ -224,6 +224,7 @@ private:
     std::atomic<std::uint64_t> bytes_written_{0};
     std::atomic<bool> prepared_{false};  // set under mutex_
     std::size_t read_ahead_bytes_ = 0;  // under mutex_: granted to the streams' read_ahead, in all
+    int read_ahead_grants_ = 0;  // under mutex_: grants whose recv has not ended yet
     std::string problem_;  // under mutex_
 };
 
