@@ -14,10 +14,13 @@ WINDOW_S = 0.1
 EVERY_S = 0.025
 
 
-def _read():
+def machine_ticks():
+    """The whole machine's CPU time so far, in clock ticks: (all of it, idle
+    and iowait), from /proc/stat's first line (mover_vs_peers.py counts its
+    busy seconds from it too)."""
     with open("/proc/stat") as f:
         fields = [int(v) for v in f.readline().split()[1:]]
-    return sum(fields[:8]), fields[3] + fields[4]  # all time, idle + iowait
+    return sum(fields[:8]), fields[3] + fields[4]
 
 
 class CpuSampler:
@@ -35,9 +38,9 @@ class CpuSampler:
         self._thread.start()
 
     def _run(self):
-        last = _read()
+        last = machine_ticks()
         while not self._stop.wait(EVERY_S):
-            now = _read()
+            now = machine_ticks()
             total, idle = now[0] - last[0], now[1] - last[1]
             if total > 0:
                 self.samples.append((time.monotonic() - self.t0, 1 - idle / total))

@@ -149,10 +149,8 @@ def busy_seconds():
     """CPU time the whole machine has spent on anything but idling: every
     process of a tool on both hosts, the kernel's network stack and the delay
     line alike."""
-    with open("/proc/stat") as f:
-        fields = [int(v) for v in f.readline().split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    ticks, idle = cpu_ramp.machine_ticks()
+    return (ticks - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def own_seconds(place):
