@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -67,10 +68,32 @@ class DemoTest(unittest.TestCase):
             shown = re.findall(r"frame \d+: step (\d+)", f.read())
         self.assertGreater(len(set(shown)), 1, "the renderer showed one step only")
         self.assertEqual(glob.glob("/dev/shm/slabcast-demo-%d*" % self.port), [], "the demo left shared memory behind")
+        self.assert_renderer_started_on_a_whole_step(out, text, "full")
         self.assert_plots(out, "full")
         if shutil.which("ffmpeg"):
             video = os.path.join(out, "demo.mp4")
             self.assertTrue(os.path.exists(video) and os.path.getsize(video) > 1000, "no video although ffmpeg is here")
+
+    def assert_renderer_started_on_a_whole_step(self, out, text, side):
+        """The renderer starts once every slab has its first step's outcome,
+        not beside the receiver while it still writes that step."""
+        started = re.search(r"^(\d\d):(\d\d):(\d\d\.\d+) .*demo: rendering with pvbatch", text, re.M)
+        self.assertIsNotNone(started, text)
+        h, m, s = started.groups()
+        started = int(h) * 3600 + int(m) * 60 + float(s)  # the demo's log: local time of day
+        first = {}
+        with open(os.path.join(out, "logs", side + "-receive.json")) as f:
+            for line in f:
+                event = json.loads(line)
+                if event.get("kind") in ("step", "step_dropped"):
+                    first.setdefault(event["stream"], event["time"])
+        self.assertGreaterEqual(len(first), 2, "no step outcomes logged by the receiver")
+        for stream, t in first.items():
+            lt = time.localtime(t)
+            of_day = lt.tm_hour * 3600 + lt.tm_min * 60 + lt.tm_sec + t % 1
+            # Across midnight the difference wraps: "after" is less than half a day ahead.
+            self.assertLess((started - of_day) % 86400, 43200,
+                            "stream %s finished its first step after the renderer started" % stream)
 
     def assert_plots(self, out, side):
         """The run's figures (`slabcast plot`, tested in e2e_plot) from its roles' --stats-json."""
