@@ -19,7 +19,12 @@ Like with like (issue 22):
       authenticated, not encrypted) against an rsync daemon (once, and 4 in
       parallel over the top-level directories), GridFTP when installed
       (globus-url-copy -cc 4 -p 4 -pp), and iperf3 -P 4 sending the set's bytes
-      from memory over the same path with no files at all: the path's ceiling.
+      from memory over the same path with no files at all: the path's ceiling;
+      and "4 x iperf3 -F, into shm": four iperf3 servers each writing what
+      it receives into one file in the destination, the path's ceiling with
+      the bytes written into /dev/shm as every tool here writes them (in 4
+      large files: no per-file work, no checksums; iperf3 ends its test when
+      the sender has sent, so the last few MiB in flight are not written).
   encrypted and authenticated: "move, encrypted" (--key-file --encrypt)
       against rsync over ssh (once and 4 in parallel; aes128-gcm, ssh's fastest
       cipher here) and scp -r (sets of at most 100 files). Needs root (sshd).
@@ -70,6 +75,7 @@ ONCE_PAST_S = 30  # a tool slower than this runs once: its figure is far from th
 PLAIN, SEALED = "plaintext", "encrypted"
 TOOLS = [
     ("iperf3", "iperf3 -P 4", PLAIN),
+    ("iperf3-shm", "4 x iperf3 -F, into shm", PLAIN),
     ("move", "move", PLAIN),
     ("move-key", "move, key", PLAIN),
     ("move-enc", "move, encrypted", SEALED),
@@ -228,7 +234,7 @@ def run_once(cmd_lists, cwd, warm, place):
 def commands(a, place, work, dst, names):
     """{label: (a function of (set name, source) giving the command lists, cwd)}
     for the tools asked for that can run here; their servers started."""
-    port, kport, rport, gport, iport, bport = mover_peers.free_ports(6)
+    port, kport, rport, gport, iport, bport, *shm_ports = mover_peers.free_ports(10)
     tools = {}
     ring = ["--ring-mb", str(a.ring_mb)] if a.ring_mb else []
 
@@ -267,6 +273,11 @@ def commands(a, place, work, dst, names):
         place.start(["iperf3", "-s", "-B", place.host, "-p", str(iport)])
         tools[LABEL["iperf3"]] = lambda name, src: ([place.client + [
             "iperf3", "-c", place.host, "-p", str(iport), "-P", "4", "-n", str(tree_bytes(src)[0])]], None)
+    if "iperf3-shm" in names and shutil.which("iperf3"):
+        for i, p in enumerate(shm_ports):
+            place.start(["iperf3", "-s", "-B", place.host, "-p", str(p), "-F", os.path.join(dst, "iperf3-%d" % i)])
+        tools[LABEL["iperf3-shm"]] = lambda name, src: ([place.client + [
+            "iperf3", "-c", place.host, "-p", str(p), "-n", str(tree_bytes(src)[0] // 4)] for p in shm_ports], None)
     if names & {"rsyncd", "4rsyncd"}:
         daemon = mover_peers.rsync_daemon(place, work, dst, rport)
         if "rsyncd" in names:
@@ -370,6 +381,9 @@ def report(rows, wan, repeat):
                 share = median(pair_ratios(ceiling, times[mover]))  # as on the pair's line above
                 goals.append("%s, %s: %.2f of iperf3 -P 4 (goal >= 0.8: %s)" % (
                     name, mover, share, "met" if share >= 0.8 else "not met"))
+            if LABEL["iperf3-shm"] in times and mover in times:
+                goals.append("%s, %s: %.2f of 4 x iperf3 writing the bytes into shm (no goal: the ceiling "
+                             "with the writes)" % (name, mover, median(pair_ratios(times[LABEL["iperf3-shm"]], times[mover]))))
         if name == "small" and "move" in times and LABEL["4rsyncd"] in times:
             r = median(pair_ratios(times[LABEL["4rsyncd"]], times["move"]))
             goals.append("tree, move vs 4 x rsync daemon: %.2fx (goal >= 2: %s)" % (r, "met" if r >= 2 else "not met"))

@@ -14,7 +14,9 @@ Per step it prints:
 - sync->published: from the controller's sync to the step published in
   the last of the receiver's slabs (CLOCK_REALTIME stamps in the roles'
   --stats-json); it includes waiting for the stager, whose read rate
-  (stage GB/s, from the dataset's disk) is its own column;
+  (stage GB/s, from the dataset's disk) is its own column, and so is the
+  time it took to set the step up before reading (stage setup s: reserving
+  every page of the step in tmpfs);
 - latency: from the first shuffler starting the step (staged) to the last
   slab published: the transfer, what the paper's 1.4 s measures;
 - Gbit/s: the step's values (NX*NY*NZ*4 bytes) over that latency, counted
@@ -143,7 +145,8 @@ def per_step(out_dir, n, streams):
                         (j["time"] - j["seconds"], j["time"]))
     for j in json_lines(os.path.join(logs, "full-stage.json")):
         if j.get("kind") == "step" and j.get("result") == "staged":
-            staged.setdefault(j["step"], []).append((j["time"], j["seconds"], j["gbytes_per_s"]))
+            staged.setdefault(j["step"], []).append((j["time"], j["seconds"], j["gbytes_per_s"],
+                                                     j.get("setup_seconds")))
     frames, first, mapper = [], None, ""  # (step, seconds) of each frame after the renderer's first, in order
     with open(os.path.join(logs, "render.log")) as f:
         for line in f:
@@ -171,7 +174,8 @@ def per_step(out_dir, n, streams):
         rows.append({"step": step, "sync_to_published_s": last - t_sync, "latency_s": last - start,
                      "gbps": n ** 3 * 4 * 8 / (last - start) / 1e9, "loss_percent": 100.0 * lost / expected,
                      "frame_s": None,
-                     "stage_gbytes_per_s": max(stage)[2] if stage else None})
+                     "stage_gbytes_per_s": max(stage)[2] if stage else None,
+                     "stage_setup_s": max(stage)[3] if stage else None})
     # Frames and steps both go forward in time: each frame belongs to the
     # next row of its step (the log has no clock; laps repeat step numbers).
     at = 0
@@ -235,13 +239,14 @@ def median(values):
 def report(result, a):
     n, rows = result["n"], result["rows"]
     print("\n%d^3: %s\nrendered through: %s" % (n, result["fit"], result["mapper"] or "?"))
-    print("%6s %14s %10s %8s %8s %9s %10s" % ("step", "sync->pub. s", "latency s", "Gbit/s", "loss %", "frame s",
-                                              "stage GB/s"))
+    print("%6s %14s %10s %8s %8s %9s %10s %13s" % ("step", "sync->pub. s", "latency s", "Gbit/s", "loss %", "frame s",
+                                                    "stage GB/s", "stage setup s"))
     for r in rows:
         frame = "%9.2f" % r["frame_s"] if r["frame_s"] is not None else "%9s" % "-"
         stage = "%10.2f" % r["stage_gbytes_per_s"] if r["stage_gbytes_per_s"] is not None else "%10s" % "-"
-        print("%6d %14.2f %10.2f %8.2f %8.3f %s %s" % (r["step"], r["sync_to_published_s"], r["latency_s"], r["gbps"],
-                                                     r["loss_percent"], frame, stage))
+        setup = "%13.2f" % r["stage_setup_s"] if r.get("stage_setup_s") is not None else "%13s" % "-"
+        print("%6d %14.2f %10.2f %8.2f %8.3f %s %s %s" % (r["step"], r["sync_to_published_s"], r["latency_s"],
+                                                        r["gbps"], r["loss_percent"], frame, stage, setup))
     lat, gbps, frame = median(r["latency_s"] for r in rows), median(r["gbps"] for r in rows), \
         median(r["frame_s"] for r in rows)
     mvox = n ** 3 / frame / CORES / 1e6
@@ -266,12 +271,14 @@ def report(result, a):
 
 
 def check(result, a):
-    """What the scale test asserts, nothing about time: most steps reached
-    every slab, the renderer showed several of them, and nothing that maps
-    the slabs made a private copy of a step."""
+    """What the scale test asserts, nothing about time: every step streamed
+    reached every slab (the controller waits for the shufflers, and they for
+    the stager: a step given up is a fault, not slowness), the renderer
+    showed several of them, and nothing that maps the slabs made a private
+    copy of a step."""
     rows, n = result["rows"], result["n"]
     problems = []
-    if len(rows) < a.count // 2:
+    if len(rows) < a.count:
         problems.append("only %d of %d steps were published in every slab" % (len(rows), a.count))
     if sum(1 for r in rows if r["frame_s"] is not None) + (1 if result["first_frame"] else 0) < 2:
         problems.append("the renderer showed fewer than 2 steps")

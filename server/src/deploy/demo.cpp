@@ -160,8 +160,9 @@ private:
     }
 
     // Every role but the controller, as the planner has them, with what the
-    // demo adds: figures in JSON for its own progress line and its plots, and
-    // shufflers that wait for their stager's first copy.
+    // demo adds: figures in JSON for its own progress line and its plots,
+    // shufflers that wait for their stager's copy, and a controller that
+    // waits for them as long.
     void start_roles() {
         const std::string self = fs::read_symlink("/proc/self/exe").string();
         for (RoleCommand c : plan_roles(deployment_)) {
@@ -173,10 +174,14 @@ private:
             if (c.role == "receive" && o_.keep_shm) c.argv.push_back("--keep");
             if (c.role == "shuffle") {
                 c.argv.push_back("--wait-staged-ms");
-                c.argv.push_back(std::to_string(staged_wait_ms()));
+                c.argv.push_back(std::to_string(demo_staged_wait_ms(dims_)));
                 ++streams_of_[c.volume];
             }
-            if (c.role == "control") controller_argv_ = c.argv;
+            if (c.role == "control") {
+                c.argv.push_back("--done-timeout");
+                c.argv.push_back(std::to_string(demo_done_timeout_s(dims_)));
+                controller_argv_ = c.argv;
+            }
             else children_.emplace_back(label, ChildProcess::start(c.argv, log(label)));
         }
     }
@@ -257,16 +262,6 @@ private:
                      o_.ranks, display_, o_.out);
     }
 
-    // How long a shuffler waits for its stager's copy of a step: 10 s, plus
-    // 15 s a GiB of step (a 1024^3 step read from a disk at a few hundred
-    // MB/s while the slabs crowd out the page cache). The controller waits
-    // for the shufflers (--step-interval 0) or paces them (a step they miss
-    // is skipped).
-    long staged_wait_ms() const {
-        const auto step_gib = static_cast<double>(dims_.count()) * 4 / (1 << 30);
-        return 10000 + static_cast<long>(15000 * step_gib);
-    }
-
     // The renderer starts once every slab of every volume has its first step
     // (published, or dropped and reported), so that its first frame shows a
     // whole step, and so that its start-up (MPI, Python, the plugin: seconds
@@ -274,7 +269,7 @@ private:
     // 1024^3 first step lost 2.1% when the renderer started on the first of
     // its 32 slabs.
     void wait_for_first_step() {
-        const long limit_ms = staged_wait_ms() + 30000;
+        const long limit_ms = demo_done_timeout_s(dims_) * 1000;
         for (long waited = 0; waited < limit_ms && !stop_requested(); waited += 50) {
             bool all = true;
             for (const DemoSide& s : sides_) all &= streams_reporting_a_step(stats(s.name + "-receive")) >= streams_of_[s.name];

@@ -122,6 +122,13 @@ DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std:
     return plan;
 }
 
+long demo_staged_wait_ms(const Dims& dims) {
+    const auto step_gib = static_cast<double>(dims.count()) * 4 / (1 << 30);
+    return 10000 + static_cast<long>(15000 * step_gib);
+}
+
+long demo_done_timeout_s(const Dims& dims) { return demo_staged_wait_ms(dims) / 1000 + 30; }
+
 int demo_full_volumes(const DemoOptions& o) {
     return o.compare_formats.empty() ? 1 : static_cast<int>(parse_demo_formats(o.compare_formats).size());
 }

@@ -56,6 +56,16 @@ struct DemoMemory {
 DemoPlan plan_demo(const DemoOptions& o, const Dims& dims, int depth, const std::string& dataset,
                    const std::string& key_file, const DemoMemory& memory = {});
 
+// How long a shuffler waits for its stager's copy of a step (its
+// --wait-staged-ms): 10 s, plus 15 s a GiB of step, for a 1024^3 step read
+// from a disk at a few hundred MB/s while the slabs crowd out the page cache.
+long demo_staged_wait_ms(const Dims& dims);
+// How long the controller waits for the shufflers to finish a step (its
+// --done-timeout, seconds): their staged wait and 30 s to send it. A
+// controller that gave up sooner (its default 30 s) moved on while a 1024^3
+// step was still being read from a slow disk, and the shufflers skipped it.
+long demo_done_timeout_s(const Dims& dims);
+
 // Full volumes the demo streams: one a format with --compare-formats, else 1
 // (--head-to-head adds a 1/8 one).
 int demo_full_volumes(const DemoOptions& o);
