@@ -5,6 +5,10 @@ same files into a /dev/shm directory, each pinned to cpu0, in alternating
 order, --repeats times.
 
 Usage: SLABCAST_BUILD=build testing/bench/stager_vs_cp.py [--dims 512,512,512] [--repeats 3]
+           [--baseline OTHER_BUILD_DIR]
+
+--baseline also runs the stager of another build (OTHER_BUILD_DIR/server/slabcast)
+in the same alternating runs: before and after figures of a change.
 
 Every tool's time is wall-clock, from its launch to its last byte in place
 (the stager's: its "staged" report of the last step), so the stager's start
@@ -32,24 +36,25 @@ def steps_of(data):
     return sorted(os.path.join(data, n) for n in os.listdir(data) if n != "dataset.json")
 
 
-OWN_RATES = []  # the stager's own count of each step's copy, GB/s
+OWN_RATES = {}  # each stager's own count of each step's copy, GB/s
 
 
-def stage(ws, data, total):
+def stage(ws, data, total, name, program=lib.SLABCAST):
     """Seconds from the stager's launch to its report of the last step staged."""
     os.makedirs(ws.staging, mode=0o700)
     stats = os.path.join(ws.dir, "stage-%d.json" % time.monotonic_ns())
     count = len(steps_of(data))
     t0 = time.time()
     role = ws.start("stage", ["stage", "--dataset", data, "--staging", ws.staging, "--streams", "0",
-                              "--budget", str(total + (64 << 20)), "--stats-json", stats], cpu=benchlib.SENDER_CPU)
+                              "--budget", str(total + (64 << 20)), "--stats-json", stats], cpu=benchlib.SENDER_CPU,
+                    program=program)
 
     def staged():
         return [e for e in lib.read_json_lines(stats) if e.get("kind") == "step" and e.get("result") == "staged"]
 
     lib.wait_for(lambda: len(staged()) >= count, timeout=120, what="the stager to stage %d steps" % count)
     seconds = max(e["time"] for e in staged()) - t0
-    OWN_RATES.extend(e["gbytes_per_s"] for e in staged())
+    OWN_RATES.setdefault(name, []).extend(e["gbytes_per_s"] for e in staged())
     assert role.stop() == 0, role.text()
     shutil.rmtree(ws.staging)
     return seconds
@@ -70,6 +75,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dims", default="512,512,512")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--baseline", metavar="BUILD_DIR", help="also the stager of another build: before/after")
     args = ap.parse_args()
     data = benchlib.dataset(tuple(int(v) for v in args.dims.split(",")))
     files = steps_of(data)
@@ -80,10 +86,13 @@ def main():
                 pass
     with benchlib.workspace("stagebench") as ws:
         dest = ws.shm + "-copy"
-        tools = [("slabcast stage", lambda: stage(ws, data, total)),
+        tools = [("slabcast stage", lambda: stage(ws, data, total, "slabcast stage")),
                  ("cp", lambda: copy_with([["cp"] + files + [dest]], dest)),
                  ("dd bs=16M", lambda: copy_with([["dd", "if=" + f, "of=" + os.path.join(dest, os.path.basename(f)),
                                                    "bs=16M", "status=none"] for f in files], dest))]
+        if args.baseline:
+            before = os.path.join(os.path.abspath(args.baseline), "server", "slabcast")
+            tools.insert(1, ("stage, baseline", lambda: stage(ws, data, total, "stage, baseline", program=before)))
         seconds = {name: [] for name, _ in tools}
         try:
             for r in range(args.repeats):
@@ -98,8 +107,9 @@ def main():
     print("%-16s %s" % ("", "GB/s (each run)"))
     for name, s in seconds.items():
         print("%-16s %s" % (name, " ".join("%.2f" % (total / t * 1e-9) for t in s)))
-    print("the stager's own count, each step's copy alone (no start-up): GB/s median %.2f, range %.2f-%.2f"
-          % (statistics.median(OWN_RATES), min(OWN_RATES), max(OWN_RATES)))
+    for name, rates in OWN_RATES.items():
+        print("%s: its own count, each step's copy alone (no start-up): GB/s median %.2f, range %.2f-%.2f"
+              % (name, statistics.median(rates), min(rates), max(rates)))
     for name, s in list(seconds.items())[1:]:
         ratios = [p / t for t, p in zip(seconds["slabcast stage"], s)]
         print("ratio slabcast stage / %s (rate, same repetition): median %.2f, range %.2f-%.2f"

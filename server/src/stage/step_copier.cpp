@@ -5,7 +5,7 @@
 #include "slabcast/units.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,10 +13,6 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 
 namespace slabcast {
 
@@ -34,29 +30,20 @@ StepCopier::StepCopier(const std::string& source, const std::string& destination
     ::posix_fadvise(in_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
     // Never through a symbolic link planted under the partial's name.
     ::unlink(partial_.c_str());
-    out_.reset(::open(partial_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
+    out_.reset(::open(partial_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
     if (!out_.valid() || ::ftruncate(out_.get(), static_cast<off_t>(total_)) != 0) {
         const std::string why = std::strerror(errno);
         ::unlink(partial_.c_str());
         throw std::runtime_error(partial_ + ": cannot create staged copy: " + why);
     }
-    // Every page reserved now: a copy into a full tmpfs fails here with ENOSPC,
-    // where a page of the mapping faulted in later would have been SIGBUS (or
-    // a read() into it EFAULT).
+    // Every page reserved now: a copy into a full tmpfs fails here, before
+    // anything is read, rather than with ENOSPC part of the way through.
     if (const int rc = total_ > 0 ? ::posix_fallocate(out_.get(), 0, static_cast<off_t>(total_)) : 0; rc != 0) {
         ::unlink(partial_.c_str());
         const std::string dir = partial_.substr(0, partial_.find_last_of('/') + 1);
         throw std::runtime_error(partial_ + ": cannot reserve " + format_bytes(total_) + " for the staged step: " +
                                  std::strerror(rc) + " (" + dir + " has " + format_bytes(free_bytes(dir + ".")) +
                                  " free)");
-    }
-    if (total_ > 0) {
-        map_ = MappedRegion::map(total_, PROT_READ | PROT_WRITE, MAP_SHARED, out_.get());
-        if (!map_.valid()) {
-            const std::string why = std::strerror(errno);
-            ::unlink(partial_.c_str());
-            throw std::runtime_error(partial_ + ": cannot map staged copy: " + why);
-        }
     }
 }
 
@@ -65,16 +52,15 @@ StepCopier::~StepCopier() {
 }
 
 bool StepCopier::advance(std::uint64_t max_bytes) {
-    // read() straight into the mapped tmpfs file: one copy, page cache -> /dev/shm.
     const std::uint64_t end = std::min(total_, copied_ + max_bytes);
     while (copied_ < end) {
         const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(end - copied_, 16u << 20));
-        // Fault the destination pages in one call: read() faulting them a page at
-        // a time runs about 4x slower (measured: 0.34 vs 1.3 GB/s on tmpfs).
-        ::madvise(map_.base() + copied_, want, MADV_POPULATE_WRITE);
-        const ssize_t n = ::pread(in_.get(), map_.base() + copied_, want, static_cast<off_t>(copied_));
+        // The source offset is ours; the copy's file position moves with it
+        // (nothing else writes to out_), so byte k lands at offset k.
+        off_t from = static_cast<off_t>(copied_);
+        const ssize_t n = ::sendfile(out_.get(), in_.get(), &from, want);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) throw std::runtime_error(source_ + ": read failed at byte " + std::to_string(copied_) + ": " +
+        if (n <= 0) throw std::runtime_error(source_ + ": copy failed at byte " + std::to_string(copied_) + ": " +
                                              (n == 0 ? "unexpected end of file" : std::strerror(errno)));
         if (drop_source_cache_) ::posix_fadvise(in_.get(), static_cast<off_t>(copied_), n, POSIX_FADV_DONTNEED);
         copied_ += static_cast<std::uint64_t>(n);

@@ -1,10 +1,12 @@
 // Copies one step file into the staging area a chunk at a time, with large
 // sequential reads, so the stager stays responsive while a 4 GB step streams in.
 // The copy is written under a temporary name and renamed into place when whole:
-// a shuffler never sees half a step.
+// a shuffler never sees half a step. The kernel copies (sendfile, file to
+// file): one copy from the page cache into tmpfs, and no page tables for the
+// stager to fill, which a read() into a mapping of the copy paid a page at a
+// time (docs/performance.md, "Stager").
 #pragma once
 
-#include "slabcast/mapped_region.h"
 #include "slabcast/unique_fd.h"
 
 #include <cstdint>
@@ -44,7 +46,6 @@ public:
 private:
     std::string source_, destination_, partial_;
     UniqueFd in_, out_;
-    MappedRegion map_;  // the staged copy, written through
     std::uint64_t total_ = 0, copied_ = 0;
     bool finished_ = false;
     bool drop_source_cache_;
