@@ -60,6 +60,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "netns"))
 from slabcast_testlib import SLABCAST  # noqa: E402
+import benchlib  # noqa: E402
 import cpu_ramp  # noqa: E402
 import mover_peers  # noqa: E402
 
@@ -393,6 +394,7 @@ def report(rows, wan, repeat):
             goals.append("%s, encrypted move vs the best over ssh: %.2fx (goal >= 3: %s)" % (
                 name, r, "met" if r >= 3 else "not met"))
     print("\n" + "\n".join(goals))
+    benchlib.print_provenance()
 
 
 def main():
