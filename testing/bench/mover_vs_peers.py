@@ -59,7 +59,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "netns"))
-from slabcast_testlib import SLABCAST  # noqa: E402
+from slabcast_testlib import SLABCAST, slabcast_in  # noqa: E402
 import benchlib  # noqa: E402
 import cpu_ramp  # noqa: E402
 import mover_peers  # noqa: E402
@@ -257,7 +257,7 @@ def commands(a, place, work, dst, names):
                     + (["--insecure-no-auth"] if place.bed else []))
         tools[LABEL["move"]] = move(port)
     if a.baseline:  # the same mover built from another commit, beside this one (before/after figures)
-        base = os.path.join(os.path.abspath(a.baseline), "server", "slabcast")
+        base = slabcast_in(a.baseline)
         place.start([base, "serve", "--root", dst, "--listen", place.host, "--port", str(bport), "--writers", "2"] + ring
                     + (["--insecure-no-auth"] if place.bed else []))
         tools["move, baseline"] = move(bport, program=base)

@@ -91,7 +91,7 @@ def main():
                  ("dd bs=16M", lambda: copy_with([["dd", "if=" + f, "of=" + os.path.join(dest, os.path.basename(f)),
                                                    "bs=16M", "status=none"] for f in files], dest))]
         if args.baseline:
-            before = os.path.join(os.path.abspath(args.baseline), "server", "slabcast")
+            before = lib.slabcast_in(args.baseline)
             tools.insert(1, ("stage, baseline", lambda: stage(ws, data, total, "stage, baseline", program=before)))
         seconds = {name: [] for name, _ in tools}
         try:

@@ -14,7 +14,15 @@ import time
 import unittest
 
 BUILD = os.environ.get("SLABCAST_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-SLABCAST = os.path.join(BUILD, "server", "slabcast")
+
+
+def slabcast_in(build_dir):
+    """The slabcast program of a build directory (this one's, or another's
+    for a benchmark's --baseline)."""
+    return os.path.join(os.path.abspath(build_dir), "server", "slabcast")
+
+
+SLABCAST = slabcast_in(BUILD)
 DATAGEN = os.path.join(BUILD, "data", "slabcast-datagen")
 
 # The exit code of a test that cannot run here: every slabcast test is registered

@@ -271,9 +271,10 @@ private:
         const DatasetStep& step = step_at(copying_pos_);
         const double seconds = static_cast<double>(monotonic_ns() - copy_started_ns_) * 1e-9;
         const double gbytes_per_s = static_cast<double>(copier_->total()) / seconds * 1e-9;
-        // The setup apart: reserving 4 GiB of tmpfs took 1.7 s on an idle
-        // machine and 5-11 s beside the receiver and the renderer, time the
-        // read rate does not show but the step's latency does.
+        // The setup apart: reserving 4 GiB of tmpfs took 1.4-1.7 s on an idle
+        // machine and up to 11 s beside the receiver and the renderer
+        // (docs/performance.md, section 14), time the read rate does not
+        // show but the step's latency does.
         const double setup_seconds = static_cast<double>(setup_ns_) * 1e-9;
         spdlog::info("stage: step {} staged ({} MiB in {:.3f} s, {:.2f} GB/s, after {:.3f} s setting it up)", step.number,
                      copier_->total() >> 20, seconds, gbytes_per_s, setup_seconds);
