@@ -388,6 +388,13 @@ def report(rows, wan, repeat):
         if name == "small" and "move" in times and LABEL["4rsyncd"] in times:
             r = median(pair_ratios(times[LABEL["4rsyncd"]], times["move"]))
             goals.append("tree, move vs 4 x rsync daemon: %.2fx (goal >= 2: %s)" % (r, "met" if r >= 2 else "not met"))
+            # The goal is relative to a peer whose speed depends on the machine:
+            # say what it asks of the mover against the path's own ceilings.
+            for ceiling_label in (LABEL["iperf3"], LABEL["iperf3-shm"]):
+                if ceiling_label in times:
+                    need = 2 * median(pair_ratios(times[ceiling_label], times[LABEL["4rsyncd"]]))
+                    goals.append("  2 x 4 x rsync daemon is %.2f of %s here%s" % (
+                        need, ceiling_label, ": faster than that ceiling" if need > 1 else ""))
         ssh_peers = [times[p] for p in (LABEL["rsync"], LABEL["4rsync"], LABEL["scp"]) if p in times]
         if ssh_peers and "move, encrypted" in times:
             r = min(median(pair_ratios(p, times["move, encrypted"])) for p in ssh_peers)
