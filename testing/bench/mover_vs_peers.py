@@ -39,8 +39,10 @@ long after its start the machine was first fully busy (cpu_ramp.py: on this
 CPU-bound host, what the tool's start costs); then the ratios, peer time over
 mover time, of each pair of the same kind, as the range over the repetitions.
 
-Goals (issue 22): every set >= 0.8 of iperf3 -P 4; the tree >= 2 x 4 x rsync
-daemon; the encrypted mover >= 3 x rsync over ssh (its best, 4 in parallel).
+Goals (issue 22): the plaintext mover >= 0.8 of iperf3 -P 4 on every set;
+the tree >= 2 x 4 x rsync daemon (the script says what that asks against the
+path's ceilings on the machine it runs on); the encrypted mover >= 3 x rsync
+over ssh (its best, 4 in parallel).
 
     python3 testing/bench/mover_vs_peers.py [--wan] [--sets small,f10m,f100m,f1g]
                                             [--tools iperf3,move,...] [--repeat 3] [--keep]
@@ -380,8 +382,12 @@ def report(rows, wan, repeat):
         for mover in MOVERS:
             if ceiling and mover in times:
                 share = median(pair_ratios(ceiling, times[mover]))  # as on the pair's line above
-                goals.append("%s, %s: %.2f of iperf3 -P 4 (goal >= 0.8: %s)" % (
-                    name, mover, share, "met" if share >= 0.8 else "not met"))
+                if KIND[mover] == PLAIN:
+                    goals.append("%s, %s: %.2f of iperf3 -P 4 (goal >= 0.8: %s)" % (
+                        name, mover, share, "met" if share >= 0.8 else "not met"))
+                else:  # not like with like: the goal is the plaintext mover's
+                    goals.append("%s, %s: %.2f of iperf3 -P 4 (no goal: it encrypts, iperf3 does not)" % (
+                        name, mover, share))
             if LABEL["iperf3-shm"] in times and mover in times:
                 goals.append("%s, %s: %.2f of 4 x iperf3 writing the bytes into shm (no goal: the ceiling "
                              "with the writes)" % (name, mover, median(pair_ratios(times[LABEL["iperf3-shm"]], times[mover]))))
