@@ -270,7 +270,8 @@ private:
             dropped += live.dropped_steps.load();
         }
         for (auto& s : streams_)
-            samples.push_back({s->spec.slab, s->slab.header().live.packets.load(), s->slab.header().live.generation.load()});
+            samples.push_back({s->spec.slab, s->slab.header().live.packets.load(),
+                               steps_begun(s->slab.header().live.generation.load())});
         report_watch(watch_.update(samples, monotonic_ns()));
         const std::set<int>& missing = watch_.missing();
         const double gbps = meter_.gbit_per_s(bytes);

@@ -8,9 +8,9 @@ StreamWatch::Changes StreamWatch::update(const std::vector<Sample>& samples, std
         auto [it, first] = seen_.try_emplace(s.stream);
         Seen& seen = it->second;
         if (first || s.packets != seen.packets) active.insert(s.stream);
-        if (!first && s.generation != seen.generation) began_step.insert(s.stream);
+        if (!first && s.steps_begun != seen.steps_begun) began_step.insert(s.stream);
         seen.packets = s.packets;
-        seen.generation = s.generation;
+        seen.steps_begun = s.steps_begun;
     }
     Changes changes;
     for (auto& [stream, seen] : seen_) {

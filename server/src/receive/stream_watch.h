@@ -19,7 +19,7 @@ public:
     struct Sample {
         int stream = 0;
         std::uint64_t packets = 0;     // grows with every packet stored
-        std::uint64_t generation = 0;  // grows with every step begun
+        std::uint64_t steps_begun = 0;  // grows with every step begun (steps_begun() of the slab's generation)
     };
     struct Changes {
         std::vector<int> missing;  // streams that went missing at this call
@@ -31,7 +31,7 @@ public:
 
 private:
     struct Seen {
-        std::uint64_t packets = 0, generation = 0;
+        std::uint64_t packets = 0, steps_begun = 0;
         std::int64_t active_ns = 0;           // when its packet count last grew (or it was first seen)
         std::int64_t others_moved_ns = -1;    // when another stream first began a step after that (-1: not yet)
     };

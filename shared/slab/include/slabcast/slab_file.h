@@ -77,6 +77,11 @@ struct SlabLive {
     std::atomic<std::uint64_t> rate_bits_per_s;  // over the last status second
     std::atomic<std::int64_t> rate_ns;           // CLOCK_REALTIME when that rate was measured, 0 never
 };
+
+// Steps a slab's receiver has begun, from SlabLive::generation (which also
+// counts each step's end): a stream that merely finished its step has not
+// moved on to a new one.
+constexpr std::uint64_t steps_begun(std::uint64_t generation) { return (generation + 1) / 2; }
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "shared counters need lock-free atomics");
 
 // One buffer's publication: the step it holds and how whole it is. A seqlock:
