@@ -8,6 +8,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,16 +36,59 @@ class DemoTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def run_demo(self, *extra, rate="50M"):
+    def run_demo(self, *extra, rate="50M", dims="64,64,64", step_interval="0.4", steps_shown=2, steps_logged=0):
+        """Streams (--forever) until the renderer has logged frames of
+        `steps_shown` different steps and each receiver `steps_logged` step
+        outcomes, then stops the demo with Ctrl-C as a user does: however fast
+        the stream and however slowly pvbatch starts here. A generous limit
+        fails with what was seen. The demo must then end cleanly (exit 0: it
+        checks the renderer's exit status on the way out)."""
         out = os.path.join(self.dir, "out")
         self.port = random.randrange(20000, 60000, 1000)
-        r = subprocess.run([SLABCAST, "demo", "--headless", "--dims", "64,64,64", "--dataset-steps", "6",
-                            "--count", "20", "--rate", rate, "--step-interval", "0.4", "--size", "480x360", "--out", out,
-                            "--cache", os.path.join(self.dir, "cache"),
-                            "--base-port", str(self.port)] + list(extra),
-                           capture_output=True, text=True, timeout=300)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        return out, r.stdout + r.stderr
+        render_log = os.path.join(out, "logs", "render.log")
+        with open(os.path.join(self.dir, "demo.log"), "w+") as log:
+            demo = subprocess.Popen([SLABCAST, "demo", "--headless", "--dims", dims, "--dataset-steps", "6",
+                                     "--forever", "--rate", rate, "--step-interval", step_interval,
+                                     "--size", "480x360", "--out", out, "--cache", os.path.join(self.dir, "cache"),
+                                     "--base-port", str(self.port)] + list(extra),
+                                    stdout=log, stderr=subprocess.STDOUT)
+            try:
+                shown, logged = self.wait_for_progress(demo, out, steps_shown, steps_logged, limit_s=200)
+                demo.send_signal(signal.SIGINT)
+                rc = demo.wait(120)
+            finally:
+                if demo.poll() is None:
+                    demo.kill()
+                    demo.wait()
+            log.seek(0)
+            text = log.read()
+        self.assertGreaterEqual(len(set(shown)), steps_shown, "after 200 s the renderer had shown steps %s only "
+                                "(%d frames); the demo said:\n%s" % (sorted(set(shown)), len(shown), text[-3000:]))
+        self.assertGreaterEqual(min(logged.values() or [0]) if steps_logged else 0, steps_logged,
+                                "step outcomes logged by each receiver: %s" % logged)
+        self.assertEqual(rc, 0, text[-3000:])
+        self.assertIn("demo: done", text)
+        return out, text
+
+    @staticmethod
+    def wait_for_progress(demo, out, steps_shown, steps_logged, limit_s):
+        """The steps of the frames the renderer logged, and the step outcomes
+        each receiver logged ({side: count}), once there are enough of both,
+        the demo ended, or `limit_s` passed."""
+        deadline = time.monotonic() + limit_s
+        shown, logged = [], {}
+        while time.monotonic() < deadline and demo.poll() is None:
+            render_log = os.path.join(out, "logs", "render.log")
+            if os.path.exists(render_log):
+                with open(render_log) as f:
+                    shown = re.findall(r"frame \d+: step (\d+)", f.read())
+            for path in glob.glob(os.path.join(out, "logs", "*-receive.json")):
+                with open(path) as f:
+                    logged[os.path.basename(path)[:-len("-receive.json")]] = f.read().count('"kind":"step"')
+            if len(set(shown)) >= steps_shown and (not steps_logged or min(logged.values() or [0]) >= steps_logged):
+                break
+            time.sleep(0.25)
+        return shown, logged
 
     def test_short_demo_renders_changing_frames_of_the_volume(self):
         out, text = self.run_demo()
@@ -122,7 +166,8 @@ class DemoTest(unittest.TestCase):
         packets carry about half of each step in that time, run packets all of
         it; the progressive quad stream's cut steps are filled from their own
         coarser samples; one frame shows the four."""
-        out, text = self.run_demo("--compare-formats", "quad,quad@progressive,run,run/zfp:8", rate="10M")
+        out, text = self.run_demo("--compare-formats", "quad,quad@progressive,run,run/zfp:8", rate="10M",
+                                  steps_logged=8)
         self.assertRegex(text, r"quad: step \d+ .* \| quad-progressive: step \d+ .* \| run: step \d+ .* \| "
                                r"run-zfp-8: step \d+")
         with open(os.path.join(out, "logs", "render.log")) as f:
@@ -148,26 +193,18 @@ class DemoTest(unittest.TestCase):
     def test_paraview_renders_while_the_receiver_writes_unpaced(self):
         """Unpaced senders, the next step as soon as the last is sent: the
         receiver rewrites the slabs the whole time pvbatch reads and renders
-        them. Nothing may crash; the renderer ends cleanly (the demo checks
-        its exit status) and shows several steps."""
-        out = os.path.join(self.dir, "out")
-        port = random.randrange(20000, 60000, 1000)
-        r = subprocess.run([SLABCAST, "demo", "--headless", "--dims", "128,128,128", "--dataset-steps", "4",
-                            "--count", "600", "--rate", "0", "--step-interval", "0", "--size", "320x240",
-                            "--out", out, "--cache", os.path.join(self.dir, "cache"), "--base-port", str(port)],
-                           capture_output=True, text=True, timeout=300)
-        text = r.stdout + r.stderr
-        self.assertEqual(r.returncode, 0, text)
+        them. The stream goes on until the renderer has shown 3 different
+        steps, however fast either side is here. Nothing may crash; the
+        renderer ends cleanly and the stream was really unpaced."""
+        out, text = self.run_demo(rate="0", dims="128,128,128", step_interval="0", steps_shown=3)
         with open(os.path.join(out, "logs", "render.log")) as f:
             render = f.read()
         for bad in ("Traceback", "Segmentation", "ERR", "Abort"):
             self.assertNotIn(bad, render)
         frames = re.findall(r"frame \d+: step (\d+)", render)
         rates = [float(g) for g in re.findall(r"full: step \d+ ([0-9.]+) Gbit/s", text)]
-        print("unpaced: %d frames rendered while %d steps streamed at up to %.2f Gbit/s" % (
-            len(frames), 600, max(rates or [0])), flush=True)
-        self.assertGreaterEqual(len(frames), 5, render[-2000:])
-        self.assertGreater(len(set(frames)), 1, "the renderer showed one step only")
+        print("unpaced: %d frames of steps %s rendered while the stream reached %.2f Gbit/s" % (
+            len(frames), sorted(set(frames)), max(rates or [0])), flush=True)
         self.assertGreater(max(rates or [0]), 1.0, "the stream was not unpaced: %s" % rates)
 
     def test_missing_dataset_is_named(self):
