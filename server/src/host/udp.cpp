@@ -84,9 +84,11 @@ int open_udp_socket(int family) {
     return fd;
 }
 
+// No SO_REUSEADDR: on UDP it lets a second socket bind a port already held,
+// silently taking its datagrams, and lets the kernel hand a port-0 bind (the
+// controller's) a port another role holds, so that replies go astray. UDP has
+// no TIME_WAIT: a restarted role rebinds its port without it.
 void bind_socket(int fd, const Endpoint& bind_to) {
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (::bind(fd, reinterpret_cast<const sockaddr*>(&bind_to.addr), bind_to.length) != 0)
         throw std::runtime_error("cannot bind UDP " + bind_to.text + ": " + std::strerror(errno));
 }
