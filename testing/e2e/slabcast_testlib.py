@@ -165,19 +165,46 @@ def pin_buffer(fd, buffer, lock=True):
 
 
 def read_json_lines(path):
+    """The complete lines of a --stats-json file. A last line without its
+    newline is one the role is writing at this moment (a long line can take
+    more than one write): left for the next read, not a JSON error."""
     if not os.path.exists(path):
         return []
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        lines = f.read().split("\n")
+    return [json.loads(line) for line in lines[:-1] if line.strip()]
 
 
-def wait_for(predicate, timeout=20.0, what="condition"):
+def udp_queued_bytes(port):
+    """Bytes waiting in the receive queue of the UDP socket bound to `port`
+    (/proc/net/udp, this network namespace); None when no socket has it. A
+    datagram sent over loopback is queued by the time sendto returns, so 0
+    after a send means the socket's owner has read it."""
+    with open("/proc/net/udp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if int(fields[1].split(":")[1], 16) == port:
+                return int(fields[4].split(":")[1], 16)
+    return None
+
+
+# Long enough for a machine 2-5x slower than usual with its other core busy
+# (tests wait on events, never on the clock, so a passing run does not pay it).
+WAIT_S = 60.0
+
+
+def wait_for(predicate, timeout=WAIT_S, what="condition", seen=None):
+    """Polls `predicate` until it is true; on timeout fails naming `what` and,
+    when given, what `seen()` returns at that moment."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(0.02)
-    raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+    if predicate():
+        return
+    raise AssertionError("timed out after %.0f s waiting for %s%s" % (timeout, what,
+                                                                     "; saw: %s" % (seen(),) if seen else ""))
 
 
 class Role:
@@ -194,7 +221,19 @@ class Role:
     def alive(self):
         return self.proc.poll() is None
 
-    def stop(self, timeout=15):
+    def wait_for_text(self, text, timeout=WAIT_S):
+        """Waits until `text` is in the log; fails at once, with the log's end,
+        if the process exits first."""
+        def there():
+            if text in self.text():
+                return True
+            if not self.alive():
+                raise AssertionError("%s exited (%s) before logging %r:\n%s" % (self.name, self.proc.returncode, text,
+                                                                               self.text()[-2000:]))
+            return False
+        wait_for(there, timeout, what="%r in the log of %s" % (text, self.name), seen=lambda: self.text()[-1000:])
+
+    def stop(self, timeout=30):
         """SIGTERM, wait, and return the exit code."""
         if self.alive():
             self.proc.send_signal(signal.SIGTERM)
@@ -206,7 +245,7 @@ class Role:
         self.log.close()
         return rc
 
-    def wait(self, timeout=60):
+    def wait(self, timeout=120):
         rc = self.proc.wait(timeout)
         self.log.close()
         return rc
@@ -231,7 +270,7 @@ class Workspace:
         self.roles.append(role)
         return role
 
-    def run(self, args, timeout=60):
+    def run(self, args, timeout=120):
         return subprocess.run([SLABCAST] + args, capture_output=True, text=True, timeout=timeout)
 
     def generate(self, name, dims, steps, seed=1):

@@ -6,8 +6,8 @@ import json
 import re
 import os
 import shlex
+import socket
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -18,11 +18,32 @@ DIMS = (32, 32, 32)
 DEPTH = 8
 
 
+def free_port_block():
+    """A base port whose data (+0..3), sync (+20..23) and stager (+40..42)
+    ports are free now. The roles bind them with SO_REUSEADDR, so a port another
+    process holds would be shared without an error, its packets going astray."""
+    for _ in range(100):
+        base = free_udp_ports(1)[0] // 100 * 100 % 50000 + 10000
+        socks = []
+        try:
+            for port in [base + i for i in range(4)] + [base + 20 + i for i in range(4)] + [base + 40, base + 41, base + 42]:
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise AssertionError("no block of free UDP ports found")
+
+
 class PlanTest(unittest.TestCase):
     def setUp(self):
         self.ws = Workspace("plan")
         self.dataset = self.ws.generate("ds", DIMS, 2)
-        base = free_udp_ports(1)[0] // 100 * 100 % 50000 + 10000
+        base = free_port_block()
         self.config = {
             "name": "planned", "dataset": self.dataset, "dims": list(DIMS), "slab_depth": DEPTH, "rate": "200M",
             "ports": {"data": base, "sync": base + 20, "stager": base + 40},
@@ -58,6 +79,9 @@ class PlanTest(unittest.TestCase):
         step bit for bit."""
         self.config.update(wire="run", codec="lz4")
         self.assertEqual(self.ws.run(["keygen", self.config["key_file"]]).returncode, 0)
+        with open(os.path.join(self.dataset, "dataset.json")) as f:
+            step_file = json.load(f)["steps"][1]["file"]
+        senders = []
         for host in ("r1", "r2", "s1", "s2"):
             r = self.plan(self.config, "--host", host)
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -69,16 +93,24 @@ class PlanTest(unittest.TestCase):
                 if argv[1] == "shuffle":  # run is the default wire format: only the codec is named
                     self.assertNotIn("--wire", argv)
                     self.assertEqual(argv[argv.index("--codec") + 1], "lz4")
-                self.ws.start("%s-%d" % (host, i), argv[1:])
+                role = self.ws.start("%s-%d" % (host, i), argv[1:])
+                if argv[1] in ("stage", "shuffle"):
+                    senders.append(role)
             if host.startswith("r"):
                 shm = self.config["receivers"][int(host[1]) - 1]["shm_dir"]
                 wait_for(lambda: os.path.exists(os.path.join(shm, "planned.slabcast")), what=host)
-        time.sleep(0.5)
+        # The senders are listening for syncs, and each stager has step 1 in
+        # place (its first window): a shuffler waits only 2 s for a step not
+        # yet staged, which a loaded machine could take to start a stager.
+        for role in senders:
+            role.wait_for_text("sync on")
+        for sender in self.config["senders"]:
+            staged = os.path.join(sender["staging"], step_file)
+            wait_for(lambda: os.path.exists(staged), what="step 1 staged in " + sender["staging"])
         control = shlex.split(self.plan(self.config, "--host", "ctl").stdout.strip())
         r = self.ws.run(control[1:] + ["--steps", "1"])
         self.assertEqual(r.returncode, 0, r.stderr)
-        with open(os.path.join(self.dataset, "dataset.json")) as f:
-            step_file = json.load(f)["steps"][1]["file"]
+        self.assertNotIn("no finish after", r.stdout + r.stderr)
         for k in range(4):
             shm = self.ws.shm if k in (0, 2) else self.ws.shm + "-r2"
             slab = os.path.join(shm, "planned.slab%d" % k)

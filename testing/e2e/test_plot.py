@@ -112,7 +112,9 @@ class PlotTest(unittest.TestCase):
             cls.control_json = os.path.join(cls.ws.dir, "plot-control.json")
             d.control("--loop", "--count", str(STEPS), "--stats-json", cls.control_json)
             wait_for(lambda: len(by_time(read_json_lines(d.recv_json), "receive", "step")) >= STEPS * STREAMS,
-                     timeout=30, what="every stream's report of every step")
+                     what="every stream's report of every step",
+                     seen=lambda: [(j["stream"], j["step"]) for j in by_time(read_json_lines(d.recv_json), "receive",
+                                                                            "step")])
             codes = d.stop_all()
             assert set(codes.values()) == {0}, codes
             cls.receive_json, cls.files = d.recv_json, [d.recv_json, d.stage_json] + d.shuffle_json + [cls.control_json]

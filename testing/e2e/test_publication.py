@@ -21,6 +21,11 @@ from slabcast_testlib import (AGE_NEVER_ARRIVED, QUAD_MAX, Workspace, free_udp_p
 DIMS = (32, 16, 24)
 DEPTH = 8  # slab 1 owns planes 8..15 and stores plane 7 as its ghost
 PLANE = DIMS[0] * DIMS[1]
+# A step with holes is published when none of its packets came for this long.
+# A step's 8 packets go out at once, so only this process held up between two
+# of them for this long could cut one short: 1 s, not the 0.3 s a loaded
+# machine can take; each lossy step costs it once.
+STEP_TIMEOUT_MS = 1000
 
 
 def value(step, x, y, z):
@@ -46,7 +51,7 @@ class PublicationTest(unittest.TestCase):
         self.receiver = self.ws.start("receive", [
             "receive", "--name", "pub", "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
             "--listen", "127.0.0.1", "--stream", "1:%d" % self.port, "--shm-dir", self.ws.shm, "--buffers", "3",
-            "--step-timeout", "300", "--stats-json", self.json])
+            "--step-timeout", str(STEP_TIMEOUT_MS), "--stats-json", self.json])
         self.slab = os.path.join(self.ws.shm, "pub.slab1")
         wait_for(lambda: os.path.exists(os.path.join(self.ws.shm, "pub.slabcast")), what="the receiver")
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

@@ -16,6 +16,12 @@ from slabcast_testlib import (QUAD_MAX, Workspace, free_udp_ports, quad_packet, 
 
 DIMS = (32, 16, 24)
 DEPTH = 8  # 3 slabs; slab 1 owns planes 8..15 and stores plane 7 as its ghost
+# The tests close a step by sending the next, and read the buffer of the step
+# being written: the receiver's own clock must not end a step first. Its
+# defaults (a step published after 500 ms without a packet of it; a packet of a
+# step replaced 250 ms ago taken as stale) would, whenever this process is held
+# up that long between two sends or between a send and a read.
+NO_CLOCK = ["--step-timeout", "300000", "--stale-window-ms", "60000"]
 
 
 def value(step, x, y, z):
@@ -39,7 +45,7 @@ class ReceiverTest(unittest.TestCase):
         self.receiver = self.ws.start("receive", [
             "receive", "--name", "acct", "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
             "--listen", "127.0.0.1", "--stream", "0:%d" % self.ports[0], "--stream", "1:%d" % self.ports[1],
-            "--shm-dir", self.ws.shm, "--stats-json", self.json])
+            "--shm-dir", self.ws.shm, "--stats-json", self.json] + NO_CLOCK)
         wait_for(lambda: os.path.exists(os.path.join(self.ws.shm, "acct.slabcast")), what="the receiver")
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 
@@ -78,7 +84,11 @@ class ReceiverTest(unittest.TestCase):
             self.assertEqual(got, 0.0 if i // QUAD_MAX in skipped else v)
 
         self.send(1, packets_of(4, owned_records(4, 1)))  # the next step closes step 3
-        wait_for(lambda: read_slab_header(self.slab(1))["last_step"] == 4, what="step 4")
+        # Slab 0's step 4 hands slab 1 its ghost plane: step 4 is whole, and
+        # published now rather than by a step timeout (NO_CLOCK).
+        self.send(0, packets_of(4, owned_records(4, 0)))
+        wait_for(lambda: read_slab_header(self.slab(1))["last_step"] == 4, what="step 4",
+                 seen=lambda: {k: read_slab_header(self.slab(k))["last_step"] for k in (0, 1)})
         loss_ppm = read_slab_header(self.slab(1))["last_step_loss_ppm"]
         reports = {r["step"]: r for r in self.stop_and_reports() if r["stream"] == 1}
         self.assertEqual(reports[3]["expected"], expected)
@@ -189,7 +199,7 @@ class LifecycleTest(unittest.TestCase):
     def start(self, ws, ports, *extra):
         r = ws.start("receive", [
             "receive", "--name", "life", "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
-            "--listen", "127.0.0.1", "--stream", "1:%d" % ports[0], "--shm-dir", ws.shm] + list(extra))
+            "--listen", "127.0.0.1", "--stream", "1:%d" % ports[0], "--shm-dir", ws.shm] + NO_CLOCK + list(extra))
         wait_for(lambda: os.path.exists(os.path.join(ws.shm, "life.slabcast")), what="the receiver")
         return r
 
@@ -220,8 +230,9 @@ class LifecycleTest(unittest.TestCase):
             for p in half[:len(half) // 2]:
                 sock.sendto(p, ("127.0.0.1", ports[0]))
             wait_for(lambda: read_slab_header(slab)["step"] == 6, what="step 6 under way")
+            # Half a step, killed before anything ends it (no step timeout: NO_CLOCK).
             r.proc.kill()
-            r.proc.wait(10)
+            r.wait(10)
             before = read_slab_values(slab)
             r2 = self.start(ws, ports)
             # The old descriptor is still there: wait for the new writer (its socket is bound by then).
@@ -309,7 +320,9 @@ class CommandLineTest(unittest.TestCase):
         self.ws.close()
 
     def assert_fails(self, args, message):
-        r = self.ws.run(args, timeout=20)
+        # Failing fast is what is tested, but "cannot resolve" asks the resolver,
+        # which on a machine without a network can take its timeouts (5 s a try).
+        r = self.ws.run(args, timeout=120)
         self.assertNotEqual(r.returncode, 0, args)
         self.assertIn(message, r.stderr + r.stdout, args)
 

@@ -13,11 +13,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from slabcast_testlib import Workspace, free_udp_ports, unittest_main, wait_for  # noqa: E402
+from slabcast_testlib import Workspace, free_udp_ports, unittest_main  # noqa: E402
 
 CLONE_NEWNS = 0x00020000
 MIB = 1 << 20
@@ -88,9 +87,11 @@ class FullShmTest(unittest.TestCase):
         return args
 
     def start_receiver(self, name, dims, extra=()):
+        """Starts a receiver and waits until it is ready: past the room check,
+        its slabs pre-faulted, its descriptor written (it says so). Not the
+        descriptor's existence: a killed receiver's is still there."""
         role = self.ws.start("receive-" + name, self.receive(name, dims, extra=extra))
-        descriptor = os.path.join(self.shm, name + ".slabcast")
-        wait_for(lambda: os.path.exists(descriptor) or not role.alive(), what="the receiver")
+        role.wait_for_text("ready; descriptor")
         self.assertTrue(role.alive(), role.text())
         return role
 
@@ -116,8 +117,7 @@ class FullShmTest(unittest.TestCase):
         first.proc.kill()
         first.wait()
         self.tmpfs.fill_until(need // 2)  # less than the slabs, but they are already there
-        again = self.start_receiver("again", dims)
-        time.sleep(0.5)
+        again = self.start_receiver("again", dims)  # fails if it exits (refused, SIGBUS) before it is ready
         self.assertTrue(again.alive(), again.text())
         self.assertEqual(again.stop(), 0, again.text())
 

@@ -16,7 +16,8 @@ from slabcast_testlib import DATAGEN, SLABCAST, unittest_main  # noqa: E402
 
 
 def tune(*args, prefix=()):
-    return subprocess.run(list(prefix) + [SLABCAST, "tune"] + list(args), capture_output=True, text=True, timeout=30)
+    # A limit for a hang only: tune reads a few files, but a loaded machine may be slow to start it.
+    return subprocess.run(list(prefix) + [SLABCAST, "tune"] + list(args), capture_output=True, text=True, timeout=120)
 
 
 @contextlib.contextmanager
@@ -81,16 +82,22 @@ def stage_log(data, staging):
         p = subprocess.Popen([SLABCAST, "stage", "--dataset", data, "--staging", staging, "--streams", "0"],
                              stdout=out, stderr=subprocess.STDOUT)
         try:
-            for _ in range(200):
+            # Until it says it started, or exits; the limit is for a hang only.
+            deadline = time.monotonic() + 120
+            while True:
+                exited = p.poll() is not None  # before reading: what it logged before it exited is read
                 out.seek(0)
                 text = out.read()
                 if "stage: 1 steps" in text:
                     return text
+                if exited:
+                    raise AssertionError("the stager exited (%s) before it started: %s" % (p.returncode, text))
+                if time.monotonic() > deadline:
+                    raise AssertionError("the stager did not start within 120 s: " + text)
                 time.sleep(0.05)
-            raise AssertionError("the stager did not start: " + text)
         finally:
             p.terminate()
-            p.wait(10)
+            p.wait(30)
             os.unlink(log)
 
 
