@@ -111,8 +111,10 @@ std::vector<std::future<void>> SendTransfer::open_streams(int n) {
                 return fail("stream " + std::to_string(index) + ": " + e.what());
             }
             opened(fd.get());
+            if (!carrying_.add(fd.get())) return;  // the transfer failed meanwhile
             Channel channel = handshake.channel(fd.get());
             if (wait_for(ring_ready_, quit)) stream_loop(channel, quit, false);
+            carrying_.remove(fd.get());  // before its descriptor closes, and its number is reused
         });
     }
     return connected;

@@ -312,6 +312,14 @@ void SendTransfer::fail(const std::string& why) {
     }
     ended_.notify_all();
     if (ring_ready_) ring_->abort();  // (streams may fail before the ring is made: begin() stops it then)
+    // A stream blocked in a send to a server that stopped reading (it refused
+    // the transfer, or was stopped) returns at once, not after the peer
+    // timeout. Stream 0 stops only sending: the server's reason may still be
+    // on its way to finish(). A pull's streams are the serving end's own.
+    if (!settings_.host.empty()) {
+        carrying_.stop();
+        if (control_fd_.valid()) ::shutdown(control_fd_.get(), SHUT_WR);
+    }
 }
 
 std::string SendTransfer::finish() {

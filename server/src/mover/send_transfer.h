@@ -180,6 +180,10 @@ private:
     Channel* control_ = nullptr;  // stream 0
     std::unique_ptr<Channel> own_control_;  // stream 0, when this end made its channel
     StoppableSockets opening_;  // streams between their connect and the server's proof
+    // A move's streams 1.. while they carry blocks: a failed transfer shuts
+    // them down, or a stream blocked sending to a server that stopped reading
+    // would hold the move until the peer timeout (fail()).
+    StoppableSockets carrying_;
     mutable std::mutex pools_mutex_;
     Pool readers_, streams_;
     std::mutex error_mutex_;
