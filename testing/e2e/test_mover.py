@@ -22,6 +22,27 @@ from mover_wire import ERROR, challenge, frame, read_frame, read_key, say_hello 
 
 MIB = 1 << 20
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # the first bytes of a zstd frame
+# How long a test waits for something that takes well under a second here:
+# a loaded machine, 2-5 times slower with its other core busy, gets there
+# long before (a passing run never waits it out).
+WAIT_S = 120
+
+
+def wait_until(predicate, timeout, what, seen=None):
+    """wait_for(), failing with what `seen()` shows at the end, when given."""
+    try:
+        wait_for(predicate, timeout=timeout, what=what)
+    except AssertionError as e:
+        raise AssertionError("%s; saw: %s" % (e, seen() if seen else "")) from None
+
+
+def wait_listening(role, address, port):
+    """Waits for serve's first line, logged once it listens ("serve: ROOT on
+    ADDRESS:PORT, ..."); False if serve exited first (its log says why)."""
+    listening = " on %s:%d," % (address, port)
+    wait_until(lambda: listening in role.text() or not role.alive(), WAIT_S, "serve to listen on %s:%d" % (
+        address, port), role.text)
+    return listening in role.text()
 
 
 def tree_listing(root):
@@ -52,10 +73,19 @@ def assert_trees_equal(test, src, dst):
 class Relay:
     """A TCP relay on loopback in front of the server: it keeps the bytes each
     connection's client sends (`sent`, one bytearray per connection) and, with
-    `flip_at`, changes one bit of the byte at that offset of each."""
+    `flip_at`, changes one bit of the byte at that offset of each.
 
-    def __init__(self, server_port, flip_at=None):
+    With `budget`, it is a valve: of what the clients send it passes each
+    connection's first HANDSHAKE bytes (Hello, manifest) and then `budget`
+    bytes more, all connections together, and holds the rest until allow().
+    A move through it cannot end before the test has seen what it waits for,
+    however much faster than the test it runs."""
+
+    HANDSHAKE = 64 << 10
+
+    def __init__(self, server_port, flip_at=None, budget=None):
         self.server_port, self.flip_at = server_port, flip_at
+        self.budget, self.passed, self.valve = budget, 0, threading.Condition()
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(0.2)
         self.port = self.listener.getsockname()[1]
@@ -75,6 +105,31 @@ class Relay:
             for args in ((client, server, self.sent[-1]), (server, client, None)):
                 threading.Thread(target=self.pump, args=args, daemon=True).start()
 
+    def allow(self, more=None):
+        """Lets `more` bytes more through (None: everything, from now on)."""
+        with self.valve:
+            self.budget = None if more is None or self.budget is None else self.budget + more
+            self.valve.notify_all()
+
+    def held(self):
+        """Whether the budget is spent: the clients' bytes are being held."""
+        with self.valve:
+            return self.budget is not None and self.passed >= self.budget
+
+    def take(self, at, want):
+        """How many of `want` bytes, at offset `at` of a connection, may pass
+        now; waits while none may (OSError once the relay closes)."""
+        if at < self.HANDSHAKE:
+            return min(want, self.HANDSHAKE - at)
+        with self.valve:
+            while self.budget is not None and self.passed >= self.budget:
+                if not self.running:
+                    raise OSError("the relay is closing")
+                self.valve.wait(0.2)
+            n = want if self.budget is None else min(want, self.budget - self.passed)
+            self.passed += n
+            return n
+
     def pump(self, source, sink, kept):
         at = 0
         try:
@@ -82,13 +137,18 @@ class Relay:
                 data = source.recv(1 << 16)
                 if not data:
                     break
-                if kept is not None:
-                    if self.flip_at is not None and at <= self.flip_at < at + len(data):
-                        data = bytearray(data)
-                        data[self.flip_at - at] ^= 1
-                    kept += data
-                at += len(data)
-                sink.sendall(data)
+                if kept is None:
+                    sink.sendall(data)
+                    continue
+                if self.flip_at is not None and at <= self.flip_at < at + len(data):
+                    data = bytearray(data)
+                    data[self.flip_at - at] ^= 1
+                kept += data
+                view = memoryview(data)
+                while view:
+                    n = self.take(at, len(view))
+                    sink.sendall(view[:n])
+                    view, at = view[n:], at + n
             sink.shutdown(socket.SHUT_WR)  # an orderly end, passed on
         except OSError:  # the sink is gone: what the source still sends is dropped, not left to block it
             try:
@@ -98,10 +158,18 @@ class Relay:
                 pass
 
     def close(self):
+        """Closes every connection (shut down first, which wakes the pumps):
+        the server sees its clients go."""
         self.running = False
+        with self.valve:  # what is held stays held
+            self.valve.notify_all()
         self.acceptor.join()
         self.listener.close()
         for s in self.sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             s.close()
 
 
@@ -136,10 +204,15 @@ class MoverTest(unittest.TestCase):
         shutil.rmtree(self.root, ignore_errors=True)
 
     def start_serve(self, root=None, *extra):
-        self.server = self.ws.start("serve", ["serve", "--root", root or self.root, "--listen", "127.0.0.1",
-                                              "--port", str(self.port)] + list(extra))
-        wait_for(lambda: "serve:" in self.server.text(), what="the server")
-        return self.server
+        for _ in range(5):
+            self.server = self.ws.start("serve", ["serve", "--root", root or self.root, "--listen", "127.0.0.1",
+                                                  "--port", str(self.port)] + list(extra))
+            if wait_listening(self.server, "127.0.0.1", self.port):
+                return self.server
+            # The free port found a moment ago can be taken by another program meanwhile.
+            self.assertIn("Address already in use", self.server.text())
+            self.port = free_tcp_port()
+        self.fail("no free port for serve:\n" + self.server.text())
 
     def move(self, *args, timeout=300, user=None):
         cmd = [SLABCAST, "move", "--port", str(self.port), "--progress", "json"] + [str(a) for a in args]
@@ -190,19 +263,27 @@ class MoverTest(unittest.TestCase):
     def start_and_kill(self, src, dest, at_least, sig=signal.SIGKILL):
         """Starts a move, kills it (`sig`) once `at_least` blocks are journaled;
         returns the journal's lines (and keeps the move's exit code and
-        messages in self.killed)."""
+        messages in self.killed). The move goes through a relay that lets a
+        few blocks more than `at_least` through (one cut short on each of the
+        2 streams, and spares) and holds the rest: it cannot end before it is
+        killed, however slow this test is beside it."""
         journal = os.path.join(self.root, dest, ".slabcast-move.journal")
         stops = self.server.text().count("stopped")
-        mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "2",
+        relay = Relay(self.port, budget=(at_least + 4) * 4 * MIB)
+        mover = subprocess.Popen([SLABCAST, "move", "--port", str(relay.port), "--progress", "none", "--streams", "2",
                                   src, "127.0.0.1:" + dest], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                  text=True)
-
-        wait_for(lambda: len(journal_lines(journal)) >= at_least or mover.poll() is not None, timeout=60,
-                 what="some blocks")
-        mover.send_signal(sig)
-        _, stderr = mover.communicate(timeout=10)
+        try:
+            wait_until(lambda: len(journal_lines(journal)) >= at_least or mover.poll() is not None, WAIT_S,
+                       "%d blocks journaled" % at_least, lambda: "%d journaled, move exit code %s" % (
+                           len(journal_lines(journal)), mover.poll()))
+            mover.send_signal(sig)
+            _, stderr = mover.communicate(timeout=WAIT_S)
+        finally:
+            relay.close()  # the server sees the connections end
         self.killed = (mover.returncode, stderr)
-        wait_for(lambda: self.server.text().count("stopped") > stops, what="the server to notice")
+        wait_until(lambda: self.server.text().count("stopped") > stops, WAIT_S, "the server to notice",
+                   lambda: self.server.text()[-2000:])
         return journal_lines(journal)
 
     def test_a_killed_transfer_resumes_with_what_is_missing(self):
@@ -291,38 +372,72 @@ class MoverTest(unittest.TestCase):
 
     def test_the_pools_change_size_mid_transfer(self):
         src = os.path.join(self.ws.dir, "many")
-        body = os.urandom(64 * MIB)  # enough bytes that both changes land while both pools work
+        body = os.urandom(24 * MIB)
         for i in range(24):
             write_file(os.path.join(src, "f%02d.bin" % i), b"%08d" % i + body)
         tune = os.path.join(self.ws.dir, "tune")
         with open(tune, "w") as f:
             f.write("streams=1\nreaders=1\n")
         self.start_serve(None, "--tune-file", os.path.join(self.ws.dir, "serve-tune"))
-        # A small ring keeps the readers just ahead of the streams, so both pools
-        # are still at work when the second change comes.
-        mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "json", "--streams", "1",
+        # The test sets the pace, not the machine: a relay passes the move's
+        # bytes only as far as the test lets it, so both changes land while
+        # both pools work, however fast the move runs beside the test.
+        relay = Relay(self.port, budget=32 * MIB)
+        self.addCleanup(relay.close)
+        # A small ring keeps the readers just ahead of the streams.
+        err = open(os.path.join(self.ws.dir, "move.err"), "w+")
+        self.addCleanup(err.close)
+        mover = subprocess.Popen([SLABCAST, "move", "--port", str(relay.port), "--progress", "json", "--streams", "1",
                                   "--readers", "1", "--ring-mb", "32", "--tune-file", tune, src, "127.0.0.1:dst"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        seen = []
-        for line in mover.stdout:
-            if not line.startswith("{"):
-                continue
-            p = json.loads(line)
-            seen.append((p["streams"], p["readers"]))
-            if len(seen) == 1:
-                with open(tune, "w") as f:
-                    f.write("streams=6\nreaders=3\n")
-                with open(os.path.join(self.ws.dir, "serve-tune"), "w") as f:
-                    f.write("writers=2\n")
-            if (6, 3) in seen and p["kind"] == "progress" and (2, 1) not in seen:
-                with open(tune, "w") as f:
-                    f.write("streams=2\nreaders=1\n")
-        self.assertEqual(mover.wait(timeout=120), 0, mover.stderr.read())
-        print("pool sizes seen (streams, readers):", sorted(set(seen)), flush=True)
-        self.assertIn((6, 3), seen)
-        self.assertIn((2, 1), seen)
+                                 stdout=subprocess.PIPE, stderr=err, text=True)
+        self.addCleanup(mover.kill)
+        progress = []  # (streams, readers) of each progress line, in order
+
+        def read_progress():
+            for line in mover.stdout:
+                if line.startswith("{"):
+                    p = json.loads(line)
+                    progress.append((p["streams"], p["readers"]))
+        reader = threading.Thread(target=read_progress, daemon=True)
+        reader.start()
+
+        def seen():
+            err.seek(0)
+            return "pools seen %s, relay passed %d MiB, move: %s" % (sorted(set(progress)), relay.passed // MIB,
+                                                                       err.read()[-1000:])
+
+        def running_and(predicate):
+            self.assertIsNone(mover.poll(), "the move ended before the pools changed: " + seen())
+            return predicate()
+        wait_until(lambda: running_and(lambda: progress), WAIT_S, "a progress line", seen)
+        with open(tune, "w") as f:
+            f.write("streams=6\nreaders=3\n")
+        with open(os.path.join(self.ws.dir, "serve-tune"), "w") as f:
+            f.write("writers=2\n")
+        wait_until(lambda: running_and(lambda: (6, 3) in progress), WAIT_S, "6 streams and 3 readers", seen)
+        relay.allow(64 * MIB)  # carried by the larger pools
+        wait_until(lambda: running_and(relay.held), WAIT_S, "64 MiB more through 6 streams", seen)
+        with open(tune, "w") as f:
+            f.write("streams=2\nreaders=1\n")
+
+        # A stream or reader leaves once its block is out: a little more at a
+        # time lets them go, never enough to end the move (its 576 MiB).
+        def shrunk():
+            if relay.held():
+                relay.allow(4 * MIB)
+            return (2, 1) in progress
+        wait_until(lambda: running_and(shrunk), WAIT_S, "2 streams and 1 reader", seen)
+        relay.allow()
+        self.assertEqual(mover.wait(timeout=WAIT_S), 0, seen())
+        reader.join(WAIT_S)
+        mover.stdout.close()
+        print("pool sizes seen (streams, readers):", sorted(set(progress)), flush=True)
+        self.assertIn((6, 3), progress)
+        self.assertIn((2, 1), progress)
+        self.assertGreaterEqual(len(relay.sent), 6, "six streams did not connect")
         self.assert_same_tree(src, os.path.join(self.root, "dst", "many"))
-        self.assertIn("2 writer threads", self.server.text())
+        wait_until(lambda: "2 writer threads" in self.server.text(), WAIT_S, "serve to take writers=2",
+                   lambda: self.server.text()[-2000:])
 
     def test_bad_input_is_named_and_harms_nothing(self):
         self.start_serve()
@@ -346,15 +461,25 @@ class MoverTest(unittest.TestCase):
         self.assertIn("secret: cannot read: Permission denied", r.stderr)
 
         # A file that vanishes after it was listed: the others still arrive.
+        # The move goes through a relay that holds its blocks until the file
+        # is gone: its one reader, held in big.bin by a full ring (32 MiB)
+        # and one stream's socket buffers, cannot have opened small.txt yet,
+        # however fast it runs.
         vanish = os.path.join(self.ws.dir, "vanish")
-        write_file(os.path.join(vanish, "big.bin"), os.urandom(512 * MIB))
+        write_file(os.path.join(vanish, "big.bin"), os.urandom(128 * MIB))
         write_file(os.path.join(vanish, "small.txt"), b"soon gone")
-        mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--readers", "1",
-                                  os.path.join(vanish, "big.bin"), os.path.join(vanish, "small.txt"), "127.0.0.1:v"],
+        relay = Relay(self.port, budget=0)
+        self.addCleanup(relay.close)
+        mover = subprocess.Popen([SLABCAST, "move", "--port", str(relay.port), "--progress", "none", "--readers", "1",
+                                  "--streams", "1", "--ring-mb", "32", os.path.join(vanish, "big.bin"),
+                                  os.path.join(vanish, "small.txt"), "127.0.0.1:v"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_for(lambda: "512.0 MiB" in self.server.text(), what="the transfer to start")
+        self.addCleanup(mover.kill)
+        wait_until(lambda: "128.0 MiB" in self.server.text(), WAIT_S, "the transfer's manifest",
+                   lambda: self.server.text()[-2000:])
         os.remove(os.path.join(vanish, "small.txt"))
-        _, err = mover.communicate(timeout=120)
+        relay.allow()
+        _, err = mover.communicate(timeout=WAIT_S)
         self.assertEqual(mover.returncode, 1, err)
         self.assertIn("small.txt: cannot open: No such file or directory", err)
         self.assertTrue(os.path.exists(os.path.join(self.root, "v", "big.bin")))
@@ -391,14 +516,14 @@ class MoverTest(unittest.TestCase):
             # A transfer id of its own each time: serve forgets a refused
             # transfer a moment after the refusal, and under load the next
             # case could arrive first ("a transfer with this id is running").
-            with socket.create_connection(("127.0.0.1", self.port)) as s:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=WAIT_S) as s:
                 say_hello(s, transfer, {"stream": 0, "dest": "h"})
                 s.sendall(frame(2, transfer, manifest, extra=len(manifest)))
                 kind, payload = read_frame(s)
             self.assertEqual(kind, 10, payload)  # Error
             self.assertIn(why, payload.decode())
         # A Hello that is not one.
-        with socket.create_connection(("127.0.0.1", self.port)) as s:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=WAIT_S) as s:
             say_hello(s, 97, {"stream": 1e300})
             kind, payload = read_frame(s)
         self.assertEqual(kind, 10, payload)
@@ -432,7 +557,8 @@ class MoverTest(unittest.TestCase):
             r, _ = self.move(src, "127.0.0.1:refused", *args)
             self.assertEqual(r.returncode, 1, r.stderr)
             self.assertIn(why, r.stderr)
-            wait_for(lambda: why.split(":")[0] in self.server.text(), what="the server to log the refusal")
+            wait_until(lambda: why.split(":")[0] in self.server.text(), WAIT_S, "the server to log the refusal",
+                       lambda: self.server.text()[-2000:])
         # Each refused client is logged once for each stream it opened: its
         # streams connect while stream 0 says Hello (4 at most for each of the two).
         refusals = self.server.text().count("refused a client from 127.0.0.1")
@@ -441,9 +567,9 @@ class MoverTest(unittest.TestCase):
 
         # A hand-made client with the key checks the server's proof itself
         # (say_hello); its Hello, sent again on a new connection, is refused.
-        with socket.create_connection(("127.0.0.1", self.port), timeout=30) as s:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=WAIT_S) as s:
             hello = say_hello(s, 0x5EED, {"stream": 0, "dest": "replayed"}, key=read_key(key))
-        with socket.create_connection(("127.0.0.1", self.port), timeout=30) as s:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=WAIT_S) as s:
             self.assertEqual(read_frame(s)[0], 12)  # a Challenge, with a fresh nonce
             s.sendall(hello)
             kind, payload = read_frame(s)
@@ -460,9 +586,9 @@ class MoverTest(unittest.TestCase):
         plain_port = free_tcp_port()
         plain = self.ws.start("serve-plain", ["serve", "--root", os.path.join(self.ws.dir, "plain"), "--listen",
                                               "127.0.0.1", "--port", str(plain_port)])
-        wait_for(lambda: "serve:" in plain.text(), what="the server without a key")
+        self.assertTrue(wait_listening(plain, "127.0.0.1", plain_port), plain.text())
         r = subprocess.run([SLABCAST, "move", "--port", str(plain_port), "--progress", "none", "--key-file", key, src,
-                            "127.0.0.1:x"], capture_output=True, text=True, timeout=60)
+                            "127.0.0.1:x"], capture_output=True, text=True, timeout=WAIT_S)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("authentication failed: the server holds no key", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.ws.dir, "plain", "x")))
@@ -485,7 +611,7 @@ class MoverTest(unittest.TestCase):
         def move_through(relay, dest, *extra):
             return subprocess.run([SLABCAST, "move", "--port", str(relay.port), "--progress", "none", "--key-file",
                                    key, "--streams", "4", src, "127.0.0.1:" + dest] + list(extra),
-                                  capture_output=True, text=True, timeout=120)
+                                  capture_output=True, text=True, timeout=WAIT_S)
 
         def on_the_wire(relay, what):
             """The pieces of `what` that crossed readable: as bytes, or inside a
@@ -534,12 +660,12 @@ class MoverTest(unittest.TestCase):
                         "slabcast keygen", "--listen 127.0.0.1", "--insecure-no-auth"):
             self.assertIn(way_out, r.stderr)
         server = self.ws.start("serve-open", ["serve", "--root", root, "--port", str(port), "--insecure-no-auth"])
-        wait_for(lambda: "serve:" in server.text(), what="the server")
+        self.assertTrue(wait_listening(server, "0.0.0.0", port), server.text())
         self.assertIn("no key: clients are not authenticated", server.text())
         src = os.path.join(self.ws.dir, "one")
         write_file(os.path.join(src, "a"), b"anyone")
         r = subprocess.run([SLABCAST, "move", "--port", str(port), "--progress", "none", src, "127.0.0.1:d"],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=WAIT_S)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assert_same_tree(src, os.path.join(root, "d", "one"))
 
@@ -557,17 +683,19 @@ class MoverTest(unittest.TestCase):
                   ({"complete": [], "blocks": {"0": [4096]}}, "offset 4096 is not a block of 'one/a.bin'")]
         for have, why in cases:
             with socket.create_server(("127.0.0.1", 0)) as listener:
+                listener.settimeout(WAIT_S)  # a move that never connects fails here, not at ctest's limit
                 mover = subprocess.Popen([SLABCAST, "move", "--port", str(listener.getsockname()[1]), "--progress",
                                           "none", src, "127.0.0.1:d"], stdout=subprocess.DEVNULL,
                                          stderr=subprocess.PIPE, text=True)
                 self.addCleanup(mover.kill)  # should it hang on the answer
                 conn, _ = listener.accept()
                 with conn:
+                    conn.settimeout(WAIT_S)
                     conn.sendall(challenge())
                     self.assertEqual(read_frame(conn)[0], 1)  # Hello
                     self.assertEqual(read_frame(conn)[0], 2)  # the manifest, one frame for one file
                     conn.sendall(frame(3, 0, json.dumps(have).encode()))
-                    _, err = mover.communicate(timeout=60)
+                    _, err = mover.communicate(timeout=WAIT_S)
             self.assertNotEqual(mover.returncode, 0, err)
             self.assertIn("the server's answer is malformed: " + why, err)
 

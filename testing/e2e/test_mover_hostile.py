@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, unittest_main, wait_for  # noqa: E402
 from mover_wire import (BYE, DATA, DONE, ERROR, FILE_END, FILE_FAILED, HAVE, HELLO, MANIFEST, REPORT,  # noqa: E402
                         ZEROS, challenge, checksum_of, frame, header, manifest_json, read_frame, say_hello)
-from test_mover import assert_trees_equal, journal_lines, write_file  # noqa: E402
+from test_mover import (WAIT_S, Relay, assert_trees_equal, journal_lines, wait_listening, wait_until,  # noqa: E402
+                        write_file)
 
 MIB = 1 << 20
 BLOCK = 4096
@@ -42,6 +44,38 @@ def proc_status(pid):
             key, _, value = line.partition(":")
             fields[key] = value.split()
     return int(fields["VmRSS"][0]) / 1024, int(fields["Threads"][0])
+
+
+def unread_by_serve(port, sock):
+    """Bytes `sock` sent that wait, unread by serve, at serve's end of the
+    connection (/proc/net/tcp: loopback delivers at once, so 0 means serve
+    has read everything sent so far); None if that end is gone."""
+    mine = sock.getsockname()[1]
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            local, remote = (int(a.split(":")[1], 16) for a in fields[1:3])
+            if local == port and remote == mine:
+                return int(fields[4].split(":")[1], 16)
+    return None
+
+
+def accept_queue(port):
+    """Connections waiting for serve's accept() on its listening socket."""
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if int(fields[1].split(":")[1], 16) == port and fields[3] == "0A":  # LISTEN
+                return int(fields[4].split(":")[1], 16)
+    return None
+
+
+def read_by_serve(port, socks):
+    """Bytes of `socks` that serve has read: what their peer's kernel
+    acknowledged (TCP_INFO's tcpi_bytes_acked) less what it holds unread."""
+    acked = sum(struct.unpack_from("<Q", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256), 120)[0]
+                for s in socks)
+    return acked - sum(unread_by_serve(port, s) or 0 for s in socks)
 
 
 def entry(path, size, mode=0o644):
@@ -81,16 +115,21 @@ class HostileTest(unittest.TestCase):
         self.ws.close()
 
     def start_serve(self, *extra, root=None):
-        self.server = self.ws.start("serve", ["serve", "--root", root or self.root, "--listen", "127.0.0.1",
-                                              "--port", str(self.port)] + [str(a) for a in extra])
-        wait_for(lambda: "serve:" in self.server.text(), what="the server")
-        time.sleep(0.2)
-        self.baseline = proc_status(self.server.proc.pid)
-        return self.server
+        for _ in range(5):
+            self.server = self.ws.start("serve", ["serve", "--root", root or self.root, "--listen", "127.0.0.1",
+                                                  "--port", str(self.port)] + [str(a) for a in extra])
+            if wait_listening(self.server, "127.0.0.1", self.port):
+                # Listening, serve has only its main thread; it starts one per stream.
+                self.baseline = proc_status(self.server.proc.pid)
+                return self.server
+            # The free port found a moment ago can be taken by another program meanwhile.
+            self.assertIn("Address already in use", self.server.text())
+            self.port = free_tcp_port()
+        self.fail("no free port for serve:\n" + self.server.text())
 
     def connect(self, source="127.0.0.1"):
         s = socket.socket()
-        s.settimeout(30)
+        s.settimeout(WAIT_S)
         s.bind((source, 0))
         s.connect(("127.0.0.1", self.port))
         self.sockets.append(s)
@@ -102,9 +141,12 @@ class HostileTest(unittest.TestCase):
         return s
 
     def open_transfer(self, transfer, files, dirs=(), dest="h"):
-        """Stream 0 of a transfer whose manifest the server has answered."""
+        """Stream 0 of a transfer whose manifest the server has answered. The
+        manifest is made first (xxhsum, a process of its own): it follows
+        the Hello at once, well within an --idle-timeout of 2 s."""
+        manifest = manifest_frames(transfer, files, dirs)
         s = self.hello(transfer, dest=dest)
-        s.sendall(manifest_frames(transfer, files, dirs))
+        s.sendall(manifest)
         kind, payload = read_frame(s)
         self.assertEqual(kind, HAVE, payload)
         return s
@@ -123,7 +165,7 @@ class HostileTest(unittest.TestCase):
         threads beyond what it held when it started listening."""
         self.assertTrue(self.server.alive(), "serve died: " + self.server.text()[-2000:])
         # A transfer just refused may still be winding its threads down.
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + WAIT_S
         while proc_status(self.server.proc.pid)[1] - self.baseline[1] > threads and time.monotonic() < deadline:
             time.sleep(0.05)
         rss, n = proc_status(self.server.proc.pid)
@@ -141,7 +183,7 @@ class HostileTest(unittest.TestCase):
         for i in range(20):
             write_file(os.path.join(src, "small", "f%02d" % i), os.urandom(i * 300))
         r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "4",
-                            src, "127.0.0.1:real-%d" % self.moves], capture_output=True, text=True, timeout=120)
+                            src, "127.0.0.1:real-%d" % self.moves], capture_output=True, text=True, timeout=WAIT_S)
         self.assertEqual(r.returncode, 0, r.stderr + self.server.text()[-3000:])
         assert_trees_equal(self, src, os.path.join(self.root, "real-%d" % self.moves, "tree"))
         self.assert_nothing_outside()
@@ -206,12 +248,14 @@ class HostileTest(unittest.TestCase):
         # gave it to the block loop, which used the ring before it existed.
         # Its bytes are read and held, and its block is judged and carried
         # once the manifest is taken.
-        first = self.hello(0x3004)
-        time.sleep(0.2)
-        second = self.hello(0x3004, stream=1)
         block_sum = checksum_of(bytes(BLOCK))
+        first = self.hello(0x3004)
+        # Stream 0's Hello read first (serve also waits 5 s for a stream 0 that comes second).
+        wait_until(lambda: unread_by_serve(self.port, first) == 0, WAIT_S, "serve to read stream 0's Hello")
+        second = self.hello(0x3004, stream=1)
         second.sendall(header(ZEROS, 0x3004, 0, file=0, offset=0, checksum=block_sum, extra=BLOCK))
-        time.sleep(0.3)
+        wait_until(lambda: unread_by_serve(self.port, second) == 0, WAIT_S, "serve to read stream 1's early block",
+                   lambda: "%s bytes unread" % unread_by_serve(self.port, second))
         self.assertTrue(self.server.alive(), "serve died")
         first.sendall(manifest_frames(0x3004, [entry("z", BLOCK)]))
         self.assertEqual(read_frame(first)[0], HAVE)
@@ -240,7 +284,9 @@ class HostileTest(unittest.TestCase):
         threads = [threading.Thread(target=pour, args=(p,)) for p in pourers]
         for t in threads:
             t.start()
-        time.sleep(2)
+        # Memory is looked at once serve has read its 16 MiB of them (their Hellos too).
+        wait_until(lambda: read_by_serve(self.port, pourers) >= 16 * MIB, WAIT_S, "serve to read 16 MiB",
+                   lambda: "%.2f MiB read" % (read_by_serve(self.port, pourers) / MIB))
         self.assert_bounded("four streams pouring 96 MiB before their manifest", rss_mb=24, threads=5)
         for p in pourers + [silent]:
             p.shutdown(socket.SHUT_RDWR)
@@ -300,7 +346,7 @@ class HostileTest(unittest.TestCase):
             write_file(os.path.join(src, "a-first.bin"), os.urandom(2 * MIB))
             write_file(os.path.join(src, "b-big.bin"), os.urandom(40 * MIB))
             r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none", src, "127.0.0.1:"],
-                               capture_output=True, text=True, timeout=60)
+                               capture_output=True, text=True, timeout=WAIT_S)
             self.assertEqual(r.returncode, 1, r.stderr)
             self.assertRegex(r.stderr, r"the transfer needs 44040192 bytes \(42.0 MiB\) more, and %s has \d+ bytes "
                                        r"\([\d.]+ MiB\) free" % small)
@@ -324,7 +370,7 @@ class HostileTest(unittest.TestCase):
             self.assert_bounded("after a full disk")
             r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none",
                                 os.path.join(src, "a-first.bin"), "127.0.0.1:"], capture_output=True, text=True,
-                               timeout=60)
+                               timeout=WAIT_S)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(os.path.join(small, "a-first.bin"), "rb") as f, open(os.path.join(src, "a-first.bin"), "rb") as g:
                 self.assertEqual(f.read(), g.read())
@@ -342,15 +388,20 @@ class HostileTest(unittest.TestCase):
             s = self.connect("127.0.0.3")
             s.sendall(header(1, 0x6001, 100)[:20])
             slow.append(s)
-        time.sleep(0.5)
+        # Counted once serve has taken every connection and read the half headers.
+        wait_until(lambda: accept_queue(self.port) == 0 and all(unread_by_serve(self.port, s) in (0, None)
+                                                                 for s in slow),
+                   WAIT_S, "serve to take the 320 connections", lambda: "%s waiting for accept()" % (
+                       accept_queue(self.port),))
         self.assert_bounded("holding 320 idle connections", threads=1)
         t0 = time.monotonic()
         self.assert_real_move_works()
         print("a real move of 6 MiB and 20 files during the flood took %.2f s" % (time.monotonic() - t0), flush=True)
         self.assert_bounded("after the move, the flood still held", threads=1)
         # Within the Hello timeout each idle connection is closed by serve:
-        # the oldest first once 64 wait, the rest when their 6 s are up.
-        deadline = time.monotonic() + 15
+        # the oldest first once 64 wait, the rest when their 6 s are up
+        # (looked for far longer: a loaded machine may take a while to get round).
+        deadline = time.monotonic() + WAIT_S
 
         def closed_by_serve(s):
             """Reads (its Challenge, say) until serve closes it, or the deadline."""
@@ -383,10 +434,10 @@ class HostileTest(unittest.TestCase):
         # streams below would make six, and the seventh could be admitted in
         # place of the fourth (it was, 1 run in 3 under load).
         c.close()  # its thread ends as soon as serve sees the close: the two streams stay
-        wait_for(lambda: proc_status(self.server.proc.pid)[1] - self.baseline[1] == 2, timeout=10,
+        wait_for(lambda: proc_status(self.server.proc.pid)[1] - self.baseline[1] == 2, timeout=WAIT_S,
                  what="the refused stream's thread to end")
         more = [self.hello(0x7001, stream=k) for k in range(1, 5)]  # 6 connections
-        wait_for(lambda: proc_status(self.server.proc.pid)[1] - self.baseline[1] == 6, timeout=10,
+        wait_for(lambda: proc_status(self.server.proc.pid)[1] - self.baseline[1] == 6, timeout=WAIT_S,
                  what="a thread for each of the six streams")
         extra = self.hello(0x7001, stream=5)
         self.expect_error(extra, "6 connections are open, the limit (serve --max-connections)")
@@ -403,9 +454,8 @@ class HostileTest(unittest.TestCase):
         t0 = time.monotonic()
         self.expect_error(a, "sent nothing for the idle timeout")
         print("an idle transfer was dropped after %.1f s (--idle-timeout 2)" % (time.monotonic() - t0), flush=True)
-        quiet.settimeout(10)
         self.assertIn(read_frame(quiet)[0], (ERROR, None))
-        wait_for(lambda: proc_status(self.server.proc.pid)[1] <= self.baseline[1], timeout=10,
+        wait_for(lambda: proc_status(self.server.proc.pid)[1] <= self.baseline[1], timeout=WAIT_S,
                  what="serve's threads to end")
         self.assert_real_move_works()
 
@@ -416,7 +466,7 @@ class HostileTest(unittest.TestCase):
         for i, name in enumerate(long_names):
             write_file(os.path.join(src, name), os.urandom(BLOCK * 3 + i))
         r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none", src, "127.0.0.1:long"],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=WAIT_S)
         self.assertEqual(r.returncode, 0, r.stderr)
         assert_trees_equal(self, src, os.path.join(self.root, "long", "names"))
 
@@ -424,20 +474,27 @@ class HostileTest(unittest.TestCase):
         name = "b" * 100 + "ü" * 75  # 250 bytes
         write_file(os.path.join(big_src, name), os.urandom(384 * MIB))
         journal = os.path.join(self.root, "resume", ".slabcast-move.journal")
-        mover = subprocess.Popen([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "1",
+        # Through a relay that passes 8 blocks and a few more, and holds the
+        # rest: the move cannot end before it is killed, however fast it runs.
+        relay = Relay(self.port, budget=12 * 4 * MIB)
+        self.addCleanup(relay.close)
+        mover = subprocess.Popen([SLABCAST, "move", "--port", str(relay.port), "--progress", "none", "--streams", "1",
                                   big_src, "127.0.0.1:resume"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-        wait_for(lambda: len(journal_lines(journal)) >= 8 or mover.poll() is not None, timeout=60, what="some blocks")
+        self.addCleanup(mover.kill)
+        wait_until(lambda: len(journal_lines(journal)) >= 8 or mover.poll() is not None, WAIT_S, "8 blocks journaled",
+                   lambda: "%d journaled, move exit code %s" % (len(journal_lines(journal)), mover.poll()))
         mover.send_signal(signal.SIGKILL)
-        mover.communicate(timeout=10)
-        written = len(journal_lines(journal))
+        mover.communicate(timeout=WAIT_S)
+        relay.close()  # serve sees the connection end
+        wait_until(lambda: "stopped" in self.server.text(), WAIT_S, "serve to notice",
+                   lambda: self.server.text()[-2000:])
+        written = len(journal_lines(journal))  # once serve has stopped: nothing is journaled after
         self.assertLess(written, 96, "the transfer finished before it was stopped: the test proves nothing")
-        wait_for(lambda: "stopped" in self.server.text(), what="serve to notice")
         parts = [n for n in os.listdir(os.path.join(self.root, "resume", "big")) if n.endswith(".slabcast-part")]
         self.assertEqual(len(parts), 1, parts)
         self.assertLessEqual(len(parts[0].encode()), 255)
         r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none", big_src,
-                            "127.0.0.1:resume"], capture_output=True, text=True, timeout=120)
+                            "127.0.0.1:resume"], capture_output=True, text=True, timeout=WAIT_S)
         self.assertEqual(r.returncode, 0, r.stderr)
         assert_trees_equal(self, big_src, os.path.join(self.root, "resume", "big"))
         again = int(self.server.text().rsplit("bytes written", 1)[0].split()[-1])
@@ -497,20 +554,20 @@ class HostileTest(unittest.TestCase):
     def move_against(self, play):
         """`slabcast move --streams 1` of one small file against a server
         played by hand: play(conn) answers its connection. Returns (exit
-        code, stderr); the move must end by itself within 60 s."""
+        code, stderr); the move must end by itself (within WAIT_S)."""
         src = os.path.join(self.ws.dir, "src-words", "one")
         write_file(os.path.join(src, "a.bin"), b"x" * 5000)
         with socket.create_server(("127.0.0.1", 0)) as listener:
-            listener.settimeout(30)
+            listener.settimeout(WAIT_S)
             mover = subprocess.Popen([SLABCAST, "move", "--port", str(listener.getsockname()[1]), "--progress",
                                       "none", "--streams", "1", src, "127.0.0.1:d"], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, encoding="utf-8", errors="replace")
             self.addCleanup(mover.kill)  # should it hang
             conn, _ = listener.accept()
             with conn:
-                conn.settimeout(30)
+                conn.settimeout(WAIT_S)
                 play(conn)
-                _, err = mover.communicate(timeout=60)
+                _, err = mover.communicate(timeout=WAIT_S)
         return mover.returncode, err
 
     def up_to_the_manifest(self, conn):

@@ -7,7 +7,11 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "plugin"))
-import plugin_testlib as t  # noqa: E402,F401  (re-exported: check, run, log, xvfb, receiver, ...)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "library"))
+import plugin_testlib as t  # noqa: E402,F401  (re-exported: check, run, log, xvfb, shm_dir, ...)
+# The receiver the library tests start: with a --step-timeout that a sender
+# held back by a busy core does not cross (library_testlib.STEP_TIMEOUT_MS).
+from library_testlib import WAIT_S, receiver  # noqa: E402,F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SKIPPED = 77

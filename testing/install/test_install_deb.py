@@ -15,7 +15,9 @@ import gzip
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 
 import install_testlib as lib
 from install_testlib import installed, t
@@ -144,12 +146,41 @@ def check_reader():
 
 def check_demo():
     """The installed `slabcast demo` finds its plugin, programs and generator
-    under the prefix (server/src/deploy/install_layout.h) and renders frames."""
+    under the prefix (server/src/deploy/install_layout.h) and renders frames.
+    It streams (--forever) until the renderer has logged a frame, then is
+    stopped with Ctrl-C as a user does: a fixed count of steps could all be
+    sent, and the demo end, before pvbatch's first frame on a busy machine."""
     out = os.path.join(lib.SCRATCH, "demo")
     port = 20000 + (os.getpid() % 400) * 100
-    run([installed("bin", "slabcast"), "demo", "--headless", "--dims", "32,32,32", "--dataset-steps", "2",
-         "--count", "3", "--streams", "2", "--rate", "50M", "--step-interval", "0.5", "--size", "320x240",
-         "--out", out, "--cache", os.path.join(lib.SCRATCH, "cache"), "--base-port", str(port)], timeout=300)
+    cmd = [installed("bin", "slabcast"), "demo", "--headless", "--dims", "32,32,32", "--dataset-steps", "2",
+           "--forever", "--streams", "2", "--rate", "50M", "--step-interval", "0.5", "--size", "320x240",
+           "--out", out, "--cache", os.path.join(lib.SCRATCH, "cache"), "--base-port", str(port)]
+    t.log("$ " + " ".join(cmd))
+    render_log = os.path.join(out, "logs", "render.log")
+    limit_s = 3 * lib.WAIT_S  # the dataset is generated first, then every role and pvbatch start
+    with open(os.path.join(lib.SCRATCH, "demo.log"), "w+") as log:
+        demo = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline, frames = time.monotonic() + limit_s, []
+            while demo.poll() is None and not frames and time.monotonic() < deadline:
+                time.sleep(0.25)
+                if os.path.exists(render_log):
+                    with open(render_log, errors="replace") as f:
+                        frames = re.findall(r"^frame \d+: step \d+", f.read(), re.M)
+            ended_early = demo.poll()
+            demo.send_signal(signal.SIGINT)
+            rc = demo.wait(120)
+        finally:
+            if demo.poll() is None:
+                demo.kill()
+                demo.wait()
+        log.seek(0)
+        text = log.read()
+    t.check(ended_early is None, "the installed demo ended by itself (exit code %s):\n%s" % (ended_early, text[-4000:]))
+    t.check(frames, "after %d s the installed demo's renderer had logged no frame; the demo said:\n%s" % (
+        limit_s, text[-4000:]))
+    t.check(rc == 0 and "demo: done" in text, "the installed demo did not end cleanly on Ctrl-C (exit code %s):\n%s"
+            % (rc, text[-4000:]))
     frames = glob.glob(os.path.join(out, "frames", "*.png"))
     t.check(frames, "the installed demo saved no frame")
     t.check(os.path.isfile(os.path.join(out, "plots", "full-throughput.png")), "the installed demo drew no plot")

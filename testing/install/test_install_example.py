@@ -74,8 +74,8 @@ def body():
     source = os.path.join(lib.SOURCE, "examples", "c")
     with_cmake = build_with_cmake(source)
     with_pkg_config = build_with_pkg_config(source)
-    os.environ["SLABCAST_SERVER"] = installed("bin", "slabcast")  # the receiver t.receiver starts
-    with t.shm_dir("example") as d, t.receiver(d, "example", DIMS, DEPTH, [0]) as (ports, desc):
+    server = installed("bin", "slabcast")  # the installed receiver
+    with t.shm_dir("example") as d, lib.receiver(d, "example", DIMS, DEPTH, [0], server=server) as (ports, desc):
         to = "127.0.0.1:%d" % ports[0]
         t.log(run([with_cmake, to]).strip())  # steps 0, 1, 2
         read_back(desc, 2)

@@ -16,6 +16,16 @@ from slabcast_testlib import SKIPPED, read_slab_header, unittest_main, wait_for 
 
 EXAMPLES = os.environ.get("SLABCAST_EXAMPLES", os.path.join(HERE, "..", "..", "examples"))
 
+WAIT_S = plugin_testlib.WAIT_S  # how long a wait for an event may take before it fails
+
+# The receivers' --step-timeout: a step with no packet for this long is
+# published as it is. The receiver's 0.5 s is crossed by a sender that a busy
+# core holds back for half a second in the middle of a step (or by a slab
+# waiting for its ghost plane from a rank that runs later): the step would be
+# published with holes and the rest of its packets dropped as late. These
+# tests lose no packet, so every step is whole long before this.
+STEP_TIMEOUT_MS = 30000
+
 
 def skip(why):
     """Exits the way every slabcast test that cannot run here does (ctest's
@@ -54,8 +64,21 @@ def rss_bytes():
     raise AssertionError("no VmRSS in /proc/self/status")
 
 
+def receiver(directory, name, dims, depth, slabs, server=None):
+    """plugin_testlib.receiver with --step-timeout STEP_TIMEOUT_MS (a context
+    manager yielding ({slab: port}, descriptor path))."""
+    return plugin_testlib.receiver(directory, name, dims, depth, slabs,
+                                   ("--step-timeout", str(STEP_TIMEOUT_MS)), server)
+
+
+def published_step(header):
+    """The step of a slab's newest publication; -1 before the first (the
+    header's live counter moves a moment before a step is published)."""
+    return header["last_step"] if header["newest"] >= 0 else -1
+
+
 class Receiver:
-    """The real `slabcast receive` on loopback (plugin_testlib.receiver), one
+    """The real `slabcast receive` on loopback (receiver() above), one
     stream per slab, in a private /dev/shm directory; close() stops it."""
 
     def __init__(self, tag, name, dims, depth, slabs):
@@ -63,8 +86,7 @@ class Receiver:
         self._stack = contextlib.ExitStack()
         try:
             self.dir = self._stack.enter_context(plugin_testlib.shm_dir(tag))
-            self.ports, self.descriptor = self._stack.enter_context(
-                plugin_testlib.receiver(self.dir, name, dims, depth, slabs))
+            self.ports, self.descriptor = self._stack.enter_context(receiver(self.dir, name, dims, depth, slabs))
         except BaseException:
             self._stack.close()
             raise
@@ -78,12 +100,27 @@ class Receiver:
     def header(self, slab):
         return read_slab_header(self.slab_file(slab))
 
-    def wait_published(self, slabs, step, timeout=30):
-        """Until each slab's newest publication is `step` (the receiver
-        publishes a step once it is whole)."""
-        wait_for(lambda: all(self.header(k)["last_step"] == step for k in slabs), timeout,
-                 "step %d published on slabs %s (last steps now %s)" % (
-                     step, list(slabs), [self.header(k)["last_step"] for k in slabs]))
+    def published(self, slabs):
+        """Each slab's newest published step (-1: none yet)."""
+        return [published_step(self.header(k)) for k in slabs]
+
+    def wait_published(self, slabs, step, timeout=WAIT_S, at_least=False, sender=None):
+        """Until each slab's newest publication is `step` (or, `at_least`, a
+        later one; the receiver publishes a step once it is whole). `sender`:
+        a Popen whose failure ends the wait at once (its success does not: its
+        last packets may still be on their way)."""
+        deadline = time.monotonic() + timeout
+        while not all(s >= step if at_least else s == step for s in self.published(slabs)):
+            if sender is not None and sender.poll() not in (None, 0):
+                out, err = sender.communicate()
+                raise AssertionError("the sender failed (exit code %s) before step %d was published on slabs %s (newest "
+                                     "published: %s):\n%s\n%s" % (sender.returncode, step, list(slabs),
+                                                                    self.published(slabs), out, err))
+            if time.monotonic() > deadline:
+                raise AssertionError("after %.0f s, step %d is not published on slabs %s (newest published: %s); "
+                                     "the receiver logged:\n%s" % (timeout, step, list(slabs), self.published(slabs),
+                                                                     self.log()[-3000:]))
+            time.sleep(0.02)
 
     def log(self):
         with open(os.path.join(self.dir, self.name + ".receive.log")) as f:

@@ -1,11 +1,15 @@
 """ctest library_mpi_live: the MPI example (examples/zeldovich_live.py) under
 `mpirun -np 4`, a Zel'dovich universe evolving step by step, each rank sending
 its own z-slab of each step through libslabcast's Python module as its own
-stream into one real receiver on loopback (4 streams). While it streams (a
-step every INTERVAL seconds), the ParaView reader shows each step as the 4
-ranks' dumps of that step put together, bit for bit: the library sends only
-each rank's own planes, and the receiver, holding all 4 slabs, fills slab k's
-ghost plane from slab k-1."""
+stream into one real receiver on loopback (4 streams). While it streams, the
+ParaView reader shows each step, while it is the newest, as the 4 ranks' dumps
+of that step put together, bit for bit: the library sends only each rank's own
+planes, and the receiver, holding all 4 slabs, fills slab k's ghost plane from
+slab k-1.
+
+Each step is read back while it is the newest because the ranks send step s
+only once the test has read step s - 1 (GATED below), not because a fixed
+interval is longer than pvpython takes: on a busy machine it may not be."""
 import os
 import shutil
 import subprocess
@@ -19,8 +23,30 @@ numpy, slabcast = lt.import_slabcast()
 lt.require_plugin()
 
 RANKS, DIMS, STEPS = 4, (64, 64, 64), 3
-INTERVAL = 8  # seconds from one step to the next: time to read each one back while it is the newest
 DEPTH = DIMS[2] // RANKS
+
+# Runs the example (argv[3:]) with each rank's Sender.send_step waiting, before
+# step s > 0, for the file argv[1]/go.s that the test writes once it has read
+# step s - 1 back (at most argv[2] seconds, and not once mpirun is gone: a test
+# that stopped). The example itself is unchanged; its --interval pacing is 0.
+GATED = r"""
+import os, runpy, sys, time
+import slabcast
+go, wait_s, parent = sys.argv[1], float(sys.argv[2]), os.getppid()
+send_step = slabcast.Sender.send_step
+def gated(self, step, *args, **kwargs):
+    path = os.path.join(go, "go.%d" % step)
+    deadline = time.monotonic() + wait_s
+    while step > 0 and not os.path.exists(path):
+        if time.monotonic() > deadline or os.getppid() != parent:
+            sys.exit("no %s (waited %.0f s at most, or until mpirun went): the test did not read step %d back"
+                     % (path, wait_s, step - 1))
+        time.sleep(0.02)
+    return send_step(self, step, *args, **kwargs)
+slabcast.Sender.send_step = gated
+sys.argv = sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 
 
 def mpirun():
@@ -50,22 +76,29 @@ class MpiLive(unittest.TestCase):
         dump = os.path.join(r.dir, "dump")
         to = ",".join(r.destination(k) for k in range(RANKS))  # rank k -> slab k's stream
         env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
-        cmd = MPIRUN + [sys.executable, os.path.join(lt.EXAMPLES, "zeldovich_live.py"), "--dims",
-                        ",".join(map(str, DIMS)), "--steps", str(STEPS), "--to", to, "--rate", "200M", "--interval",
-                        str(INTERVAL), "--dump", dump]
+        cmd = MPIRUN + [sys.executable, "-c", GATED, r.dir, str(5 * lt.WAIT_S),
+                        os.path.join(lt.EXAMPLES, "zeldovich_live.py"), "--dims", ",".join(map(str, DIMS)),
+                        "--steps", str(STEPS), "--to", to, "--rate", "200M", "--interval", "0", "--dump", dump]
+        print("$ " + " ".join("GATED" if c is GATED else c for c in cmd), flush=True)
         sim = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         shown = {}  # step -> (values, ages) as the reader showed it while it was the newest
         try:
             for step in range(STEPS):
-                lt.wait_for(lambda: all(r.header(k)["last_step"] >= step for k in range(RANKS)), 120,
-                            "step %d published on every slab" % step)
+                r.wait_published(range(RANKS), step, at_least=True, sender=sim)
                 got, values, ages = lt.read_back(r)
-                shown.setdefault(got, (values, ages))
-            stdout, stderr = sim.communicate(timeout=240)
+                self.assertEqual(got, step, "the reader showed step %d while the ranks waited after step %d"
+                                 % (got, step))
+                shown[got] = (values, ages)
+                open(os.path.join(r.dir, "go.%d" % (step + 1)), "w").close()  # the ranks send the next step
+            stdout, stderr = sim.communicate(timeout=5 * lt.WAIT_S)
         finally:
             if sim.poll() is None:
-                sim.kill()
-                sim.communicate()
+                sim.terminate()  # mpirun passes it on to the ranks
+                try:
+                    sim.communicate(timeout=30)
+                except subprocess.TimeoutExpired:
+                    sim.kill()
+                    sim.communicate()
         print(stdout, stderr, sep="\n", flush=True)
         self.assertEqual(sim.returncode, 0, "mpirun failed")
         p = subprocess.CompletedProcess(cmd, sim.returncode, stdout, stderr)
@@ -94,8 +127,7 @@ class MpiLive(unittest.TestCase):
         self.assertEqual(spreads, sorted(spreads), "the density's spread did not grow: %s" % spreads)
         self.assertGreater(spreads[-1], 5 * spreads[0], spreads)
 
-        # Every step was read back while it was the newest (a late read shows a
-        # later step, which is checked all the same; the interval leaves time).
+        # Every step was read back while it was the newest (the ranks waited).
         self.assertEqual(sorted(shown), list(range(STEPS)), "steps the reader showed: %s" % sorted(shown))
         for step, (values, ages) in sorted(shown.items()):
             want = b"".join(dumped(step, k) for k in range(RANKS))

@@ -11,7 +11,9 @@ steps back to back:
   is dropped and the receiver publishes all 20.
 
 Time bounds are loose (a loaded 2-core machine): they tell a call that waits
-for the link from one that does not, they do not measure speed."""
+for the link from one that does not, they do not measure speed. An upper
+bound is on the median or the sum of the calls, or allows a call or two held
+back by a busy core; the lower bounds only grow on a slower machine."""
 import os
 import statistics
 import sys
@@ -73,8 +75,8 @@ class QueuePolicies(unittest.TestCase):
         r.wait_published([0], step)
         self.assertEqual(read_slab_values(r.slab_file(0)), self.steps[step].tobytes(),
                          "step %d arrived with other values than the caller passed" % step)
-        lt.wait_for(lambda: r.header(0)["publications"] == sent, 10,
-                    "%d publications (now %d)" % (sent, r.header(0)["publications"]))
+        lt.wait_for(lambda: r.header(0)["publications"] == sent, lt.WAIT_S,
+                    "%d publications (%d when the wait began)" % (sent, r.header(0)["publications"]))
 
     def report(self, policy, calls, stats, step_s):
         print("%s: %d calls, each %.3f-%.3f ms (median %.3f ms), together %.1f ms; a step on the wire %.1f ms; "
@@ -94,7 +96,12 @@ class QueuePolicies(unittest.TestCase):
             self.assertEqual(stats["steps_sent"] + stats["steps_dropped"], STEPS, stats)
             self.assertGreater(stats["steps_dropped"], 0, "20 steps at once into a queue of 2 dropped none")
             # A copy of 256 KiB is tens of microseconds; a step on the wire 42 ms.
-            self.assertLess(max(calls), step_s, "a drop_oldest call waited about a step's send time")
+            # A call that waited for the link would wait about that long from
+            # the third call on; a busy machine may hold the caller back as
+            # long once or twice, not on most calls.
+            waited = [round(c * 1e3, 1) for c in calls if c >= step_s]
+            self.assertLessEqual(len(waited), 2, "%d of %d drop_oldest calls took a step's send time or more (ms: %s)"
+                                 % (len(waited), len(calls), waited))
             self.assertLess(statistics.median(calls), 0.2 * step_s)
             self.assertLess(sum(calls), 0.25 * (STEPS - QUEUE) * step_s, "the calls together waited for the link")
             # The newest step is never the one dropped.

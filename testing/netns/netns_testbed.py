@@ -43,6 +43,9 @@ SENDER, RECEIVER, CONTROLLER = "10.77.1.2", "10.77.2.2", "10.77.3.2"
 WAN_SENDER_SIDE = "10.77.1.1"
 MTU = 9000
 RENDER_SHM_BYTES = 512 << 20  # each render host's private /dev/shm
+# How long a helper (a render host's holder, the delay line) may take to be
+# ready: a moment here, far longer allowed for a loaded machine.
+START_S = 60
 
 
 def render_address(i):
@@ -154,10 +157,11 @@ class Testbed:
              'hostname "$1" && mount -t tmpfs -o size=$2,mode=1777 tmpfs /dev/shm && touch "$3" && exec sleep infinity',
              "holder", role, str(RENDER_SHM_BYTES), ready])
         self._holders[role] = holder
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + START_S
         while not os.path.exists(ready):
             if holder.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("render host %s: its holder did not start (exit code %s)" % (role, holder.poll()))
+                raise RuntimeError("render host %s: its holder did not start within %d s (exit code %s)" % (
+                    role, START_S, holder.poll()))
             time.sleep(0.02)
         os.unlink(ready)
 
@@ -177,10 +181,11 @@ class Testbed:
         self._delay_line = subprocess.Popen(
             ["ip", "netns", "exec", wan, os.path.join(build, "testing", "slabcast_delay_line"),
              "--dev", dev, "--delay-ms", str(delay_ms), "--stats", self._delay_stats, "--ready", ready])
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + START_S
         while not os.path.exists(ready):
             if self._delay_line.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the delay line did not start")
+                raise RuntimeError("the delay line did not start within %d s (exit code %s)" % (
+                    START_S, self._delay_line.poll()))
             time.sleep(0.02)
         os.unlink(ready)
         _ip("link", "set", dev, "up", "mtu", "65535", "txqueuelen", "20000", ns=wan)
@@ -217,7 +222,7 @@ class Testbed:
     def close(self):
         if self._delay_line:
             self._delay_line.terminate()
-            self._delay_line.wait(timeout=10)
+            self._delay_line.wait(timeout=START_S)
             self._delay_line = None
         for holder in self._holders.values():
             holder.kill()

@@ -44,6 +44,9 @@ DIMS, DEPTH = (96, 96, 96), 96 // HOSTS
 NAME, SHM = "cosmo", "/dev/shm/slabcast"  # the receivers' default --shm-dir, in each host's own /dev/shm
 PORTS = {"data": 52000, "sync": 52100, "stager": 52200}
 SIZE, MAX_DIFF, MEAN_DIFF = "400x400", 8, 0.2
+# How long to wait for what takes a second or two here (a loaded machine,
+# 2-5 times slower, gets there long before; a passing run never waits it out).
+WAIT_S = 120
 # Open MPI on the testbed: daemons started through enter_host.sh, ranks talking TCP over the testbed's links only.
 MPI_TESTBED = ["--allow-run-as-root", "--mca", "plm_rsh_agent", os.path.join(HERE, "enter_host.sh"),
                "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.77.0.0/16",
@@ -140,19 +143,24 @@ class MultihostTest(unittest.TestCase):
 
         for host in cls.slabs_of:
             start(host)
-            descriptor = bed.host_path(host, "%s/%s.slabcast" % (SHM, NAME))
-            wait_for(lambda: os.path.exists(descriptor), what="the receiver on " + host)
+            descriptor = bed.host_path(host, "%s/%s.slabcast" % (SHM, NAME))  # written once its sockets are bound
+            wait_for(lambda: os.path.exists(descriptor), timeout=WAIT_S, what="the receiver on " + host)
         start("sender")
         shufflers = [role for role in ws.roles if "-shuffle-" in role.name]
-        wait_for(lambda: all("sync on" in s.text() for s in shufflers), what="the shufflers to start")
+        wait_for(lambda: all("sync on" in s.text() for s in shufflers), timeout=WAIT_S, what="the shufflers to start")
+        # The step staged before it is asked for: a shuffler waits only 2 s
+        # for a step its stager has not staged yet (renamed into place whole).
+        staged = os.path.join(ws.staging, os.path.basename(cls.step_file))
+        wait_for(lambda: os.path.exists(staged), timeout=WAIT_S, what="the stager to stage " + staged)
         control = sections["controller"][0]
         r = subprocess.run(bed.prefix("controller") + [SLABCAST] + control[1:],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=WAIT_S)
         assert r.returncode == 0 and "%d/%d done" % (slabs, slabs) in r.stdout + r.stderr, r.stdout + r.stderr
         for host, mine in cls.slabs_of.items():
             for k in mine:
                 slab = bed.host_path(host, "%s/%s.slab%d" % (SHM, NAME, k))
-                wait_for(lambda: read_slab_header(slab)["last_step"] == 0, what="slab %d on %s" % (k, host))
+                wait_for(lambda: read_slab_header(slab)["last_step"] == 0, timeout=WAIT_S,
+                         what="slab %d on %s" % (k, host))
 
     def mpirun_on_hosts(self, launch, args, display, timeout=240, expect_rc=0):
         """The plan's mpirun line with the testbed's Open MPI settings, from

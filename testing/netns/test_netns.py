@@ -28,7 +28,6 @@ import socket
 import struct
 import subprocess
 import sys
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,6 +46,14 @@ LOSS_LEVELS = (0.01, 0.05, 0.10)
 STEPS_PER_LEVEL = 2
 DELAY_MS = 16.0
 BLOCK = 100  # impair_relay.py's --block: it drops exactly round(loss x BLOCK) of every BLOCK datagrams
+# A lossy step is published once no packet of it came for this long: three
+# times the default 500 ms, so that a sender or the relay held off the CPU a
+# moment on a loaded machine does not cut a step short (its late packets
+# would count as stale, and its loss would not be what the relay dropped).
+STEP_TIMEOUT_MS = 1500
+# How long to wait for what takes a second or two here (a loaded machine,
+# 2-5 times slower, gets there long before; a passing run never waits it out).
+WAIT_S = 120
 
 
 def zfp_rate(codec):
@@ -101,11 +108,13 @@ class NetnsTest(unittest.TestCase):
         self.recv_json = os.path.join(ws.dir, "receive.json")
         self.receiver = ws.start("receive", [
             "receive", "--name", "wan", "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
-            "--listen", tb.RECEIVER, "--allow", tb.SENDER + "/32", "--shm-dir", ws.shm, "--stats-json", self.recv_json]
-            + list(receive_args) + sum((["--stream", "%d:%d" % (k, DATA_PORT + k)] for k in range(STREAMS)), []),
+            "--listen", tb.RECEIVER, "--allow", tb.SENDER + "/32", "--shm-dir", ws.shm, "--stats-json", self.recv_json,
+            "--step-timeout", str(STEP_TIMEOUT_MS)] + list(receive_args)
+            + sum((["--stream", "%d:%d" % (k, DATA_PORT + k)] for k in range(STREAMS)), []),
             prefix=bed.prefix("receiver"))
         self.descriptor = os.path.join(ws.shm, "wan.slabcast")
-        wait_for(lambda: os.path.exists(self.descriptor), what="the receiver's descriptor")
+        # Written once every stream's socket is bound.
+        wait_for(lambda: os.path.exists(self.descriptor), timeout=WAIT_S, what="the receiver's descriptor")
         auth = ["--key-file", self.key, "--controller", tb.CONTROLLER]
         ws.start("stage", ["stage", "--dataset", self.dataset, "--staging", ws.staging, "--streams",
                            "0-%d" % (STREAMS - 1), "--budget", "16M", "--sync", "%s:%d" % (tb.SENDER, STAGER_PORT)]
@@ -114,9 +123,13 @@ class NetnsTest(unittest.TestCase):
             "shuffle", "--stream", str(k), "--bind", tb.SENDER, "--to", "%s:%d" % (tb.WAN_SENDER_SIDE, DATA_PORT + k),
             "--staging", ws.staging, "--dataset", self.dataset, "--slab-depth", str(DEPTH),
             "--sync", "%s:%d" % (tb.SENDER, SYNC_PORT + k), "--rate", RATE, "--wire", FORMATS[k][0],
-            "--codec", FORMATS[k][1], "--order", order] + auth,
+            "--codec", FORMATS[k][1], "--order", order,
+            # The stager starts beside them: a step it has not staged yet is
+            # waited for (2 s by default), not skipped.
+            "--wait-staged-ms", str(WAIT_S * 1000)] + auth,
             prefix=bed.prefix("sender")) for k in range(STREAMS)]
-        wait_for(lambda: all("sync on" in s.text() for s in self.shufflers), what="the shufflers to start")
+        wait_for(lambda: all("sync on" in s.text() for s in self.shufflers), timeout=WAIT_S,
+                 what="the shufflers to start")
 
     def start_relay(self, loss, level):
         self.relay_stats = os.path.join(self.ws.dir, "relay-%d.json" % level)
@@ -126,19 +139,20 @@ class NetnsTest(unittest.TestCase):
             os.path.join(HERE, "impair_relay.py")] + routes + [
             "--spoof", "--delay-ms", str(DELAY_MS), "--loss", str(loss), "--duplicate", "0.01", "--reorder", "0.01",
             "--seed", str(level + 1), "--stats", self.relay_stats], prefix=self.bed.prefix("wan"), program=sys.executable)
-        wait_for(lambda: "relay:" in relay.text(), what="the relay")
+        wait_for(lambda: "relay:" in relay.text(), timeout=WAIT_S, what="the relay")  # printed once it is bound
         return relay
 
     def send_step(self, step):
-        """One step, from the controller's host; returns once every shuffler has sent it."""
+        """One step, from the controller's host; returns once every shuffler
+        has sent it (its last packets may still be crossing the WAN: the
+        checks wait for the step's publication, which comes after them)."""
         r = subprocess.run(self.bed.prefix("controller") + [SLABCAST, "control", "--dataset", self.dataset,
                            "--key-file", self.key, "--bind", tb.CONTROLLER + ":0", "--shuffler",
                            "%s:%d-%d" % (tb.SENDER, SYNC_PORT, SYNC_PORT + STREAMS - 1), "--stager",
-                           "%s:%d" % (tb.SENDER, STAGER_PORT), "--steps", str(step), "--done-timeout", "30"],
-                           capture_output=True, text=True, timeout=60)
+                           "%s:%d" % (tb.SENDER, STAGER_PORT), "--steps", str(step), "--done-timeout", "60"],
+                           capture_output=True, text=True, timeout=WAIT_S)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("%d/%d done" % (STREAMS, STREAMS), r.stdout + r.stderr)
-        time.sleep(5 * DELAY_MS / 1000)  # the last packets are still crossing the WAN
 
     def check_slabs(self, step, before):
         """Every value is this step's (arrived) or the previous content (lost);
@@ -153,7 +167,8 @@ class NetnsTest(unittest.TestCase):
         for k in range(STREAMS):
             path = os.path.join(self.ws.shm, "wan.slab%d" % k)
             # A lossy step is published when the next begins or its timeout passes.
-            wait_for(lambda: read_slab_header(path)["last_step"] == step, what="slab %d step %d published" % (k, step))
+            wait_for(lambda: read_slab_header(path)["last_step"] == step, timeout=WAIT_S,
+                     what="slab %d step %d published" % (k, step))
             h = read_slab_header(path)
             got = floats(read_slab_values(path))
             ages = read_slab_ages(path)
@@ -208,7 +223,7 @@ class NetnsTest(unittest.TestCase):
                                                   ".sendto(bytes.fromhex(sys.argv[1]), (sys.argv[2], %d))" % DATA_PORT,
                                                   stray.hex(), tb.RECEIVER]
         self.assertEqual(os.spawnvp(os.P_WAIT, sender[0], sender), 0)
-        wait_for(lambda: read_slab_header(os.path.join(self.ws.shm, "wan.slab0"))["foreign"] == 1,
+        wait_for(lambda: read_slab_header(os.path.join(self.ws.shm, "wan.slab0"))["foreign"] == 1, timeout=WAIT_S,
                  what="the stray packet to be counted as foreign")
 
         self.render_last_step()
@@ -278,7 +293,8 @@ class NetnsTest(unittest.TestCase):
             now = []
             for k in range(STREAMS):
                 path = os.path.join(self.ws.shm, "wan.slab%d" % k)
-                wait_for(lambda: read_slab_header(path)["last_step"] == step, what="slab %d step %d" % (k, step))
+                wait_for(lambda: read_slab_header(path)["last_step"] == step, timeout=WAIT_S,
+                         what="slab %d step %d" % (k, step))
                 h = read_slab_header(path)
                 got, ages = floats(read_slab_values(path)), read_slab_ages(path)
                 want = floats(source_planes(self.dataset, self.files[step], DIMS, h["stored_z_begin"], h["z_end"]))

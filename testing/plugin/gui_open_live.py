@@ -16,3 +16,7 @@ lut.AutomaticRescaleRangeMode = "Never"
 lut.RescaleTransferFunction(0.1, 6.1)
 view.ResetCamera()
 Render(view)
+# The driver's sign that the volume is set up and rendered (test_gui_live.py):
+# the GUI's start-up takes any time on a busy machine.
+if os.environ.get("SLABCAST_GUI_READY"):
+    open(os.environ["SLABCAST_GUI_READY"], "w").close()

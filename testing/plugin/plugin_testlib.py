@@ -17,6 +17,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+# How long a test waits for an event (a log line, a file, a step shown) before
+# it fails saying what it saw: enough for a machine 2-5x slower than usual
+# with its other core busy. Tests wait on events, never on the clock, so a
+# passing run does not pay it.
+WAIT_S = 90
+
 
 def env_path(name):
     value = os.environ.get(name)
@@ -165,10 +171,10 @@ def pvserver(directory, env, ranks=2, options=("--force-offscreen-rendering",)):
     logfile = open(os.path.join(directory, "pvserver.log"), "w+")
     server = subprocess.Popen(cmd, env=env, stdout=logfile, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + WAIT_S
         while "Accepting connection" not in open(logfile.name).read():
-            check(server.poll() is None and time.monotonic() < deadline, "pvserver did not start:\n" +
-                  open(logfile.name).read())
+            check(server.poll() is None and time.monotonic() < deadline, "pvserver did not start (exit code %s, "
+                  "%.0f s):\n%s" % (server.poll(), time.monotonic() - deadline + WAIT_S, open(logfile.name).read()))
             time.sleep(0.2)
         yield port
         try:
@@ -200,31 +206,35 @@ def free_udp_ports(count):
 
 
 @contextlib.contextmanager
-def receiver(directory, name, dims, depth, slabs):
-    """The real `slabcast receive` on loopback, one stream per slab; yields
-    ({slab: port}, descriptor path) and stops it with SIGTERM."""
+def receiver(directory, name, dims, depth, slabs, extra_args=(), server=None):
+    """The real `slabcast receive` (SLABCAST_SERVER, or `server`) on loopback,
+    one stream per slab (and EXTRA_ARGS); yields ({slab: port}, descriptor
+    path) and stops it with SIGTERM. Its log is DIRECTORY/NAME.receive.log
+    (receive_log)."""
     ports = dict(zip(slabs, free_udp_ports(len(slabs))))
-    cmd = [env_path("SLABCAST_SERVER"), "receive", "--name", name, "--dims", ",".join(str(d) for d in dims),
+    cmd = [server or env_path("SLABCAST_SERVER"), "receive", "--name", name, "--dims", ",".join(str(d) for d in dims),
            "--slab-depth", str(depth), "--listen", "127.0.0.1", "--shm-dir", directory, "--rcvbuf-mb", "8"]
     for k, port in ports.items():
         cmd += ["--stream", "%d:%d" % (k, port)]
+    cmd += list(extra_args)
     log("$ " + " ".join(cmd))
     logfile = open(os.path.join(directory, name + ".receive.log"), "w+")
     proc = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT)
     descriptor = os.path.join(directory, name + ".slabcast")
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + WAIT_S
         while not os.path.exists(descriptor):
             if proc.poll() is not None or time.monotonic() > deadline:
                 logfile.seek(0)
-                raise Failure("receiver did not start:\n" + logfile.read())
+                raise Failure("the receiver did not start (exit code %s after %.0f s):\n%s" % (
+                    proc.poll(), time.monotonic() - deadline + WAIT_S, logfile.read()))
             time.sleep(0.05)
         yield ports, descriptor
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=10)
+                proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
@@ -269,11 +279,13 @@ def constant_dataset(directory, dims, steps):
 
 @contextlib.contextmanager
 def streaming_pipeline(directory, dataset, name, dims, depth, interval=0.05, rate="2G", receive_args=(),
-                       shuffle_args=lambda k: [], control_args=None):
+                       shuffle_args=lambda k: [], control_args=None, wait_staged_ms=2000):
     """The real roles on loopback: `receive` (one stream per slab), `stage`,
     a `shuffle` per slab (with shuffle_args(k) for slab k) and `control --loop`
     stepping through the dataset every `interval` seconds (or `control
-    CONTROL_ARGS`). Yields the descriptor; stops every role."""
+    CONTROL_ARGS`), started once the stager and every shuffler listen for its
+    syncs. Yields the descriptor; stops every role. The roles' logs are
+    DIRECTORY/ROLE-N.log (receive_log, published_steps)."""
     slabs = (dims[2] + depth - 1) // depth
     ports = free_udp_ports(2 * slabs + 1)
     data, sync, stager = ports[:slabs], ports[slabs:2 * slabs], ports[-1]
@@ -289,7 +301,7 @@ def streaming_pipeline(directory, dataset, name, dims, depth, interval=0.05, rat
               "--budget", "64M", "--sync", "127.0.0.1:%d" % stager]]
     roles += [["shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % data[k], "--staging", staging,
                "--dataset", dataset, "--slab-depth", str(depth), "--sync", "127.0.0.1:%d" % sync[k],
-               "--rate", rate, "--wait-staged-ms", "2000"] + list(shuffle_args(k)) for k in range(slabs)]
+               "--rate", rate, "--wait-staged-ms", str(wait_staged_ms)] + list(shuffle_args(k)) for k in range(slabs)]
     procs = []
     descriptor = os.path.join(shm, name + ".slabcast")
 
@@ -301,13 +313,17 @@ def streaming_pipeline(directory, dataset, name, dims, depth, interval=0.05, rat
     try:
         for args in roles:
             start(args)
-        deadline = time.monotonic() + 30
-        while not os.path.exists(descriptor):
+        # The controller sends each sync a few times only (the stager's three
+        # times, a shuffler's for the step's interval): start it once the stager
+        # and every shuffler have bound their sync port (their "sync on" line),
+        # however long they take to start here.
+        deadline = time.monotonic() + WAIT_S
+        while not (os.path.exists(descriptor) and all("sync on" in read_log(f) for p, f in procs[1:])):
             check(time.monotonic() < deadline and all(p.poll() is None for p, _ in procs),
-                  "the pipeline did not start: " + "; ".join(
-                      "%s rc=%s" % (p.args[1], p.poll()) for p, _ in procs if p.poll() is not None))
+                  "the pipeline did not start within %d s (a role exited, or has not logged 'sync on'):\n%s" % (
+                      WAIT_S, "\n".join("%s rc=%s: %s" % (p.args[1], p.poll(), read_log(f)[-600:]) for p, f in procs
+                                        if p.poll() is not None or "sync on" not in read_log(f))))
             time.sleep(0.05)
-        time.sleep(1.0)  # shufflers listening for sync
         stepping = ["--loop", "--interval", str(interval)] if control_args is None else list(control_args)
         start(["control", "--dataset", dataset, "--stager", "127.0.0.1:%d" % stager] + stepping
               + sum((["--shuffler", "127.0.0.1:%d" % p] for p in sync), []))
@@ -323,6 +339,43 @@ def streaming_pipeline(directory, dataset, name, dims, depth, interval=0.05, rat
                 p.kill()
                 p.wait()
             logfile.close()
+
+
+def read_log(logfile):
+    with open(logfile.name, errors="replace") as f:
+        return f.read()
+
+
+def receive_log(directory, name=None):
+    """What a receiver has logged so far: streaming_pipeline's (name None), or
+    receiver(directory, name, ...)'s."""
+    with open(os.path.join(directory, "receive-0.log" if name is None else name + ".receive.log"),
+              errors="replace") as f:
+        return f.read()
+
+
+def published_steps(directory, name=None):
+    """{stream: [step, ...]}: the steps that receiver published, in order,
+    from its log ("stream K step S: R of N records")."""
+    import re
+    steps = {}
+    for k, step in re.findall(r"stream (\d+) step (\d+): \d+ of \d+ records", receive_log(directory, name)):
+        steps.setdefault(int(k), []).append(int(step))
+    return steps
+
+
+def wait_published(directory, step, slabs, name=None):
+    """Until that receiver has published `step` (None: any step) on every slab
+    in `slabs`: a reader started before would find nothing to show on a
+    machine where the receiver is slower than ParaView's start-up."""
+    def there(steps):
+        return steps if step is None else step in steps
+    deadline = time.monotonic() + WAIT_S
+    while not all(there(published_steps(directory, name).get(k, [])) for k in slabs):
+        check(time.monotonic() < deadline, "after %d s the receiver had published steps %s (by slab), not step %s on "
+              "slabs %s; it logged:\n%s" % (WAIT_S, published_steps(directory, name), "any" if step is None else step,
+                                            list(slabs), receive_log(directory, name)[-3000:]))
+        time.sleep(0.05)
 
 
 def torn_frame_lines(stdout):

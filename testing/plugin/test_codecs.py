@@ -8,7 +8,6 @@ import array
 import math
 import os
 import sys
-import time
 
 import plugin_testlib as t
 
@@ -53,16 +52,19 @@ def stream_and_check(order):
         data = write_dataset(os.path.join(d, "dataset"), range(LAST + 1))
         with open(os.path.join(data, "step%05d.raw" % LAST), "rb") as f:
             want = array.array("f", f.read())
+        # Each step is sent once: a shuffler must not skip one because the
+        # stager, on a busy machine, had not staged it within the usual 2 s.
         with t.streaming_pipeline(d, data, "codecs", DIMS, DEPTH, rate="500M", shuffle_args=lambda k: FORMATS[k] + ["--order", order],
-                                  control_args=["--steps", "0-%d" % LAST]) as descriptor:
+                                  control_args=["--steps", "0-%d" % LAST],
+                                  wait_staged_ms=t.WAIT_S * 1000) as descriptor:
             out = os.path.join(d, "shown.raw")
-            for _ in range(20):  # until the reader shows the last step (the controller steps on its own)
-                stdout, _ = t.pvpython("pv_dump_volume.py", descriptor, out)
-                if "DUMP step=%d " % LAST in stdout:
-                    break
-                time.sleep(0.5)
+            # Read once the receiver says every slab holds the last step (the
+            # controller steps on its own), however slowly the roles run here.
+            t.wait_published(d, LAST, range(len(FORMATS)))
+            stdout, _ = t.pvpython("pv_dump_volume.py", descriptor, out)
             t.log(stdout.strip())
-            t.check("DUMP step=%d " % LAST in stdout, "the reader never showed step %d" % LAST)
+            t.check("DUMP step=%d " % LAST in stdout, "every slab published step %d, yet the reader showed: %s" % (
+                LAST, stdout.strip()))
         with open(out, "rb") as f:
             got = array.array("f", f.read())
         with open(out + ".age", "rb") as f:

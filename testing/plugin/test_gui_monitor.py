@@ -88,10 +88,11 @@ def body():
         stats = os.path.join(d, "receive.json")
         with t.streaming_pipeline(d, dataset, "monitor", DIMS, DEPTH, interval=0.5, rate=RATE,
                                   receive_args=["--stats-json", stats]) as descriptor:
+            t.wait_published(d, None, range(2))  # the GUI's script shows the values: a step must be there
             server_url = (["--server-url=cs://localhost:%d" % stack.enter_context(t.pvserver(d, t.paraview_env(display)))]
                           if remote else [])
             with gui(d, display, descriptor, server_url) as (probe, log, proc):
-                deadline = time.monotonic() + 120
+                deadline = time.monotonic() + 180  # the GUI's start-up, and pvserver's, on a busy machine
                 state = wait_state(probe, "its table", lambda s: s.get("visible") and len(s.get("rows", [])) == 3
                                    and s.get("chartPoints", 0) > 0, deadline)
                 t.check(state["title"] == "Slabcast Stream Monitor", "title %r" % state["title"])
@@ -107,7 +108,7 @@ def body():
                 # Steps move on in the panel as they arrive.
                 first = shown_steps(state)
                 later = wait_state(probe, "a new step", lambda s: shown_steps(s) != first,
-                                   time.monotonic() + 30)
+                                   time.monotonic() + t.WAIT_S)
                 t.log("steps shown %s, then %s" % (first, shown_steps(later)))
                 packets = column(later, "Packets")
                 t.check(int(later["rows"][2][packets]) == sum(int(r[packets]) for r in later["rows"][:2]),
@@ -116,31 +117,41 @@ def body():
                     # Whole steps on two ranks: both slabs show one step, and it moves on.
                     steps = wait_state(probe, "two more steps", lambda s: len(set(shown_steps(s))) == 1
                                        and "-" not in shown_steps(s) and shown_steps(s) != shown_steps(later),
-                                       time.monotonic() + 30)
+                                       time.monotonic() + t.WAIT_S)
                     t.log("ok: 2-rank pvserver: steps shown %s, then %s" % (shown_steps(later), shown_steps(steps)))
                     check_quiet(log, proc)
                     return
 
                 # Pause holds the step shown; the figures keep coming.
-                t.check(command(probe, "click slabcastPause", time.monotonic() + 10)[0], "Pause could not be pressed")
-                wait_state(probe, "Pause pressed", lambda s: s.get("paused"), time.monotonic() + 10)
-                time.sleep(1.0)  # a step published just before the press may still be shown
-                held = shown_steps(read_state(probe))
-                updates = read_state(probe)["updates"]
-                time.sleep(3.0)
-                after = read_state(probe)
+                t.check(command(probe, "click slabcastPause", time.monotonic() + t.WAIT_S)[0],
+                        "Pause could not be pressed")
+                pressed = wait_state(probe, "Pause pressed", lambda s: s.get("paused"), time.monotonic() + t.WAIT_S)
+                # A step published just before the press may still be shown:
+                # held is what the panel shows two of its refreshes later (not
+                # after a fixed second: a busy GUI refreshes late).
+                held_state = wait_state(probe, "two refreshes after Pause",
+                                        lambda s: s["updates"] >= pressed["updates"] + 2, time.monotonic() + t.WAIT_S)
+                held, updates = shown_steps(held_state), held_state["updates"]
+                # Paused for 3 s and at least 4 more refreshes (steps come every 0.5 s).
+                quiet_until = time.monotonic() + 3.0
+                after = wait_state(probe, "4 refreshes while paused", lambda s: s["updates"] >= updates + 4
+                                   and time.monotonic() >= quiet_until, time.monotonic() + t.WAIT_S)
                 t.check(shown_steps(after) == held, "paused, yet the step shown moved: %s -> %s" % (
                     held, shown_steps(after)))
-                t.check(after["updates"] > updates, "paused, the figures stopped too")
-                t.check(command(probe, "click slabcastPause", time.monotonic() + 10)[0], "Resume could not be pressed")
-                wait_state(probe, "the stream again", lambda s: not s.get("paused") and shown_steps(s) != held,
-                           time.monotonic() + 30)
+                t.check(command(probe, "click slabcastPause", time.monotonic() + t.WAIT_S)[0],
+                        "Resume could not be pressed")
+                resumed = wait_state(probe, "the stream again",
+                                     lambda s: not s.get("paused") and shown_steps(s) != held, time.monotonic() + t.WAIT_S)
 
-                # The chart and its series, saved; the series is the receiver's.
-                time.sleep(3.0)
+                # The chart and its series, saved; the series is the receiver's,
+                # two more seconds of it charted after the resume.
+                wait_state(probe, "two more seconds charted", lambda s: s["chartPoints"] >= min(
+                    resumed["chartPoints"] + 2, 60), time.monotonic() + t.WAIT_S)
                 chart, series = os.path.join(d, "chart.png"), os.path.join(d, "series.csv")
-                t.check(command(probe, "save_chart " + chart, time.monotonic() + 10)[0], "the chart was not saved")
-                t.check(command(probe, "save_series " + series, time.monotonic() + 10)[0], "the series was not saved")
+                t.check(command(probe, "save_chart " + chart, time.monotonic() + t.WAIT_S)[0],
+                        "the chart was not saved")
+                t.check(command(probe, "save_series " + series, time.monotonic() + t.WAIT_S)[0],
+                        "the series was not saved")
                 width, height, _ = png = xvfb_screen.read_png(chart)
                 colours = xvfb_screen.distinct_colours(png)
                 t.check(colours > 8, "the saved chart (%dx%d) is blank: %d colour(s)" % (width, height, colours))

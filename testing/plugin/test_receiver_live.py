@@ -8,7 +8,9 @@ DIMS, DEPTH = (32, 24, 16), 8
 
 def body():
     with t.shm_dir("live") as d:
-        with t.receiver(d, "live", DIMS, DEPTH, [0, 1]) as (ports, descriptor):
+        # A step is published when whole or closed by the next step's packets,
+        # never by the clock (pv_receiver_live.py, "Loss").
+        with t.receiver(d, "live", DIMS, DEPTH, [0, 1], ["--step-timeout", "600000"]) as (ports, descriptor):
             out, _ = t.pvpython("pv_receiver_live.py", descriptor, ",".join(map(str, DIMS)), DEPTH,
                                 ",".join("%d:%d" % kv for kv in sorted(ports.items())), timeout=300)
             t.log(out)

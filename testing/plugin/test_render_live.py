@@ -19,6 +19,7 @@ def body():
     with t.shm_dir("rlive") as d, t.xvfb() as display:
         with t.receiver(d, "rlive", DIMS, DEPTH, [0, 1]) as (ports, descriptor):
             quad_sender.send(ports, DIMS, DEPTH, 0, value=quad_sender.blob_value)
+            t.wait_published(d, 0, ports, name="rlive")  # the renderer's first frame must find step 0
             pattern = os.path.join(d, "frame_%d.png")
             cmd = t.pvbatch_cmd(t.env_path("SLABCAST_RENDER"), [
                 descriptor, "--until-step", LAST, "--timeout", 150, "--interval", 0.2, "--size", "300x300",

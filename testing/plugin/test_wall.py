@@ -85,7 +85,7 @@ def montage(shots, path):
     xvfb_screen.write_png(path, (nx * w + (nx - 1) * g, len(rows), rows))
 
 
-def stable_screens(displays, directory, deadline_s=60):
+def stable_screens(displays, directory, deadline_s=t.WAIT_S):
     """Every screen's shot once it is lit and two shots in a row agree (a
     screen is painted only once a frame has reached it)."""
     last = None
@@ -105,7 +105,8 @@ def screens_while_rendering(name, cmd, env, displays, directory):
     until it has shown 2 frames and the screens are steady; takes them, stops
     it; returns the shots."""
     stop = os.path.join(directory, "stop")
-    cmd = [str(c) for c in cmd] + ["--stop-file", stop, "--interval", "2", "--timeout", "150"]
+    # --timeout only a backstop, longer than the waits below: the stop file ends it.
+    cmd = [str(c) for c in cmd] + ["--stop-file", stop, "--interval", "2", "--timeout", "300"]
     t.log("$ " + " ".join(cmd))
     log = open(os.path.join(directory, name + ".log"), "w+")
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <vector>
 
 using namespace slabcast;
@@ -36,9 +37,12 @@ std::vector<std::uint8_t> numbered_packets(int full, int last_records) {
     return buf;
 }
 
+// Until `expected` datagrams came, or 30 s: on a busy machine loopback may
+// hand them over late (its softirq deferred), so no count of tries is enough.
 std::vector<std::pair<int, std::size_t>> drain(int fd, BatchReceiver& r, std::size_t expected) {
     std::vector<std::pair<int, std::size_t>> got;  // (batch field, length)
-    for (int tries = 0; tries < 20 && got.size() < expected; ++tries)
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (got.size() < expected && std::chrono::steady_clock::now() < deadline)
         r.receive(fd, [&](const Datagram& datagram) {
             const std::uint8_t* d = datagram.data;
             const std::size_t n = datagram.length;

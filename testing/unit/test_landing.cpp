@@ -17,6 +17,7 @@
 #include <catch2/catch.hpp>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -39,6 +40,7 @@ struct Link {
     Socket rx{open_udp_socket(AF_INET)}, tx{open_udp_socket(AF_INET)};
     BatchReceiver batch;
     std::vector<std::vector<float>> volumes;
+    std::size_t sent = 0, handed = 0;  // datagrams
 
     explicit Link(bool gro) : batch(64, gro) {
         bind_socket(rx.fd(), parse_endpoint("127.0.0.1:0"));
@@ -66,8 +68,10 @@ struct Link {
             out.push_back(std::move(p));
         }
     }
-    void send(const std::vector<std::uint8_t>& p) {
+    // `datagrams`: how many the receiver gets of this send (a GSO send is several).
+    void send(const std::vector<std::uint8_t>& p, std::size_t datagrams = 1) {
         REQUIRE(::send(tx.fd(), p.data(), p.size(), 0) == static_cast<ssize_t>(p.size()));
+        sent += datagrams;
     }
     // Sends `list` (a few at a time, so the socket never overflows) and
     // receives it all; returns how many datagrams were handed over.
@@ -80,13 +84,19 @@ struct Link {
         }
         return handed;
     }
+    // Receives until every datagram sent so far is handed over, not until the
+    // socket is quiet: on a busy machine loopback may hand them over late.
     std::size_t drain() {
         std::size_t n = 0;
-        while (batch.receive(rx.fd(), [&](const Datagram& d) {
-            receiver.handle(d.data, d.length, 1'000'000'000, d.landed);
-            ++n;
-        }) > 0) {
-        }
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (handed < sent && std::chrono::steady_clock::now() < deadline)
+            batch.receive(rx.fd(), [&](const Datagram& d) {
+                receiver.handle(d.data, d.length, 1'000'000'000, d.landed);
+                ++n;
+                ++handed;
+            });
+        INFO("datagrams sent " << sent << ", handed over in 30 s " << handed);
+        REQUIRE(handed == sent);
         return n;
     }
     const float* shown() const { return slab.values(newest_publication(slab)->buffer); }
@@ -107,8 +117,9 @@ TEST_CASE("full raw run packets sent in order land in the slab with no copy, one
             for (std::size_t i = 1; i < step.size(); ++sends) {
                 const std::size_t end = std::min(step.size(), i + (sends % 2 == 0 ? 7 : 3));
                 std::vector<std::uint8_t> joined;
+                const std::size_t packets = end - i;
                 for (; i < end; ++i) joined.insert(joined.end(), step[i].begin(), step[i].end());
-                link.send(joined);
+                link.send(joined, packets);
                 if (sends % 4 == 3) link.drain();  // several messages of both sizes wait in the socket
             }
             link.drain();

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -84,19 +86,28 @@ std::string frame(Kind kind, std::uint32_t file = 0, std::uint64_t offset = 0, s
 // A receiving end on loopback as serve runs one: a real ReceiveTransfer
 // behind a listener, each connection sent its Challenge, its Hello read and
 // checked, then carried by the transfer, and closed once its stream ended.
+// `hold`: streams other than 0 wait after their Hello until release(), so
+// that the transfer cannot end (their blocks stay on the sockets) however
+// fast it runs and however late the test looks.
 class Receiver {
 public:
-    Receiver(const std::string& root, ReceiveLimits limits = {})
+    Receiver(const std::string& root, ReceiveLimits limits = {}, bool hold = false)
         : t(kId, root, "", ReceiveSettings{2, 16u << 20, false, "unit", limits, 1}),
-          listener_(listen_tcp("127.0.0.1", 0)) {
+          listener_(listen_tcp("127.0.0.1", 0)), held_(hold) {
         sockaddr_in a{};
         socklen_t len = sizeof a;
         REQUIRE(::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&a), &len) == 0);
         port = ntohs(a.sin_port);
         acceptor_ = std::thread([this] { accept_loop(); });
     }
+    void release() {
+        std::lock_guard lock(hold_mutex_);
+        held_ = false;
+        released_.notify_all();
+    }
     // Everything joined and closed, as serve's threads end.
     void stop() {
+        release();
         if (!acceptor_.joinable()) return;
         stop_ = true;
         acceptor_.join();
@@ -133,8 +144,15 @@ private:
             if (read_frame(fd, f, payload, kMaxHelloBytes)) {
                 const Hello hello = parse_hello(f.transfer, handshake.accept_hello(fd, f, payload));
                 Channel c = handshake.channel(fd);
-                if (hello.stream == 0) t.run_first_stream(c);
-                else t.run_stream(c);
+                if (hello.stream == 0) {
+                    t.run_first_stream(c);
+                } else {
+                    {
+                        std::unique_lock lock(hold_mutex_);
+                        released_.wait(lock, [this] { return !held_; });
+                    }
+                    t.run_stream(c);
+                }
             }
         } catch (const std::exception&) {  // a stream refused: closed like any other
         }
@@ -153,6 +171,9 @@ private:
     std::atomic<bool> stop_{false};
     std::mutex mutex_;
     std::vector<std::thread> streams_;
+    std::mutex hold_mutex_;
+    std::condition_variable released_;
+    bool held_;
 };
 
 SendSettings sending_to(const Receiver& r) {
@@ -240,7 +261,9 @@ TEST_CASE("a sender refused after its manifest, or stopped mid-transfer, closes 
         INFO((refused ? "refused after the manifest" : "stopped mid-transfer"));
         ReceiveLimits limits;
         if (refused) limits.blocks = 3;  // 64 blocks of 1 MiB: refused
-        auto receiver = std::make_unique<Receiver>(dest.path, limits);
+        // Stopped mid-transfer: streams 1 and 2 held, so only stream 0's blocks
+        // are written and the transfer cannot end before the abort.
+        auto receiver = std::make_unique<Receiver>(dest.path, limits, !refused);
         auto sender = std::make_unique<SendTransfer>(scan_sources({src.file("big.bin")}, 1u << 20), sending_to(*receiver));
         std::string failure;
         if (refused) {
@@ -252,9 +275,17 @@ TEST_CASE("a sender refused after its manifest, or stopped mid-transfer, closes 
             CHECK_THAT(failure, Catch::Contains("above the limit of 3 (serve --max-blocks)"));
         } else {
             sender->start();
-            for (int i = 0; i < 10000 && receiver->t.bytes_written() == 0 && !receiver->t.finished(); ++i)
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+            while (receiver->t.bytes_written() == 0 && !receiver->t.finished() &&
+                   std::chrono::steady_clock::now() < deadline)
                 std::this_thread::sleep_for(std::chrono::microseconds(200));
+            const bool began = receiver->t.bytes_written() > 0, ended = receiver->t.finished();
+            INFO("after 60 s at most: " << receiver->t.bytes_written() << " bytes written, finished " << ended
+                                        << " (" << receiver->t.problem() << ")");
             receiver->t.abort("stopped by the test");
+            receiver->release();  // before any check: the sender's held streams wait for it
+            CHECK(began);
+            CHECK_FALSE(ended);
             try {
                 sender->finish();
             } catch (const std::exception& e) {

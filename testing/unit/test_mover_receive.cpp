@@ -77,11 +77,33 @@ int open_fds() {
     return n;
 }
 
+// The journal's whole lines once it holds at least `lines` (the writer
+// threads journal blocks after they arrive): waits up to 60 s, a busy
+// machine's worst.
+std::vector<std::string> journal_lines(const std::string& dir, std::size_t lines) {
+    std::vector<std::string> got;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+        got.clear();
+        std::ifstream in(dir + "/" + Journal::kName);
+        const std::string text(std::istreambuf_iterator<char>(in), {});
+        for (std::size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1)
+            got.push_back(text.substr(at, end - at));  // a line still being written is left for the next look
+        if (got.size() >= lines || std::chrono::steady_clock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    INFO("the journal's lines after 60 s at most");
+    REQUIRE(got.size() >= lines);
+    return got;
+}
+
 // A transfer whose first stream is the far end of a socketpair.
 class Session {
 public:
-    explicit Session(const std::string& root, ReceiveLimits limits = {}, std::string prefix = "")
-        : t(kId, root, std::move(prefix), ReceiveSettings{2, 16u << 20, false, "unit", limits, 1}) {
+    // `late_streams_s`: how long a file missing at Done waits for a stream not seen yet.
+    explicit Session(const std::string& root, ReceiveLimits limits = {}, std::string prefix = "",
+                     int late_streams_s = 1)
+        : t(kId, root, std::move(prefix), ReceiveSettings{2, 16u << 20, false, "unit", limits, late_streams_s}) {
         REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends_) == 0);
         const timeval wait{20, 0};
         ::setsockopt(ends_[0], SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
@@ -111,8 +133,22 @@ public:
         CHECK_THAT(text, Catch::Contains(why));
     }
     void wait_end() {
-        for (int i = 0; i < 2000 && !t.finished(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (!t.finished() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        INFO("the transfer's end, waited for 60 s at most");
         REQUIRE(t.finished());
+    }
+    // Until the transfer has read everything sent to it so far (off its socket).
+    void wait_read() {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        int unread = 1;
+        while (std::chrono::steady_clock::now() < deadline) {
+            REQUIRE(::ioctl(ends_[1], FIONREAD, &unread) == 0);
+            if (unread == 0) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        FAIL("in 60 s the transfer did not read what was sent to it: " << unread << " bytes unread");
     }
 
     ReceiveTransfer t;
@@ -233,7 +269,8 @@ TEST_CASE("frames before the manifest are refused; a stream that joins before it
             return n;
         };
         // They take kReadAheadBytes (less a block each sender may be in the middle of) ...
-        for (int i = 0; i < 1000 && held() + 2 * block.size() < ReceiveTransfer::kReadAheadBytes; ++i)
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (held() + 2 * block.size() < ReceiveTransfer::kReadAheadBytes && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         CHECK(held() + 2 * block.size() >= ReceiveTransfer::kReadAheadBytes);
         // ... and no more: the rest stays on the sockets.
@@ -409,11 +446,12 @@ TEST_CASE("a stream that joins after the sender's Done still delivers what it ca
     // come on stream 0 (e2e_mover_hostile saw files failed, and the late
     // stream refused as "unknown"): what is missing waits late_streams_s.
     TempShmDir dir;
-    Session s(dir.path);
+    Session s(dir.path, {}, "", 60);  // the late stream below joins within 60 s however slow the machine
     s.send(manifest({file_entry("a", 3)}));
     REQUIRE(s.answer().first == Kind::Have);
     s.send(frame(Kind::Done, 0, 0, 1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // Done taken, nothing else seen
+    s.wait_read();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // Done read, and taken by now; nothing else seen
     CHECK_FALSE(s.t.finished());
     int late[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, late) == 0);
@@ -468,12 +506,7 @@ TEST_CASE("a 250-byte name arrives, and a transfer of it stopped halfway resumes
         Session s(dir.path);
         send_blocks(s, name, data, 0, 6);
         // Its part file has a name that fits, and holds the blocks (each journaled).
-        for (int i = 0; i < 500; ++i) {
-            std::ifstream j(dir.file(Journal::kName));
-            const std::string text(std::istreambuf_iterator<char>(j), {});
-            if (std::count(text.begin(), text.end(), '\n') >= 6) break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
+        journal_lines(dir.path, 6);
     }  // stopped: what was written stays
     int parts = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir.path)) {
@@ -538,12 +571,7 @@ TEST_CASE("descriptors stay bounded: 300 directories, blocks of 300 files in fli
     std::string first_blocks;
     for (std::uint32_t i = 0; i < 300; ++i) first_blocks += frame(Kind::Data, i, 0, 0, std::string(4096, 'z'));
     s.send(first_blocks);
-    for (int i = 0; i < 400; ++i) {  // until every block is journaled
-        std::ifstream j(dir.file(Journal::kName));
-        const std::string text(std::istreambuf_iterator<char>(j), {});
-        if (std::count(text.begin(), text.end(), '\n') >= 300) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    journal_lines(dir.path, 300);  // until every block is journaled
     const int during = open_fds() - before;
     INFO("descriptors held with 300 part files half written: " << during);
     CHECK(during <= static_cast<int>(ReceiveTransfer::kOpenPartFiles + DestTree::kCachedDirs + 16));
@@ -611,12 +639,7 @@ TEST_CASE("the Have answer stays within its limit: what it cannot list is sent a
     {
         Session s(dir.path);
         send_blocks(s, "r", data, 0, 8);
-        for (int i = 0; i < 500; ++i) {
-            std::ifstream j(dir.file(Journal::kName));
-            const std::string text(std::istreambuf_iterator<char>(j), {});
-            if (std::count(text.begin(), text.end(), '\n') >= 8) break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
+        journal_lines(dir.path, 8);
     }
     std::vector<json> files{file_entry("r", data.size())};
     for (int i = 0; i < 10; ++i) {
@@ -711,12 +734,7 @@ TEST_CASE("the same block sent again (as a resume sends before the answer) count
     REQUIRE(s.answer().first == Kind::Have);
     s.send(frame(Kind::Data, 0, 0, 0, one) + frame(Kind::Data, 0, 0, 0, one) + frame(Kind::Data, 1, 0, 0, small));
     // Before the file ends: the journal holds its first block once, and nothing of the one-block file.
-    std::vector<std::string> lines;
-    for (int i = 0; i < 400 && lines.empty(); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        std::ifstream in(dir.file(".slabcast-move.journal"));
-        for (std::string line; std::getline(in, line);) lines.push_back(line);
-    }
+    std::vector<std::string> lines = journal_lines(dir.path, 1);
     REQUIRE(lines.size() == 1);
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sums[0]));
