@@ -45,7 +45,6 @@ class DemoTest(unittest.TestCase):
         checks the renderer's exit status on the way out)."""
         out = os.path.join(self.dir, "out")
         self.port = random.randrange(20000, 60000, 1000)
-        render_log = os.path.join(out, "logs", "render.log")
         with open(os.path.join(self.dir, "demo.log"), "w+") as log:
             demo = subprocess.Popen([SLABCAST, "demo", "--headless", "--dims", dims, "--dataset-steps", "6",
                                      "--forever", "--rate", rate, "--step-interval", step_interval,
@@ -54,6 +53,7 @@ class DemoTest(unittest.TestCase):
                                     stdout=log, stderr=subprocess.STDOUT)
             try:
                 shown, logged = self.wait_for_progress(demo, out, steps_shown, steps_logged, limit_s=200)
+                ended_by_itself = demo.poll()
                 demo.send_signal(signal.SIGINT)
                 rc = demo.wait(120)
             finally:
@@ -62,6 +62,8 @@ class DemoTest(unittest.TestCase):
                     demo.wait()
             log.seek(0)
             text = log.read()
+        self.assertIsNone(ended_by_itself, "the demo ended by itself (exit code %s):\n%s" % (ended_by_itself,
+                                                                                            text[-3000:]))
         self.assertGreaterEqual(len(set(shown)), steps_shown, "after 200 s the renderer had shown steps %s only "
                                 "(%d frames); the demo said:\n%s" % (sorted(set(shown)), len(shown), text[-3000:]))
         self.assertGreaterEqual(min(logged.values() or [0]) if steps_logged else 0, steps_logged,
