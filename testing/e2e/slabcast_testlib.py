@@ -207,6 +207,29 @@ def wait_for(predicate, timeout=WAIT_S, what="condition", seen=None):
                                                                      "; saw: %s" % (seen(),) if seen else ""))
 
 
+def run_demo_until(cmd, log_path, enough, limit_s):
+    """Runs a `slabcast demo ... --forever` command line until `enough()` is
+    true, the demo ends by itself, or `limit_s` passes; then stops it with
+    Ctrl-C as a user does. The output goes to `log_path`. Returns (its exit
+    code when it ended by itself, else None; its exit code after Ctrl-C; its
+    output)."""
+    with open(log_path, "w+") as log:
+        demo = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + limit_s
+            while demo.poll() is None and not enough() and time.monotonic() < deadline:
+                time.sleep(0.25)
+            ended_by_itself = demo.poll()
+            demo.send_signal(signal.SIGINT)
+            rc = demo.wait(120)
+        finally:
+            if demo.poll() is None:
+                demo.kill()
+                demo.wait()
+        log.seek(0)
+        return ended_by_itself, rc, log.read()
+
+
 class Role:
     """One slabcast process with its log."""
 

@@ -8,7 +8,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -16,7 +15,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from slabcast_testlib import SLABCAST, unittest_main  # noqa: E402
+from slabcast_testlib import SLABCAST, run_demo_until, unittest_main  # noqa: E402
 
 IMAGE_STATS = os.path.join(os.path.dirname(__file__), "..", "plugin", "pv_image_stats.py")
 
@@ -45,23 +44,25 @@ class DemoTest(unittest.TestCase):
         checks the renderer's exit status on the way out)."""
         out = os.path.join(self.dir, "out")
         self.port = random.randrange(20000, 60000, 1000)
-        with open(os.path.join(self.dir, "demo.log"), "w+") as log:
-            demo = subprocess.Popen([SLABCAST, "demo", "--headless", "--dims", dims, "--dataset-steps", "6",
-                                     "--forever", "--rate", rate, "--step-interval", step_interval,
-                                     "--size", "480x360", "--out", out, "--cache", os.path.join(self.dir, "cache"),
-                                     "--base-port", str(self.port)] + list(extra),
-                                    stdout=log, stderr=subprocess.STDOUT)
-            try:
-                shown, logged = self.wait_for_progress(demo, out, steps_shown, steps_logged, limit_s=200)
-                ended_by_itself = demo.poll()
-                demo.send_signal(signal.SIGINT)
-                rc = demo.wait(120)
-            finally:
-                if demo.poll() is None:
-                    demo.kill()
-                    demo.wait()
-            log.seek(0)
-            text = log.read()
+        seen = {"shown": [], "logged": {}}  # the frames' steps, and each side's step outcomes
+
+        def enough():
+            render_log = os.path.join(out, "logs", "render.log")
+            if os.path.exists(render_log):
+                with open(render_log) as f:
+                    seen["shown"] = re.findall(r"frame \d+: step (\d+)", f.read())
+            for path in glob.glob(os.path.join(out, "logs", "*-receive.json")):
+                with open(path) as f:
+                    seen["logged"][os.path.basename(path)[:-len("-receive.json")]] = f.read().count('"kind":"step"')
+            return len(set(seen["shown"])) >= steps_shown and (
+                not steps_logged or min(seen["logged"].values() or [0]) >= steps_logged)
+
+        ended_by_itself, rc, text = run_demo_until(
+            [SLABCAST, "demo", "--headless", "--dims", dims, "--dataset-steps", "6", "--forever", "--rate", rate,
+             "--step-interval", step_interval, "--size", "480x360", "--out", out, "--cache",
+             os.path.join(self.dir, "cache"), "--base-port", str(self.port)] + list(extra),
+            os.path.join(self.dir, "demo.log"), enough, limit_s=200)
+        shown, logged = seen["shown"], seen["logged"]
         self.assertIsNone(ended_by_itself, "the demo ended by itself (exit code %s):\n%s" % (ended_by_itself,
                                                                                             text[-3000:]))
         self.assertGreaterEqual(len(set(shown)), steps_shown, "after 200 s the renderer had shown steps %s only "
@@ -71,26 +72,6 @@ class DemoTest(unittest.TestCase):
         self.assertEqual(rc, 0, text[-3000:])
         self.assertIn("demo: done", text)
         return out, text
-
-    @staticmethod
-    def wait_for_progress(demo, out, steps_shown, steps_logged, limit_s):
-        """The steps of the frames the renderer logged, and the step outcomes
-        each receiver logged ({side: count}), once there are enough of both,
-        the demo ended, or `limit_s` passed."""
-        deadline = time.monotonic() + limit_s
-        shown, logged = [], {}
-        while time.monotonic() < deadline and demo.poll() is None:
-            render_log = os.path.join(out, "logs", "render.log")
-            if os.path.exists(render_log):
-                with open(render_log) as f:
-                    shown = re.findall(r"frame \d+: step (\d+)", f.read())
-            for path in glob.glob(os.path.join(out, "logs", "*-receive.json")):
-                with open(path) as f:
-                    logged[os.path.basename(path)[:-len("-receive.json")]] = f.read().count('"kind":"step"')
-            if len(set(shown)) >= steps_shown and (not steps_logged or min(logged.values() or [0]) >= steps_logged):
-                break
-            time.sleep(0.25)
-        return shown, logged
 
     def test_short_demo_renders_changing_frames_of_the_volume(self):
         out, text = self.run_demo()

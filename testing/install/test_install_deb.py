@@ -15,12 +15,11 @@ import gzip
 import os
 import re
 import shutil
-import signal
 import subprocess
-import time
 
 import install_testlib as lib
 from install_testlib import installed, t
+from slabcast_testlib import run_demo_until  # noqa: E402  (install_testlib puts testing/e2e on the path)
 
 ROLES = ("receive", "stage", "shuffle", "control", "serve")  # the daemons with a unit template
 
@@ -158,24 +157,15 @@ def check_demo():
     t.log("$ " + " ".join(cmd))
     render_log = os.path.join(out, "logs", "render.log")
     limit_s = 3 * lib.WAIT_S  # the dataset is generated first, then every role and pvbatch start
-    with open(os.path.join(lib.SCRATCH, "demo.log"), "w+") as log:
-        demo = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline, frames = time.monotonic() + limit_s, []
-            while demo.poll() is None and not frames and time.monotonic() < deadline:
-                time.sleep(0.25)
-                if os.path.exists(render_log):
-                    with open(render_log, errors="replace") as f:
-                        frames = re.findall(r"^frame \d+: step \d+", f.read(), re.M)
-            ended_early = demo.poll()
-            demo.send_signal(signal.SIGINT)
-            rc = demo.wait(120)
-        finally:
-            if demo.poll() is None:
-                demo.kill()
-                demo.wait()
-        log.seek(0)
-        text = log.read()
+    frames = []
+
+    def enough():
+        if os.path.exists(render_log):
+            with open(render_log, errors="replace") as f:
+                frames[:] = re.findall(r"^frame \d+: step \d+", f.read(), re.M)
+        return bool(frames)
+
+    ended_early, rc, text = run_demo_until(cmd, os.path.join(lib.SCRATCH, "demo.log"), enough, limit_s)
     t.check(ended_early is None, "the installed demo ended by itself (exit code %s):\n%s" % (ended_early, text[-4000:]))
     t.check(frames, "after %d s the installed demo's renderer had logged no frame; the demo said:\n%s" % (
         limit_s, text[-4000:]))
