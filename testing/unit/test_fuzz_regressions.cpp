@@ -91,3 +91,10 @@ TEST_CASE("a deployment's budget that is no size is an error naming the file and
     CHECK_THROWS_WITH(slabcast::plan_commands(regression("plan-budget-zero"), "p.json", ""),
                       Catch::StartsWith("p.json: ") && Catch::Contains("\"budget\"") && Catch::Contains("'0G'"));
 }
+
+TEST_CASE("a deployment's slab_depth beyond any volume is an error naming the file, not a crash") {
+    // "slab_depth": 4000000 passed the >= 1 check and escaped slab_count as std::invalid_argument (fuzz_plan).
+    CHECK_THROWS_WITH(slabcast::plan_commands(regression("plan-slab-depth-too-deep"), "p.json", ""),
+                      Catch::StartsWith("p.json: \"dims\" and \"slab_depth\": ") &&
+                          Catch::Contains("slab depth 4000000 must be 1..1048576"));
+}

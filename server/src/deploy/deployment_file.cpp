@@ -65,6 +65,8 @@ private:
         v.dims = Dims{d[0], d[1], d[2]};
         v.slab_depth = field<int>(j_, "slab_depth", config_);
         if (v.slab_depth < 1) bad("\"slab_depth\" must be >= 1");
+        if (const std::string problem = volume_problem(v.dims, v.slab_depth); !problem.empty())
+            bad("\"dims\" and \"slab_depth\": " + problem);
         const int count = slab_count(v.dims, v.slab_depth);
         if (count > 1024) bad(fmt::format("{} streams (dims and slab_depth): at most 1024", count));
         v.rate = word_or(j_, "rate", v.rate, config_);
