@@ -12,7 +12,9 @@ the last minute, no process's private memory grew by more than 4 MiB (or 5%;
 the lowest sample of each minute, as pvbatch's heap swings from frame to
 frame) and its open descriptors did not grow (the median of each minute: a step
 being copied holds descriptors for a moment), the staging area stayed
-within its budget, and the counters agree: the receiver stored every packet
+within its budget and flat after the warm-up (the same staging slots, no file
+with data in it that the stager created after the warm-up: it reuses its
+slots step after step), and the counters agree: the receiver stored every packet
 the shufflers sent (loopback at this rate loses none), each stream reported a
 complete step for every step sent (none dropped for want of a free buffer:
 the receiver runs with 4 buffers, for its two readers), nothing was rejected,
@@ -64,15 +66,20 @@ def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
-def dir_bytes(path):
-    total = 0
-    for root, _, files in os.walk(path):
-        for name in files:
+def staging_files(path):
+    """{inode: bytes} of the files in the staging area that hold data: a step
+    staged is a second name for its slot, so each inode counts once (the done
+    markers are empty)."""
+    files = {}
+    for root, _, names in os.walk(path):
+        for name in names:
             try:
-                total += os.stat(os.path.join(root, name)).st_size
+                st = os.stat(os.path.join(root, name))
             except FileNotFoundError:
-                pass
-    return total
+                continue
+            if st.st_size > 0:
+                files[st.st_ino] = st.st_blocks * 512
+    return files
 
 
 class SoakTest(unittest.TestCase):
@@ -158,7 +165,7 @@ class SoakTest(unittest.TestCase):
             procs["pvbatch"] = renderer.pid
         if torn_reader:
             procs["pvpython"] = torn_reader.pid
-        samples = []  # (t, {name: (rss, fds)}, staging bytes)
+        samples = []  # (t, {name: (rss, fds)}, staging {inode: bytes})
         start = time.monotonic()
         while time.monotonic() - start < SECONDS:
             time.sleep(SAMPLE_EVERY)
@@ -170,7 +177,7 @@ class SoakTest(unittest.TestCase):
                 del procs["pvpython"]  # done reading: its deadline came a moment before ours
                 torn_reader = None
             samples.append((time.monotonic() - start, {n: memory(p) + (fd_count(p),) for n, p in procs.items()},
-                            dir_bytes(ws.staging)))
+                            staging_files(ws.staging)))
 
         self.assertEqual(control.stop(), 0)
         time.sleep(1.0)  # the last step drains
@@ -199,9 +206,16 @@ class SoakTest(unittest.TestCase):
                 flush=True)
             self.assertLessEqual(anon1 - anon0, max(GROWTH_BYTES, anon0 // 20), "%s grew" % name)
             self.assertLessEqual(fds1, fds0, "%s opened descriptors and kept them" % name)
-        staged_max = max(s[2] for s in samples)
-        print("  staging area at most %.1f MiB (budget %.1f)" % (staged_max / 2**20, BUDGET / 2**20), flush=True)
-        self.assertLessEqual(staged_max, BUDGET)
+        staged = [sum(s[2].values()) for s in samples]
+        settled_staged = [sum(s[2].values()) for s in settled]
+        slots_first, slots_later = set(settled[0][2]), set().union(*(s[2] for s in settled))
+        print("  staging area at most %.1f MiB (budget %.1f); after the warm-up %.1f-%.1f MiB in %d file(s), "
+              "%d new after the first sample" % (max(staged) / 2**20, BUDGET / 2**20, min(settled_staged) / 2**20,
+                                                 max(settled_staged) / 2**20, len(slots_later),
+                                                 len(slots_later - slots_first)), flush=True)
+        self.assertLessEqual(max(staged), BUDGET)
+        self.assertEqual(min(settled_staged), max(settled_staged), "the staging area's use changed after the warm-up")
+        self.assertEqual(slots_later - slots_first, set(), "the stager made new staging files after the warm-up")
 
         # Counters agree.
         steps_synced = [e for e in read_json_lines(control_json) if e.get("kind") == "step"]

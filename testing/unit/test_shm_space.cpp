@@ -5,7 +5,7 @@
 // in a user namespace otherwise): a SIGBUS kills the child, and the test says so.
 #include "host/host_checks.h"
 #include "host/numa_placement.h"
-#include "stage/step_copier.h"
+#include "stage/staging_ring.h"
 
 #include "slabcast/slab_file.h"
 
@@ -87,24 +87,15 @@ TEST_CASE("pre-faulting a slab in a full tmpfs is an error naming the problem, n
     CHECK(got.find("full") != std::string::npos);
 }
 
-TEST_CASE("a staged copy into a full tmpfs fails at once with ENOSPC, naming the file and the space") {
-    const std::string source = "/tmp/slabcast-unit-step-" + std::to_string(::getpid());
-    {
-        std::ofstream out(source, std::ios::binary);
-        const std::string mib(1 << 20, '\1');
-        for (int i = 0; i < 2; ++i) out << mib;
-    }
+TEST_CASE("a staging slot that a full tmpfs cannot hold fails at once with ENOSPC, naming the file and the space") {
     const std::string got = in_small_tmpfs("1m", [&](const std::string& dir) {
-        StepCopier copy(source, dir + "/step_0.raw", 2u << 20, false);
-        while (!copy.advance(64u << 20)) {
-        }
-        return std::string("copied 2 MiB into a 1 MiB tmpfs?");
+        StagingRing ring(take_staging_directory(dir), dir, 2u << 20, 2);
+        ring.claim("step_0.raw", SourceStamp{});
+        return std::string("reserved 2 MiB in a 1 MiB tmpfs?");
     });
-    std::remove(source.c_str());
     INFO(got);
     CHECK(got.find("threw: ") == 0);
-    CHECK(got.find(".step_0.raw.partial: cannot reserve 2.0 MiB for the staged step: No space left on device") !=
-          std::string::npos);
+    CHECK(got.find("/.slot-0: cannot reserve 2.0 MiB for a staging slot: No space left on device") != std::string::npos);
     CHECK(got.find("free)") != std::string::npos);
 }
 

@@ -158,16 +158,16 @@ private:
     void begin_step(const control::Sync& sync) {
         const std::string path = o_.staging + "/" + sync.location;
         std::string problem;
-        StagedStep staged;
+        const StagedStep* staged = nullptr;
         // The stager may be a moment behind the controller: wait a little for the file.
         const std::int64_t give_up = monotonic_ns() + static_cast<std::int64_t>(o_.wait_staged_ms) * 1'000'000;
         for (;;) {
             problem.clear();
-            staged = StagedStep::open(path, dataset_.step_bytes(), problem);
-            if (staged.valid() || monotonic_ns() > give_up || stop_requested()) break;
-            ::usleep(5000);
+            staged = staged_.hold(path, dataset_.step_bytes(), problem);
+            if (staged || monotonic_ns() > give_up || stop_requested()) break;
+            ::usleep(1000);
         }
-        if (!staged.valid()) {
+        if (!staged) {
             spdlog::error("shuffle {}: step {} skipped: {}", o_.stream, sync.step, problem);
             ++counters_.steps_missing;
             last_outcome_ = control::ReplyKind::Missing;
@@ -176,8 +176,8 @@ private:
                            {"problem", problem}});
             return;
         }
-        step_ = std::move(staged);
-        prefaulted_to_ = slab_begin_bytes();
+        step_ = staged;
+        prefaulted_to_ = staged->held_before() ? slab_end_bytes() : slab_begin_bytes();
         sender_->begin_step(sync.step, step_->values() + slab_begin_bytes() / sizeof(float));
         prefault_ahead();
         step_started_ns_ = monotonic_ns();
@@ -193,7 +193,8 @@ private:
         const std::uint64_t sent = sender_->packets_in_step(), total = sender_->total_packets();
         const std::uint64_t bytes = sender_->bytes_in_step();
         sender_->end_step();  // nothing of the staged step is read after this
-        step_.reset();
+        step_ = nullptr;
+        staged_.release();  // the stager may rewrite its slot
         last_outcome_ = outcome;
         write_done_marker(o_.staging, sync.location, o_.stream);
         reply(outcome, sync, sent);
@@ -212,6 +213,10 @@ private:
         return static_cast<std::size_t>(geometry_.stored_z_begin) * static_cast<std::size_t>(dataset_.dims.plane()) *
                sizeof(float);
     }
+    std::size_t slab_end_bytes() const {
+        return static_cast<std::size_t>(geometry_.z_end) * static_cast<std::size_t>(dataset_.dims.plane()) *
+               sizeof(float);
+    }
 
     // Maps the staged pages a little ahead of the packets being built: faulting
     // them one by one costs more than building the packets, and mapping a whole
@@ -219,9 +224,7 @@ private:
     // Scan order reads the slab front to back; other orders get it all at once.
     void prefault_ahead() {
         constexpr std::size_t kAhead = 8 << 20;
-        const std::size_t slab_end = slab_begin_bytes() + static_cast<std::size_t>(geometry_.stored_planes()) *
-                                                              static_cast<std::size_t>(dataset_.dims.plane()) *
-                                                              sizeof(float);
+        const std::size_t slab_end = slab_end_bytes();
         const std::size_t reading = slab_begin_bytes() + sender_->values_in_step() * sizeof(float);
         if (prefaulted_to_ >= slab_end || (scan_ && prefaulted_to_ > reading + kAhead / 2)) return;
         const std::size_t to = scan_ ? std::min(slab_end, reading + kAhead) : slab_end;
@@ -268,7 +271,8 @@ private:
     bool scan_ = true;                  // scan order: the staged step is read front to back
     std::size_t prefaulted_to_ = 0;     // staged bytes mapped so far
     Socket sync_;
-    std::optional<StagedStep> step_;
+    StagedSteps staged_;                // the staging slots, each mapped once
+    const StagedStep* step_ = nullptr;  // the one being sent, held
     SyncGate gate_;
     std::optional<control::Sync> last_sync_;
     control::ReplyKind last_outcome_ = control::ReplyKind::Finished;

@@ -1,7 +1,9 @@
 // `slabcast stage`: keeps the staging area (in /dev/shm) filled with the next
 // steps the controller will ask for, as many as the memory budget allows, and
 // frees a step once every local shuffler has marked it done or the controller
-// has moved past it (Balman et al., 2012, section 4.2).
+// has moved past it (Balman et al., 2012, section 4.2). Local steps go into a
+// ring of staging slots allocated once (StagingRing); a step whose slot still
+// holds it from an earlier lap is staged again without a copy.
 #include "host/numa_placement.h"
 #include "host/host_checks.h"
 #include "host/key_file.h"
@@ -10,6 +12,7 @@
 #include "stage/staged_step.h"
 #include "host/status_reporter.h"
 #include "stage/step_copier.h"
+#include "stage/staging_ring.h"
 #include "mover/dest_tree.h"
 #include "stage/step_pull.h"
 #include "host/stop_signal.h"
@@ -56,7 +59,7 @@ struct StageCounters {
     std::atomic<std::uint64_t> bytes_read{0};
     std::atomic<std::int64_t> read_ns{0};
     std::atomic<int> staged{0};
-    std::atomic<long> steps_staged{0}, steps_freed{0}, steps_skipped{0};
+    std::atomic<long> steps_staged{0}, steps_reused{0}, steps_freed{0}, steps_skipped{0};
     std::atomic<std::int64_t> cursor_step{-1};
 };
 
@@ -67,6 +70,7 @@ public:
         if (::mkdir(o.staging.c_str(), 0750) != 0 && errno != EEXIST)
             throw std::runtime_error(o.staging + ": cannot create staging directory: " + std::strerror(errno));
         require_own_directory(o.staging);
+        UniqueFd directory = take_staging_directory(o.staging);
         dataset_ = load_dataset();
         const std::uint64_t free_now = free_bytes(o.staging);
         budget_ = o.budget.empty() ? free_now / 2 : parse_bytes(o.budget);
@@ -90,6 +94,9 @@ public:
             gate_.emplace("stage", o.key_file, o.controller);
             set_receive_timeout(sync_.fd(), 5);
         }
+        // Pulled steps arrive as files of their own (the data mover writes them).
+        if (o.from.empty()) ring_.emplace(std::move(directory), o.staging, step, window_);
+        else directory_ = std::move(directory);
         warn_limits("stage", {check_staging_pages(o.staging)});
         spdlog::info("stage: {} steps of {} MiB from {} into {}, budget {} MiB ({} steps ahead), {} shuffler(s){}",
                      dataset_.steps.size(), step >> 20, dataset_.directory, o.staging, budget_ >> 20, window_,
@@ -115,8 +122,8 @@ public:
             }
         }
         // Leave nothing behind in shared memory.
-        copier_.reset();
-        for (auto& [pos, loc] : staged_) remove_step(loc);
+        drop_copy();
+        for (auto& [pos, staged] : staged_) remove_step(staged);
         if (!o_.from.empty()) std::filesystem::remove_all(o_.staging + "/.slabcast-dataset");
     }
 
@@ -145,13 +152,11 @@ private:
         return d;
     }
 
-    std::unique_ptr<StepFetch> fetch(const DatasetStep& step) {
-        if (o_.from.empty())
-            return std::make_unique<StepCopier>(dataset_.step_path(step), o_.staging + "/" + step.file,
-                                                dataset_.step_bytes(), drop_source_cache_);
-        return std::make_unique<StepPull>(pull_, remote_dir_.empty() ? step.file : remote_dir_ + "/" + step.file,
-                                          o_.staging, dataset_.step_bytes());
-    }
+    // Where a step is staged: a slot of the ring, or (pulled) a file of its own.
+    struct Staged {
+        std::string file;
+        int slot = -1;
+    };
 
     const DatasetStep& step_at(long pos) const {
         return dataset_.steps[static_cast<std::size_t>(pos % static_cast<long>(dataset_.steps.size()))];
@@ -203,13 +208,13 @@ private:
             ++counters_.steps_freed;
             it = staged_.erase(it);
         }
-        if (copier_ && !in_window(copying_pos_)) copier_.reset();
+        if (copier_ && !in_window(copying_pos_)) drop_copy();
     }
 
     void free_done_steps() {
         for (auto it = staged_.begin(); it != staged_.end();) {
             bool all = true;
-            for (int s : streams_) all &= ::access(done_marker_path(o_.staging, it->second, s).c_str(), F_OK) == 0;
+            for (int s : streams_) all &= ::access(done_marker_path(o_.staging, it->second.file, s).c_str(), F_OK) == 0;
             if (!all) {
                 ++it;
                 continue;
@@ -223,9 +228,17 @@ private:
         while (consumed_.count(cursor_)) consumed_.erase(cursor_++);
     }
 
-    void remove_step(const std::string& location) {
-        ::unlink((o_.staging + "/" + location).c_str());
-        for (int s : streams_) ::unlink(done_marker_path(o_.staging, location, s).c_str());
+    void remove_step(const Staged& staged) {
+        if (staged.slot >= 0) ring_->unpublish(staged.slot);
+        else ::unlink((o_.staging + "/" + staged.file).c_str());
+        for (int s : streams_) ::unlink(done_marker_path(o_.staging, staged.file, s).c_str());
+    }
+
+    // The step in progress is dropped; its slot holds nothing whole.
+    void drop_copy() {
+        copier_.reset();
+        if (copying_slot_ >= 0) ring_->abandon(copying_slot_);
+        copying_slot_ = -1;
     }
 
     void start_next_copy() {
@@ -233,16 +246,32 @@ private:
             if (staged_.count(pos) || consumed_.count(pos)) continue;
             const DatasetStep& step = step_at(pos);
             bool busy = false;  // the same file staged for another lap
-            for (auto& [p, loc] : staged_) busy |= loc == step.file;
+            for (auto& [p, staged] : staged_) busy |= staged.file == step.file;
             if (busy) continue;
             for (int s : streams_) ::unlink(done_marker_path(o_.staging, step.file, s).c_str());
             try {
                 const std::int64_t t0 = monotonic_ns();
-                copier_ = fetch(step);  // a copy reserves every page of the step first
+                if (!o_.from.empty()) {
+                    copier_ = std::make_unique<StepPull>(pull_, remote_dir_.empty() ? step.file : remote_dir_ + "/" + step.file,
+                                                         o_.staging, dataset_.step_bytes());
+                } else {
+                    const std::string source = dataset_.step_path(step);
+                    copying_source_ = stamp_of(source);
+                    const std::optional<StagingRing::Claim> claim = ring_->claim(step.file, copying_source_);
+                    if (!claim) return;  // every slot is staged or still being sent from: later
+                    if (claim->holds_step) {
+                        publish_again(pos, claim->slot);
+                        return;
+                    }
+                    copying_slot_ = claim->slot;
+                    copier_ = std::make_unique<StepCopier>(source, ring_->fd(claim->slot), dataset_.step_bytes(),
+                                                           drop_source_cache_);
+                }
                 copying_pos_ = pos;
                 copy_started_ns_ = monotonic_ns();
                 setup_ns_ = copy_started_ns_ - t0;
             } catch (const std::exception& e) {
+                drop_copy();
                 spdlog::error("stage: step {} skipped: {}", step.number, e.what());
                 status_.event({{"kind", "step"}, {"step", step.number}, {"result", "skipped"}, {"problem", e.what()}});
                 ++counters_.steps_skipped;
@@ -250,6 +279,17 @@ private:
             }
             return;
         }
+    }
+
+    // The slot still holds the step from an earlier lap, its source unchanged.
+    void publish_again(long pos, int slot) {
+        const DatasetStep& step = step_at(pos);
+        ring_->publish(slot, step.file, copying_source_);
+        spdlog::info("stage: step {} staged (still in its slot: no copy)", step.number);
+        status_.event({{"kind", "step"}, {"step", step.number}, {"result", "staged"}, {"copied", false}});
+        staged_[pos] = {step.file, slot};
+        ++counters_.steps_staged;
+        ++counters_.steps_reused;
     }
 
     void continue_copy() {
@@ -262,13 +302,25 @@ private:
             spdlog::error("stage: step {} skipped: {}", step_at(copying_pos_).number, e.what());
             ++counters_.steps_skipped;
             consumed_.insert(copying_pos_);
-            copier_.reset();
+            drop_copy();
             return;
         }
         counters_.bytes_read += copier_->copied() - before;
         counters_.read_ns += monotonic_ns() - t0;
         if (!done) return;
         const DatasetStep& step = step_at(copying_pos_);
+        if (copying_slot_ >= 0) {
+            try {
+                ring_->publish(copying_slot_, step.file, copying_source_);  // the step appears under its name
+            } catch (const std::exception& e) {
+                copying_slot_ = -1;  // publish gave the slot up
+                spdlog::error("stage: step {} skipped: {}", step.number, e.what());
+                ++counters_.steps_skipped;
+                consumed_.insert(copying_pos_);
+                copier_.reset();
+                return;
+            }
+        }
         const double seconds = static_cast<double>(monotonic_ns() - copy_started_ns_) * 1e-9;
         const double gbytes_per_s = static_cast<double>(copier_->total()) / seconds * 1e-9;
         // The setup apart: reserving 4 GiB of tmpfs took 1.4-1.7 s on an idle
@@ -278,11 +330,12 @@ private:
         const double setup_seconds = static_cast<double>(setup_ns_) * 1e-9;
         spdlog::info("stage: step {} staged ({} MiB in {:.3f} s, {:.2f} GB/s, after {:.3f} s setting it up)", step.number,
                      copier_->total() >> 20, seconds, gbytes_per_s, setup_seconds);
-        status_.event({{"kind", "step"}, {"step", step.number}, {"result", "staged"}, {"seconds", seconds},
-                       {"gbytes_per_s", gbytes_per_s}, {"setup_seconds", setup_seconds}});
-        staged_[copying_pos_] = step.file;
+        status_.event({{"kind", "step"}, {"step", step.number}, {"result", "staged"}, {"copied", true},
+                       {"seconds", seconds}, {"gbytes_per_s", gbytes_per_s}, {"setup_seconds", setup_seconds}});
+        staged_[copying_pos_] = {step.file, copying_slot_};
         ++counters_.steps_staged;
         copier_.reset();
+        copying_slot_ = -1;
     }
 
     const StageOptions& o_;
@@ -296,12 +349,16 @@ private:
     std::optional<SyncGate> gate_;  // only with --sync
     std::optional<control::Sync> last_sync_;
     long cursor_ = 0;                      // schedule position of the next step to be sent
-    std::map<long, std::string> staged_;   // schedule position -> staged file
+    std::optional<StagingRing> ring_;      // local steps' slots (not with --from)
+    UniqueFd directory_;                   // --from: the staging directory, taken (the ring holds it otherwise)
+    std::map<long, Staged> staged_;        // schedule position -> where it is staged
     std::set<long> consumed_;              // positions sent (or skipped) but not yet passed
     std::unique_ptr<StepFetch> copier_;
     mover::PullSettings pull_;  // --from
     std::string remote_dir_;    // --from: the dataset's directory beneath the server's root
     long copying_pos_ = 0;
+    int copying_slot_ = -1;        // the ring's slot being copied into
+    SourceStamp copying_source_;   // what its source file was
     std::int64_t copy_started_ns_ = 0;
     std::int64_t setup_ns_ = 0;  // fetch(): the copy's reservation, the pull's connection
     StageCounters counters_;
@@ -321,10 +378,12 @@ int run_stage(const StageOptions& o) {
         last_bytes = bytes;
         last_ns = ns;
         return nlohmann::json{
-            {"line", fmt::format("stage: read {:.2f} GB/s, {} staged now, {} staged, {} freed, {} skipped, next step {}",
-                                 rate, c.staged.load(), c.steps_staged.load(), c.steps_freed.load(),
-                                 c.steps_skipped.load(), c.cursor_step.load())},
+            {"line", fmt::format("stage: read {:.2f} GB/s, {} staged now, {} staged ({} still in their slots), {} freed, "
+                                 "{} skipped, next step {}",
+                                 rate, c.staged.load(), c.steps_staged.load(), c.steps_reused.load(),
+                                 c.steps_freed.load(), c.steps_skipped.load(), c.cursor_step.load())},
             {"read_gbytes_per_s", rate}, {"staged_now", c.staged.load()}, {"steps_staged", c.steps_staged.load()},
+            {"steps_reused", c.steps_reused.load()},
             {"steps_freed", c.steps_freed.load()}, {"steps_skipped", c.steps_skipped.load()}};
     });
     stager.run();

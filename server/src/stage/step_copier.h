@@ -1,10 +1,11 @@
-// Copies one step file into the staging area a chunk at a time, with large
+// Copies one step file into a staging slot a chunk at a time, with large
 // sequential reads, so the stager stays responsive while a 4 GB step streams in.
-// The copy is written under a temporary name and renamed into place when whole:
-// a shuffler never sees half a step. The kernel copies (sendfile, file to
-// file): one copy from the page cache into tmpfs, and no page tables for the
-// stager to fill, which a read() into a mapping of the copy paid a page at a
-// time (docs/performance.md, "Stager").
+// The slot's name for the step appears only once the copy is whole
+// (StagingRing::publish): a shuffler never sees half a step. The kernel copies
+// (sendfile, file to file): one copy from the page cache into tmpfs pages the
+// slot already has, and no page tables for the stager to fill, which a read()
+// into a mapping of the copy paid a page at a time (docs/performance.md,
+// "Stager").
 #pragma once
 
 #include "slabcast/unique_fd.h"
@@ -29,25 +30,25 @@ public:
 class StepCopier : public StepFetch {
 public:
     // Throws std::runtime_error naming the file when the source cannot be
-    // opened, has the wrong size, or the destination cannot be created.
-    // `drop_source_cache`: evict what was read from the page cache, for datasets
-    // too large to stay cached (they would only push out everything else).
-    StepCopier(const std::string& source, const std::string& destination, std::uint64_t expected_bytes,
-               bool drop_source_cache);
-    ~StepCopier() override;  // removes the partial file unless finished
+    // opened or has the wrong size. `slot`: the staging slot's descriptor
+    // (StagingRing::fd), at least `expected_bytes` long; the copy starts at its
+    // offset 0. `drop_source_cache`: evict what was read from the page cache,
+    // for datasets too large to stay cached (they would only push out
+    // everything else).
+    StepCopier(const std::string& source, int slot, std::uint64_t expected_bytes, bool drop_source_cache);
     StepCopier(const StepCopier&) = delete;
     StepCopier& operator=(const StepCopier&) = delete;
 
-    // Copies up to `max_bytes`; returns true once the whole step is in place.
+    // Copies up to `max_bytes`; returns true once the whole step is in the slot.
     bool advance(std::uint64_t max_bytes) override;
     std::uint64_t copied() const override { return copied_; }
     std::uint64_t total() const override { return total_; }
 
 private:
-    std::string source_, destination_, partial_;
-    UniqueFd in_, out_;
+    std::string source_;
+    UniqueFd in_;
+    int slot_;
     std::uint64_t total_ = 0, copied_ = 0;
-    bool finished_ = false;
     bool drop_source_cache_;
 };
 
