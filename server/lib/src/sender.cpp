@@ -94,6 +94,7 @@ Sender::Sender(const slabcast_options& o)
             buffers_.emplace_back(static_cast<std::size_t>(values_a_step_));
             free_.push_back(static_cast<std::size_t>(i));
         }
+        waiting_.resize(static_cast<std::size_t>(queue_steps_));
     } catch (const std::bad_alloc&) {
         throw Error(SLABCAST_ERROR_MEMORY, fmt::format("cannot allocate {} queue buffers of {} MiB", queue_steps_,
                                                        values_a_step_ * 4 >> 20));
@@ -105,7 +106,7 @@ Sender::~Sender() {
     if (!thread_.joinable()) return;
     {
         std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return (waiting_.empty() && !sending_) || failure_; });
+        changed_.wait(lock, [&] { return (nothing_waiting() && !sending_) || failure_; });
         closing_ = true;
     }
     changed_.notify_all();
@@ -140,9 +141,8 @@ void Sender::send_step(std::int32_t step, const float* values) {
     }
     std::unique_lock lock(mutex_);
     throw_if_failed();
-    if (free_.empty() && policy_ == SLABCAST_QUEUE_DROP_OLDEST && !waiting_.empty()) {
-        free_.push_back(waiting_.front().buffer);  // the oldest step not yet being sent
-        waiting_.pop_front();
+    if (free_.empty() && policy_ == SLABCAST_QUEUE_DROP_OLDEST && !nothing_waiting()) {
+        free_.push_back(take_oldest().buffer);  // the oldest step not yet being sent
         ++steps_dropped_;
     }
     changed_.wait(lock, [&] { return !free_.empty() || failure_; });
@@ -153,17 +153,28 @@ void Sender::send_step(std::int32_t step, const float* values) {
     // The copy outside the lock: the sending thread goes on meanwhile.
     std::memcpy(buffers_[buffer].data(), values, static_cast<std::size_t>(values_a_step_) * sizeof(float));
     lock.lock();
-    waiting_.push_back(Queued{step, buffer});
+    add_newest(Queued{step, buffer});
     changed_.notify_all();
+}
+
+Sender::Queued Sender::take_oldest() {
+    const Queued q = waiting_[waiting_first_];
+    waiting_first_ = (waiting_first_ + 1) % waiting_.size();
+    --waiting_count_;
+    return q;
+}
+
+void Sender::add_newest(Queued q) {
+    waiting_[(waiting_first_ + waiting_count_) % waiting_.size()] = q;
+    ++waiting_count_;
 }
 
 void Sender::run_queue() {
     std::unique_lock lock(mutex_);
     for (;;) {
-        changed_.wait(lock, [&] { return !waiting_.empty() || closing_; });
-        if (waiting_.empty()) return;  // closing, and everything sent
-        const Queued next = waiting_.front();
-        waiting_.pop_front();
+        changed_.wait(lock, [&] { return !nothing_waiting() || closing_; });
+        if (nothing_waiting()) return;  // closing, and everything sent
+        const Queued next = take_oldest();
         sending_ = true;
         lock.unlock();
         try {
@@ -185,7 +196,7 @@ void Sender::run_queue() {
 void Sender::flush() {
     if (queue_steps_ == 0) return;
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return (waiting_.empty() && !sending_) || failure_; });
+    changed_.wait(lock, [&] { return (nothing_waiting() && !sending_) || failure_; });
     throw_if_failed();
 }
 

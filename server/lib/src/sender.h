@@ -10,7 +10,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <stdexcept>
@@ -52,7 +51,13 @@ private:
     slabcast_queue_policy policy_ = SLABCAST_QUEUE_BLOCK;
     std::vector<std::vector<float>> buffers_;
     std::vector<std::size_t> free_;
-    std::deque<Queued> waiting_;
+    // Steps waiting to be sent, oldest first: a ring of queue_steps_ entries
+    // made once (each holds a buffer of its own, so it never overflows).
+    std::vector<Queued> waiting_;
+    std::size_t waiting_first_ = 0, waiting_count_ = 0;
+    bool nothing_waiting() const { return waiting_count_ == 0; }
+    Queued take_oldest();
+    void add_newest(Queued q);
     bool sending_ = false, closing_ = false;
     std::exception_ptr failure_;  // the sending thread's, raised to the caller
     mutable std::mutex mutex_;

@@ -90,6 +90,7 @@ public:
           shufflers_(expand_endpoints(o.shufflers)), stagers_(expand_endpoints(o.stagers)),
           silent_(shufflers_.size(), false), status_("control", o.stats_json) {
         if (shufflers_.empty()) throw std::invalid_argument("give at least one --shuffler HOST:PORT");
+        for (const Endpoint& e : shufflers_) shuffler_names_.push_back(to_string(e.addr));
         open_socket();
         load_key();
     }
@@ -196,8 +197,9 @@ private:
         if (n <= 0) return;
         const auto r = control::decode_reply(buf, static_cast<std::size_t>(n));
         if (!r || r->session != session_ || r->seq != seq_) return;
+        const std::string sender = to_string(from);
         for (std::size_t k = 0; k < shufflers_.size(); ++k) {
-            if (to_string(shufflers_[k].addr) != to_string(from)) continue;
+            if (shuffler_names_[k] != sender) continue;
             p.started.insert(k);
             if (r->kind != control::ReplyKind::Started) {
                 p.done.insert(k);
@@ -252,6 +254,7 @@ private:
     const Dataset dataset_;
     const std::vector<const DatasetStep*> schedule_;
     const std::vector<Endpoint> shufflers_, stagers_;
+    std::vector<std::string> shuffler_names_;  // their addresses, which replies are matched against
     std::vector<bool> silent_;  // did not answer the last step at all
     Socket sock_;
     std::optional<control::SyncKey> key_;

@@ -41,6 +41,8 @@ public:
     void stop();
     // Appends an event line to the JSON file (thread-safe).
     void event(nlohmann::json fields);
+    // Whether events are written anywhere: a hot path builds none otherwise.
+    bool recording() const { return json_ != nullptr; }
 
 private:
     void write_json(nlohmann::json j);

@@ -207,6 +207,8 @@ private:
                      "published in buffer {}{}",
                      r.stream, r.step, r.records, r.expected, r.loss_percent(), r.duplicates, r.rejected, r.stale,
                      r.buffer, r.complete ? "" : fmt::format(" ({} holes filled, {} from a coarser sample of the step)", r.holes, r.coarse_filled));
+        // On the stream's receiving thread, as its next step arrives: only when recorded.
+        if (!status_.recording()) return;
         status_.event({{"kind", "step"},       {"stream", r.stream},       {"step", r.step},
                        {"records", r.records}, {"expected", r.expected},   {"ghost_records", r.ghost_records},
                        {"duplicates", r.duplicates}, {"rejected", r.rejected}, {"stale", r.stale},

@@ -58,6 +58,8 @@ struct ZfpStream {
     zfp_stream* stream = zfp_stream_open(nullptr);
     zfp_field* field = zfp_field_alloc();
     bitstream* bits = nullptr;
+    void* buffer = nullptr;  // what `bits` reads or writes
+    std::size_t buffer_size = 0;
 
     explicit ZfpStream(int rate) {
         if (!stream || !field) throw std::bad_alloc();
@@ -76,12 +78,18 @@ struct ZfpStream {
         zfp_stream_set_rate(stream, rate, zfp_type_float, 1, zfp_false);
     }
     // Points the stream at `bytes` (8-byte aligned, `size` a multiple of 8:
-    // whole words of any width the library may use) and the field at `count` values.
+    // whole words of any width the library may use) and the field at `count`
+    // values. The bit stream is opened once for a buffer (stream_open
+    // allocates), then only rewound, packet after packet.
     void attach(void* bytes, std::size_t size, float* values, std::size_t count) {
-        if (bits) stream_close(bits);
-        bits = stream_open(bytes, size);
-        if (!bits) throw std::bad_alloc();
-        zfp_stream_set_bit_stream(stream, bits);
+        if (!bits || bytes != buffer || size != buffer_size) {
+            if (bits) stream_close(bits);
+            bits = stream_open(bytes, size);
+            if (!bits) throw std::bad_alloc();
+            buffer = bytes;
+            buffer_size = size;
+            zfp_stream_set_bit_stream(stream, bits);
+        }
         zfp_stream_rewind(stream);
         zfp_field_set_type(field, zfp_type_float);
         zfp_field_set_pointer(field, values);
@@ -224,7 +232,8 @@ const float* RunDecoder::decode(const Header& h, const std::uint8_t* payload) {
             zfp_->set_rate(h.codec_parameter);
             zfp_->rate = h.codec_parameter;
         }
-        zfp_->attach(bytes_.data(), (size + 7) / 8 * 8, values_.data(), count);
+        // The whole buffer, for every packet: fixed rate, zfp reads exactly the payload's blocks.
+        zfp_->attach(bytes_.data(), bytes_.size() / 8 * 8, values_.data(), count);
         if (zfp_decompress(zfp_->stream, zfp_->field) == 0) return nullptr;
         return values_.data();
     }

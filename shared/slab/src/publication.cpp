@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <map>
 #include <set>
@@ -121,12 +122,14 @@ int take_buffer(SlabMapping& m, std::string* why) {
             newest = b;
         }
     }
-    std::vector<int> order;
-    for (int b = 0; b < m.buffers(); ++b)
-        if (b != newest) order.push_back(b);
+    // On the stack: this runs for every step (m.buffers() <= kMaxBuffers).
+    std::array<int, kMaxBuffers> order{};
+    int candidates = 0;
+    for (int b = 0; b < m.buffers() && b < kMaxBuffers; ++b)
+        if (b != newest) order[static_cast<std::size_t>(candidates++)] = b;
     // Oldest publication first; a buffer never published (number 0) or left
     // half written by a killed writer first of all.
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
+    std::sort(order.begin(), order.begin() + candidates, [&](int a, int b) {
         auto key = [&](int k) {
             const BufferPublication& p = h.publication[k];
             return (p.seq.load() == 0 || (p.seq.load() & 1)) ? 0 : p.number.load();
@@ -134,7 +137,8 @@ int take_buffer(SlabMapping& m, std::string* why) {
         return key(a) != key(b) ? key(a) < key(b) : a < b;
     });
     int pinned = 0;
-    for (int b : order) {
+    for (int i = 0; i < candidates; ++i) {
+        const int b = order[static_cast<std::size_t>(i)];
         BufferPublication& p = h.publication[b];
         const std::uint64_t seq = p.seq.load();
         // Taken (odd) before the pin check: a reader pins, then re-reads seq.
