@@ -503,6 +503,35 @@ class PipelineTest(unittest.TestCase):
             self.assertEqual([e["step"] for e in missing], [1])
         self.assertEqual(set(d.stop_all().values()), {0})
 
+    def test_a_wrong_size_step_a_second_stager_and_a_killed_one_are_told_or_cleaned_up(self):
+        """A step file of another size than the volume's is skipped naming both
+        sizes; a second stager on the same staging directory is refused (it
+        would rewrite the first one's slots under its names); a stager killed
+        outright leaves its slots and names behind, and the next one removes
+        them before it stages anew, so their memory is not held for ever."""
+        with open(os.path.join(self.dataset, self.files[1]), "ab") as f:
+            f.write(b"\0" * 4)  # one value too many
+        stage = ["stage", "--dataset", self.dataset, "--staging", self.ws.staging, "--streams", "0", "--budget", "3M"]
+        first = self.ws.start("stage", stage)
+        staged = lambda: all(os.path.exists(os.path.join(self.ws.staging, self.files[s])) for s in (0, 2))  # noqa: E731
+        wait_for(lambda: staged() and "step 1 skipped" in first.text(), what="steps 0 and 2 staged, 1 skipped",
+                 seen=lambda: first.text()[-1000:])
+        self.assertIn("is %d bytes, expected %d (NX*NY*NZ float32)" % (4 * 64 ** 3 + 4, 4 * 64 ** 3), first.text())
+        second = self.ws.run(stage)
+        self.assertNotEqual(second.returncode, 0)
+        self.assertIn(self.ws.staging + ": another `slabcast stage` is using this staging directory", second.stderr)
+        left = {os.stat(os.path.join(self.ws.staging, n)).st_ino for n in os.listdir(self.ws.staging)}
+        self.assertTrue(any(n.startswith(".slot-") for n in os.listdir(self.ws.staging)), os.listdir(self.ws.staging))
+        first.proc.kill()
+        first.proc.wait()
+        again = self.ws.start("stage-again", stage)
+        wait_for(lambda: staged() and "step 1 skipped" in again.text(), what="steps 0 and 2 staged again",
+                 seen=lambda: again.text()[-1000:])
+        now = {n: os.stat(os.path.join(self.ws.staging, n)).st_ino for n in os.listdir(self.ws.staging)}
+        self.assertEqual({n for n, ino in now.items() if ino in left}, set(), "the killed stager's files are still there")
+        self.assertEqual(again.stop(), 0)
+        self.assertEqual(os.listdir(self.ws.staging), [], "the stager left something behind")
+
 
 if __name__ == "__main__":
     unittest_main()
