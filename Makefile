@@ -36,7 +36,7 @@ bench: build
 	$(BUILD)/testing/bench_packet_paths
 	for b in loopback_vs_iperf3 sender_vs_iperf3 pacing_accuracy step_latency wire_formats sender_library mover_vs_peers progressive_cut render_paths; do \
 	  SLABCAST_BUILD=$(BUILD) python3 testing/bench/$$b.py || exit 1; done
-	SLABCAST_BUILD=$(BUILD) python3 testing/bench/pacing_accuracy.py --wire run
+	SLABCAST_BUILD=$(BUILD) python3 testing/bench/pacing_accuracy.py --wire quad --rates 10G,20G
 	SLABCAST_BUILD=$(BUILD) python3 testing/bench/stager_vs_cp.py
 	$(BUILD)/testing/bench_run_codecs --step data/cache/bench-256x256x256/step_00003.raw
 	SLABCAST_BUILD=$(BUILD) python3 testing/bench/zfp_image_error.py

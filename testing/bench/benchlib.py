@@ -1,11 +1,13 @@
 """What the benchmarks under testing/bench/ share: a cached dataset, one
-slabcast stream on loopback with each side pinned to its own core, iperf3 as
-the peer, and socket limits raised for the peer's sake."""
+slabcast stream on loopback with each side pinned to its own core, staged by a
+real `slabcast stage` as the README deploys it (or prestaged), the library
+(libslabcast) and iperf3 as peers, and socket limits raised for iperf3's sake."""
 
 import contextlib
 import json
 import mmap
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -18,6 +20,13 @@ import slabcast_testlib as lib  # noqa: E402,F401  (re-exported for the scripts)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SENDER_CPU, RECEIVER_CPU = 0, 1
+# run_stream's staging, as the tables name it.
+STAGING = {"stager": "staged by `slabcast stage` in plain /dev/shm", "prestaged": "prestaged, no stager"}
+
+
+def staging_text(staging, budget=None):
+    """How a table names run_stream's staging."""
+    return STAGING[staging] + (", stage --budget " + budget if budget else "")
 
 
 def dataset(dims, steps=4):
@@ -29,17 +38,64 @@ def dataset(dims, steps=4):
     return path
 
 
+def private_directory(path):
+    """Makes `path` (if need be) with mode 0700. The stager refuses a staging
+    directory anyone may write to, and makedirs' mode is masked by the umask
+    (and left as it is when the directory exists): under umask 0 it would be
+    0777. So the mode is set."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)
+
+
+class Stager:
+    """A real `slabcast stage` for the workspace's one stream, as the README
+    deploys it: part of the sending host (pinned to SENDER_CPU, beside the
+    shuffler), staging into a plain directory under /dev/shm (ws.staging, no
+    mount of its own), following the controller's syncs (--loop). `budget`:
+    its --budget (default: the stager's, half the free space). Returns once
+    the stager has staged its first window (as many steps as the budget holds,
+    at most the dataset's), so that the controller starts on staged steps."""
+
+    def __init__(self, ws, dataset_dir, budget=None, timeout=300):
+        private_directory(ws.staging)
+        self.port = lib.free_udp_ports(1)[0]
+        self.stats_json = os.path.join(ws.dir, "stage.json")
+        self.role = ws.start("stage", ["stage", "--dataset", dataset_dir, "--staging", ws.staging, "--streams", "0",
+                                       "--sync", "127.0.0.1:%d" % self.port, "--loop", "--stats-json", self.stats_json]
+                             + (["--budget", budget] if budget else []), cpu=SENDER_CPU)
+        self.role.wait_for_text("sync on")
+        # Its first line says the window: "... budget B MiB (W steps ahead) ...".
+        said = re.search(r"\((\d+) steps ahead\)", self.role.text())
+        if not said:
+            raise AssertionError("the stager did not say how many steps it stages ahead:\n" + self.role.text()[-2000:])
+        window = int(said.group(1))
+
+        def window_staged():
+            if not self.role.alive():
+                raise AssertionError("the stager exited (%s):\n%s" % (self.role.proc.returncode,
+                                                                      self.role.text()[-2000:]))
+            return len(self.staged()) >= window
+        lib.wait_for(window_staged, timeout, what="the stager's first %d step(s) staged" % window,
+                     seen=lambda: self.role.text()[-1000:])
+
+    def staged(self, since=0.0, until=float("inf")):
+        """Its "staged" events (a step put in place), between two unix times."""
+        return [e for e in lib.read_json_lines(self.stats_json)
+                if e.get("kind") == "step" and e.get("result") == "staged" and since <= e["time"] <= until]
+
+    def copies(self, since, until):
+        """Steps it copied between two unix times: its staged events, less
+        those of a step still in its slot from an earlier lap (no copy)."""
+        return sum(1 for e in self.staged(since, until) if e.get("copied", True))
+
+
 def prestage(ws, dataset_dir, huge_pages=True):
-    """Copies the steps into the staging directory once: the stager's copies are
-    not what the benchmarks measure, and on two cores they would steal the
-    sender's time. With huge_pages (and root) the staging directory is a tmpfs
-    of its own with huge pages, as `slabcast tune --staging` advises; returns
-    whether it is."""
-    # The stager refuses a staging directory anyone may write to, and
-    # makedirs' mode is masked by the umask (and left as it is when the
-    # directory exists): under umask 0 it would be 0777. So the mode is set.
-    os.makedirs(ws.staging, mode=0o700, exist_ok=True)
-    os.chmod(ws.staging, 0o700)
+    """Copies the steps into the staging directory once, with no stager: for a
+    benchmark that does not measure staging, where on two cores the stager's
+    copies would steal the sender's time (Stager runs the real one). With
+    huge_pages (and root) the staging directory is a tmpfs of its own with
+    huge pages, as `slabcast tune --staging` advises; returns whether it is."""
+    private_directory(ws.staging)
     mounted = False
     if huge_pages and os.geteuid() == 0:
         size = sum(os.path.getsize(os.path.join(dataset_dir, n)) for n in os.listdir(dataset_dir)) + (64 << 20)
@@ -67,22 +123,30 @@ def start_receiver(ws, dims, streams, slab_depth, extra=()):
 
 
 def start_shufflers(ws, dataset_dir, slab_depth, ports, rate, extra=()):
-    """One `slabcast shuffle` a stream on SENDER_CPU; returns (sync ports, stats json paths)."""
+    """One `slabcast shuffle` a stream on SENDER_CPU, each listening for syncs
+    when this returns; returns (sync ports, stats json paths)."""
     sync_ports = lib.free_udp_ports(len(ports))
-    stats = []
+    stats, roles = [], []
     for k, (port, sync) in enumerate(zip(ports, sync_ports)):
         stats.append(os.path.join(ws.dir, "shuffle%d.json" % k))
-        ws.start("shuffle%d" % k, ["shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % port,
-                                   "--staging", ws.staging, "--dataset", dataset_dir, "--slab-depth", str(slab_depth),
-                                   "--sync", "127.0.0.1:%d" % sync, "--rate", rate, "--stats-json", stats[-1]]
-                 + list(extra), cpu=SENDER_CPU)
+        roles.append(ws.start("shuffle%d" % k, ["shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % port,
+                                                "--staging", ws.staging, "--dataset", dataset_dir,
+                                                "--slab-depth", str(slab_depth), "--sync", "127.0.0.1:%d" % sync,
+                                                "--rate", rate, "--stats-json", stats[-1]]
+                              + list(extra), cpu=SENDER_CPU))
+    for role in roles:
+        role.wait_for_text("sync on")  # past its startup checks, and no sync goes to a socket not yet bound
     return sync_ports, stats
 
 
-def control(ws, dataset_dir, sync_ports, steps, extra=()):
+def control(ws, dataset_dir, sync_ports, steps, extra=(), stager_port=None):
+    """`slabcast control` to its end: `steps` steps, looping over the dataset;
+    the stager at `stager_port` (when there is one) follows its syncs."""
     args = ["control", "--dataset", dataset_dir, "--loop", "--count", str(steps)]
     for p in sync_ports:
         args += ["--shuffler", "127.0.0.1:%d" % p]
+    if stager_port:
+        args += ["--stager", "127.0.0.1:%d" % stager_port]
     r = ws.run(args + list(extra), timeout=900)
     assert r.returncode == 0, r.stderr
     return r
@@ -101,21 +165,71 @@ def workspace(tag):
         ws.close()
 
 
-def run_stream(dims, rate, steps, receive_args=(), shuffle_args=(), huge_pages=True):
-    """One stream of the whole volume, shuffler -> receiver, steps back to back;
-    returns summarize()'s figures and whether staging had huge pages."""
+def run_stream(dims, rate, steps, receive_args=(), shuffle_args=(), staging="stager", huge_pages=True,
+               budget=None):
+    """One stream of the whole volume, shuffler (SENDER_CPU) -> receiver
+    (RECEIVER_CPU), `steps` steps back to back from the controller. staging:
+    "stager", a real `slabcast stage` (Stager, with `budget`) staging into
+    plain /dev/shm as the README deploys it, or "prestaged", the steps copied
+    once before the run (prestage(), with `huge_pages`). Returns summarize()'s
+    figures, with "huge_staging" (whether staging had huge pages) and
+    "stager_copies" (steps the stager copied while the controller ran; None
+    prestaged)."""
     with workspace("bench") as ws:
         data = dataset(dims)
         ports, recv_json = start_receiver(ws, dims, 1, dims[2], receive_args)
-        huge = prestage(ws, data, huge_pages)
+        stager, huge = None, False
+        if staging == "stager":
+            stager = Stager(ws, data, budget)
+        elif staging == "prestaged":
+            huge = prestage(ws, data, huge_pages)
+        else:
+            raise ValueError("staging: one of %s, not %r" % (sorted(STAGING), staging))
         sync_ports, shuffle_json = start_shufflers(ws, data, dims[2], ports, rate, shuffle_args)
-        time.sleep(1.0)
+        started = time.time()
         with ReceiveWindow([os.path.join(ws.shm, "bench.slab0")]) as window:
-            control(ws, data, sync_ports, steps)
+            control(ws, data, sync_ports, steps, stager_port=stager.port if stager else None)
             time.sleep(0.3)
+        ended = time.time()
         for role in reversed(ws.roles):
             role.stop()
-        return dict(summarize(shuffle_json[0], recv_json, window.seconds), huge_staging=huge)
+        return dict(summarize(shuffle_json[0], recv_json, window.seconds), huge_staging=huge,
+                    stager_copies=stager.copies(started, ended) if stager else None)
+
+
+def library_stream(dims, data, rate, steps, queue=0, compute_ms=0):
+    """The library as the peer: testing/bench/bench_sender_library (libslabcast's
+    public C++ API, one sender holding the whole volume as its slab, as a
+    simulation's rank would) on SENDER_CPU sends the values of one step file of
+    `data` `steps` times, run packets, codec none, at `rate`, into a real
+    `slabcast receive` on RECEIVER_CPU; `queue` steps queued (0: send_step
+    returns once the step is sent), `compute_ms` the caller's time between
+    steps. Returns received()'s figures, the loss over every value sent, and
+    the library's own: "gbps" (packet bytes over its time spent sending),
+    "sent_bytes", "call_median_ms" and "call_max_ms" (the caller's time per
+    send_step), "steps_sent"."""
+    tool = os.path.join(lib.BUILD, "testing", "bench_sender_library")
+    if not os.path.exists(tool):
+        raise SystemExit("%s: not built (cmake --build build --target bench_sender_library)" % tool)
+    with open(os.path.join(data, "dataset.json")) as f:
+        step_file = os.path.join(data, json.load(f)["steps"][1]["file"])
+    with workspace("bench") as ws:
+        ports, recv_json = start_receiver(ws, dims, 1, dims[2])
+        cmd = ["taskset", "-c", str(SENDER_CPU), tool, "--to", "127.0.0.1:%d" % ports[0],
+               "--dims", ",".join(map(str, dims)), "--step-file", step_file, "--steps", str(steps), "--rate", rate,
+               "--queue", str(queue), "--compute-ms", str(compute_ms)]
+        with ReceiveWindow([os.path.join(ws.shm, "bench.slab0")]) as window:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            assert r.returncode == 0, r.stderr
+            time.sleep(1.5)  # the receiver publishes a step that lost its end when its timeout passes
+        for role in reversed(ws.roles):
+            role.stop()
+        out = json.loads(r.stdout)
+        # Loss over every value sent: a step lost whole has no report at all.
+        figures = received(recv_json, window.seconds, values_sent=steps * dims[0] * dims[1] * dims[2])
+        return dict(figures, gbps=out["bytes"] * 8e-9 / out["send_s"], sent_bytes=out["bytes"],
+                    call_median_ms=1e3 * out["call_median_s"], call_max_ms=1e3 * out["call_max_s"],
+                    steps_sent=out["steps_sent"])
 
 
 class ReceiveWindow:
@@ -163,32 +277,54 @@ class ReceiveWindow:
         return (self.last - self.first) if self.first else None
 
 
-def summarize(shuffle_json, recv_json, window_seconds=None):
-    """The run's figures. "placed_gbps" is counted at the receiver, as iperf3's
-    receiver counts: the bytes of the datagrams its sockets took in (all of them
-    stored into slabs when "not_placed" is 0) over its wall-clock window
-    (ReceiveWindow: first to last packet), given window_seconds. "recv_gbps" is
-    the sender's rate times the share of values that arrived."""
-    sent = [e for e in lib.read_json_lines(shuffle_json) if e.get("kind") == "step" and e.get("result") == "finished"]
-    reports = [e for e in lib.read_json_lines(recv_json) if e.get("kind") == "step"]
-    final = [e for e in lib.read_json_lines(recv_json) if e.get("kind") == "status"][-1]
+def whole_seconds(events):
+    """The "gbps" of a role's status lines (one a second) from its first
+    second with traffic to its last, both left out (they are partial): a
+    second with nothing sent or received between them (a stall, a gap between
+    steps) is kept, at 0."""
+    gbps = [e.get("gbps", 0) for e in events if e.get("kind") == "status"]
+    busy = [k for k, g in enumerate(gbps) if g > 0]
+    return gbps[busy[0] + 1:busy[-1]] if busy else []
+
+
+def received(recv_json, window_seconds=None, values_sent=None):
+    """The receiver's figures, from its stats json, counted as iperf3's receiver
+    counts: "placed_gbps" is the bytes of the datagrams its sockets took in
+    (all of them stored into slabs when "not_placed" is 0) over its wall-clock
+    window (ReceiveWindow: first to last packet), given window_seconds, and
+    "voxels_per_s" the values placed into the slab over the same window.
+    "loss": the share of values that did not arrive, of those its step reports
+    expected, or of `values_sent` when given (a step lost whole has no report).
+    "recv_windows": Gbit/s that arrived each whole second (whole_seconds()).
+    "landed": the share of datagrams whose payload landed straight in the slab."""
+    events = lib.read_json_lines(recv_json)
+    reports = [e for e in events if e.get("kind") == "step"]
+    final = [e for e in events if e.get("kind") == "status"][-1]
     received_bytes = sum(s["bytes"] for s in final["streams"])
+    expected = sum(e["expected"] for e in reports) if values_sent is None else values_sent
+    records = sum(e["records"] for e in reports)
+    placed = sum(e["records"] + e.get("ghost_records", 0) for e in reports)
+    return {"loss": 100.0 * (expected - records) / max(expected, 1), "steps": len(reports),
+            "recv_windows": whole_seconds(events), "received_bytes": received_bytes, "window_seconds": window_seconds,
+            "placed_gbps": received_bytes * 8e-9 / window_seconds if window_seconds else None,
+            "voxels_per_s": placed / window_seconds if window_seconds else None,
+            "landed": sum(s.get("landed", 0) for s in final["streams"]) / max(final["packets"], 1),
+            "not_placed": final["rejected"] + final["stale"] + final["duplicates"]}
+
+
+def summarize(shuffle_json, recv_json, window_seconds=None):
+    """The run's figures: received()'s, and the shuffler's. "sent_gbps" is its
+    packet bytes over its time sending steps, "windows" its Gbit/s each whole
+    second, "sent_bytes" and "packets" what it sent; "recv_gbps" is
+    "sent_gbps" times the share of values that arrived."""
+    events = lib.read_json_lines(shuffle_json)
+    sent = [e for e in events if e.get("kind") == "step" and e.get("result") == "finished"]
     send_seconds = sum(e["seconds"] for e in sent)
     sent_bytes = sum(e["gbps"] * e["seconds"] / 8e-9 for e in sent)
-    records = sum(e["expected"] for e in reports)
-    received = sum(e["records"] for e in reports)
-    loss = 100.0 * (records - received) / max(records, 1)
-    # Whole seconds of sending only: the first and last status lines are partial.
-    windows = [e["gbps"] for e in lib.read_json_lines(shuffle_json) if e.get("kind") == "status" and e.get("gbps", 0) > 0][1:-1]
-    # The same at the receiver: what arrived in each whole second.
-    recv_windows = [e["gbps"] for e in lib.read_json_lines(recv_json)
-                    if e.get("kind") == "status" and e.get("gbps", 0) > 0][1:-1]
-    return {"recv_windows": recv_windows, "sent_gbps": sent_bytes * 8e-9 / max(send_seconds, 1e-9),
-            "recv_gbps": sent_bytes * 8e-9 / max(send_seconds, 1e-9) * received / max(records, 1),
-            "loss": loss, "packets": sum(e["packets_sent"] for e in sent), "steps": len(reports), "windows": windows,
-            "received_bytes": received_bytes, "window_seconds": window_seconds,
-            "placed_gbps": received_bytes * 8e-9 / window_seconds if window_seconds else None,
-            "not_placed": final["rejected"] + final["stale"] + final["duplicates"]}
+    sent_gbps = sent_bytes * 8e-9 / max(send_seconds, 1e-9)
+    figures = received(recv_json, window_seconds)
+    return dict(figures, sent_gbps=sent_gbps, recv_gbps=sent_gbps * (1 - figures["loss"] / 100.0),
+                sent_bytes=sent_bytes, packets=sum(e["packets_sent"] for e in sent), windows=whole_seconds(events))
 
 
 def iperf3(seconds, rate="0", length=8972, total_bytes=None):

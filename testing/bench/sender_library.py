@@ -5,14 +5,16 @@ as fast as `slabcast shuffle` does the same slab.
 One stream of a 256^3 slab (the whole 256^3 cosmology volume as one rank's
 slab, run packets, codec none) into a real `slabcast receive` on loopback
 (receiver on cpu1, sender on cpu0), steps back to back:
-  - the peer: `slabcast shuffle` sending the staged step files (synced by
-    `slabcast control`), rate from its own step records: packet bytes over
-    the time from a step's first batch to its last;
+  - the peer: `slabcast shuffle` sending the step files a real `slabcast
+    stage` staged in plain /dev/shm, as the README deploys it (both synced by
+    `slabcast control`; benchlib.run_stream), rate from its own step records:
+    packet bytes over the time from a step's first batch to its last;
   - the library, synchronous (send_step returns once the step is sent) and
     queued (2 buffers, block: send_step copies and returns; the library's
     thread sends), through testing/bench/bench_sender_library (the public C++
-    API), sending the values of the same step file; rate: packet bytes over
-    the time spent sending, counted the same way.
+    API; benchlib.library_stream), sending the values of one step file of the
+    same dataset; rate: packet bytes over the time spent sending, counted the
+    same way.
 Both unpaced and paced at --rate; paced, also a queued sender whose caller
 computes --compute-ms between steps (longer than a step's sending), so that
 send_step costs it only the copy into the queue. Prints the caller's time per
@@ -22,52 +24,16 @@ Usage: SLABCAST_BUILD=build testing/bench/sender_library.py [--steps 8] [--rate 
 Not part of the default ctest run.
 """
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import time
 
 import benchlib
-from benchlib import lib
 
 DIMS = (256, 256, 256)
-BUILD = os.environ.get("SLABCAST_BUILD", "build")
 
 
-def shuffle_peer(data, rate, steps):
-    with benchlib.workspace("bench") as ws:
-        ports, recv_json = benchlib.start_receiver(ws, DIMS, 1, DIMS[2])
-        benchlib.prestage(ws, data)
-        sync_ports, shuffle_json = benchlib.start_shufflers(ws, data, DIMS[2], ports, rate)
-        lib.wait_for(lambda: os.path.exists(shuffle_json[0]), what="the shuffler")
-        benchlib.control(ws, data, sync_ports, steps)
-        for role in reversed(ws.roles):
-            role.stop()
-        figures = benchlib.summarize(shuffle_json[0], recv_json)
-        return {"gbps": figures["sent_gbps"], "loss": figures["loss"]}
-
-
-def library_run(data, rate, steps, queue, compute_ms=0):
-    with benchlib.workspace("bench") as ws:
-        ports, recv_json = benchlib.start_receiver(ws, DIMS, 1, DIMS[2])
-        with open(os.path.join(data, "dataset.json")) as f:
-            step_file = os.path.join(data, json.load(f)["steps"][1]["file"])
-        cmd = ["taskset", "-c", str(benchlib.SENDER_CPU), os.path.join(BUILD, "testing", "bench_sender_library"),
-               "--to", "127.0.0.1:%d" % ports[0], "--dims", ",".join(map(str, DIMS)), "--step-file", step_file,
-               "--steps", str(steps), "--rate", rate, "--queue", str(queue),
-               "--compute-ms", str(compute_ms)]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
-        out = json.loads(r.stdout)
-        time.sleep(1.5)  # the receiver publishes a step that lost its end when its timeout passes
-        for role in reversed(ws.roles):
-            role.stop()
-        # Loss over every value sent: a step lost whole has no record at all.
-        reports = [e for e in lib.read_json_lines(recv_json) if e.get("kind") == "step"]
-        expected = steps * DIMS[0] * DIMS[1] * DIMS[2]
-        loss = 100.0 * (expected - sum(e["records"] for e in reports)) / expected
-        return {"gbps": out["bytes"] * 8e-9 / out["send_s"], "loss": loss, "call_median_ms": 1e3 * out["call_median_s"],
-                "call_max_ms": 1e3 * out["call_max_s"], "steps": out["steps_sent"]}
+def shuffle_peer(rate, steps):
+    r = benchlib.run_stream(DIMS, rate, steps)
+    return {"gbps": r["sent_gbps"], "loss": r["loss"]}
 
 
 def main():
@@ -82,12 +48,13 @@ def main():
     with benchlib.RaisedSocketLimits():
         for rate in ("0", args.rate):
             for rep in range(args.repeat):  # the tools alternate, so that drift hits each alike
-                peer = shuffle_peer(data, rate, args.steps)
-                sync = library_run(data, rate, args.steps, 0)
-                queued = library_run(data, rate, args.steps, 2)
+                peer = shuffle_peer(rate, args.steps)
+                sync = benchlib.library_stream(DIMS, data, rate, args.steps, queue=0)
+                queued = benchlib.library_stream(DIMS, data, rate, args.steps, queue=2)
                 # A simulation computing longer than a step takes to send: the queue has
                 # room, and send_step costs the caller only the copy.
-                computing = library_run(data, rate, args.steps, 2, compute_ms=args.compute_ms) if rate != "0" else None
+                computing = (benchlib.library_stream(DIMS, data, rate, args.steps, queue=2, compute_ms=args.compute_ms)
+                             if rate != "0" else None)
                 rows.append((rate, rep, peer, sync, queued, computing))
                 print("  rate %-4s: shuffle %.2f Gbit/s, library sync %.2f, queued %.2f" % (
                     rate, peer["gbps"], sync["gbps"], queued["gbps"]), flush=True)

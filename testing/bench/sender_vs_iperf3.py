@@ -57,7 +57,8 @@ def main():
     with benchlib.RaisedSocketLimits():
         for order, huge in (("scan", True), ("scan", False), ("morton", True)):
             with CpuBusy(benchlib.SENDER_CPU) as busy:
-                r = benchlib.run_stream(dims, "0", args.steps, shuffle_args=["--order", order], huge_pages=huge)
+                r = benchlib.run_stream(dims, "0", args.steps, shuffle_args=["--order", order], staging="prestaged",
+                                       huge_pages=huge)
             # The run includes ~1.5 s of start-up and shutdown on an idle sender core.
             pages = "huge pages" if r["huge_staging"] else "4 KiB pages"
             rows.append(("slabcast shuffle, %s, %s" % (order, pages), r["sent_gbps"], r["loss"], busy.busy))
