@@ -274,6 +274,8 @@ private:
         bool done = false;
         try {
             done = copier_->advance(64u << 20);
+            // Whole: the step appears under its name.
+            if (done && copying_slot_ >= 0) ring_->publish(copying_slot_, step_at(copying_pos_).file, copying_source_);
         } catch (const std::exception& e) {
             spdlog::error("stage: step {} skipped: {}", step_at(copying_pos_).number, e.what());
             ++counters_.steps_skipped;
@@ -285,18 +287,6 @@ private:
         counters_.read_ns += monotonic_ns() - t0;
         if (!done) return;
         const DatasetStep& step = step_at(copying_pos_);
-        if (copying_slot_ >= 0) {
-            try {
-                ring_->publish(copying_slot_, step.file, copying_source_);  // the step appears under its name
-            } catch (const std::exception& e) {
-                copying_slot_ = -1;  // publish gave the slot up
-                spdlog::error("stage: step {} skipped: {}", step.number, e.what());
-                ++counters_.steps_skipped;
-                consumed_.insert(copying_pos_);
-                copier_.reset();
-                return;
-            }
-        }
         const double seconds = static_cast<double>(monotonic_ns() - copy_started_ns_) * 1e-9;
         const double gbytes_per_s = static_cast<double>(copier_->total()) / seconds * 1e-9;
         // The setup apart: reserving a new slot of 4 GiB of tmpfs (the ring's
