@@ -81,7 +81,9 @@ TEST_CASE("a staging slot is reused step after step, mapped once, and never rewr
     const StagedStep* sending = shuffler.hold(staging.file("step_0.raw"), kBytes, problem);
     REQUIRE(sending);
     CHECK(first_byte(sending) == 'a');
-    CHECK_FALSE(sending->held_before());
+    CHECK(sending->prefaulted_end() == 0);
+    sending->prefault(0, kBytes / 2);  // a step cut short: half of it mapped
+    CHECK(sending->prefaulted_end() == kBytes / 2);
 
     // The controller moved past step 0: its name goes, but the one slot is
     // still being sent from, so the stager may not rewrite it yet.
@@ -96,7 +98,9 @@ TEST_CASE("a staging slot is reused step after step, mapped once, and never rewr
     sending = shuffler.hold(staging.file("step_1.raw"), kBytes, problem);
     REQUIRE(sending);
     CHECK(first_byte(sending) == 'b');
-    CHECK(sending->held_before());  // the same mapping: its pages are in place
+    CHECK(sending->prefaulted_end() == kBytes / 2);  // the same mapping: what was mapped stays mapped
+    sending->prefault(kBytes / 2, kBytes);
+    CHECK(sending->prefaulted_end() == kBytes);
     CHECK(shuffler.mapped() == 1);
 
     // The next lap: the slot still holds step 1, unchanged at its source: no copy.

@@ -177,7 +177,7 @@ private:
             return;
         }
         step_ = staged;
-        prefaulted_to_ = staged->held_before() ? slab_end_bytes() : slab_begin_bytes();
+        prefaulted_to_ = std::max(slab_begin_bytes(), staged->prefaulted_end());
         sender_->begin_step(sync.step, step_->values() + slab_begin_bytes() / sizeof(float));
         prefault_ahead();
         step_started_ns_ = monotonic_ns();

@@ -77,7 +77,6 @@ const StagedStep* StagedSteps::hold(const std::string& path, std::uint64_t expec
         problem = path + ": restaged while opened";
         return nullptr;
     }
-    ++step.holds_;
     held_ = &step;
     return held_;
 }
@@ -89,8 +88,10 @@ void StagedSteps::release() {
 
 void StagedStep::prefault(std::size_t offset, std::size_t length) const {
     const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t begin = offset / page * page;
-    ::madvise(region_.base() + begin, std::min(region_.length(), offset + length) - begin, MADV_POPULATE_READ);
+    const std::size_t begin = offset / page * page, end = std::min(region_.length(), offset + length);
+    if (begin >= end) return;
+    if (::madvise(region_.base() + begin, end - begin, MADV_POPULATE_READ) == 0)
+        prefaulted_end_ = std::max(prefaulted_end_, end);
 }
 
 std::string done_marker_path(const std::string& staging, const std::string& location, int stream) {

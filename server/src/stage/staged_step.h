@@ -29,14 +29,16 @@ public:
     const float* values() const { return reinterpret_cast<const float*>(region_.base()); }
     // Maps the pages of [offset, offset+length) now, in one call: faulting them
     // one by one while sending costs more CPU than building the packets. Once
-    // per mapping is enough (held_before()): the stager rewrites the same pages.
+    // per mapping is enough: the stager rewrites the same pages, so what an
+    // earlier step mapped stays mapped (prefaulted_end()).
     void prefault(std::size_t offset, std::size_t length) const;
-    // This mapping was held for an earlier step: its pages are mapped already.
-    bool held_before() const { return holds_ > 1; }
+    // The end of the bytes mapped so far, by this step or an earlier one held
+    // through this mapping (a step cut short leaves the rest to map).
+    std::size_t prefaulted_end() const { return prefaulted_end_; }
 
 private:
     friend class StagedSteps;
-    std::uint64_t holds_ = 0;
+    mutable std::size_t prefaulted_end_ = 0;
     UniqueFd fd_;  // kept open: the lock is taken on it, and the inode number stays this file's
     MappedRegion region_;
     dev_t device_ = 0;
