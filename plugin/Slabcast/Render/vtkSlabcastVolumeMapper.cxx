@@ -1,0 +1,218 @@
+#include "vtkSlabcastVolumeMapper.h"
+
+#include "slabcast/render/ray_march.h"
+
+#include "vtkCamera.h"
+#include "vtkColorTransferFunction.h"
+#include "vtkDataArray.h"
+#include "vtkFloatArray.h"
+#include "vtkImageData.h"
+#include "vtkMatrix3x3.h"
+#include "vtkMatrix4x4.h"
+#include "vtkNew.h"
+#include "vtkObjectFactory.h"
+#include "vtkOpenGLRayCastImageDisplayHelper.h"
+#include "vtkPiecewiseFunction.h"
+#include "vtkRenderer.h"
+#include "vtkVolume.h"
+#include "vtkVolumeProperty.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace render = slabcast::render;
+
+struct vtkSlabcastVolumeMapper::Internals
+{
+  render::WorkerPool Pool{ render::WorkerPool::default_threads() };
+  render::RayMarcher Marcher;
+  render::TransferTable Table;
+  render::Image Image;
+  vtkNew<vtkOpenGLRayCastImageDisplayHelper> Display;
+  vtkNew<vtkMatrix4x4> ToWorld, ToVolume, ToPiece;
+  // Filled once: the transfer functions sampled for the table.
+  std::vector<float> Rgb = std::vector<float>(3 * render::TransferTable::kEntries);
+  std::vector<float> Opacity = std::vector<float>(render::TransferTable::kEntries);
+
+  // What the bricks were measured from, and the table built for.
+  vtkMTimeType DataTime = 0;
+  const void* DataValues = nullptr;
+  vtkMTimeType TableTime = 0;
+  double TableSampleDistance = 0.0;
+
+  int RenderedLevel = 0;  // 0: nothing drawn yet
+  int NextLevel = 1;
+  bool WarnedScalars = false, WarnedDirection = false;
+};
+
+vtkStandardNewMacro(vtkSlabcastVolumeMapper);
+
+vtkSlabcastVolumeMapper::vtkSlabcastVolumeMapper()
+  : Internal(new Internals)
+{
+  this->Internal->Display->SetPreMultipliedColors(1);
+}
+
+vtkSlabcastVolumeMapper::~vtkSlabcastVolumeMapper() = default;
+
+int vtkSlabcastVolumeMapper::GetRenderedLevel() const
+{
+  return this->Internal->RenderedLevel;
+}
+
+bool vtkSlabcastVolumeMapper::GetRefining() const
+{
+  return this->Internal->RenderedLevel > 1;
+}
+
+int vtkSlabcastVolumeMapper::GetThreads() const
+{
+  return this->Internal->Pool.threads();
+}
+
+void vtkSlabcastVolumeMapper::ReleaseGraphicsResources(vtkWindow* window)
+{
+  this->Internal->Display->ReleaseGraphicsResources(window);
+}
+
+namespace
+{
+// The transfer functions' reach: the table spans both, values beyond take
+// the nearest end (VTK's functions clamp by default).
+void TableRange(vtkColorTransferFunction* colour, vtkPiecewiseFunction* opacity, double range[2])
+{
+  double c[2], o[2];
+  colour->GetRange(c);
+  opacity->GetRange(o);
+  range[0] = std::min(c[0], o[0]);
+  range[1] = std::max(c[1], o[1]);
+  if (!(range[1] > range[0]))
+  {
+    range[1] = range[0] + 1.0;
+  }
+}
+}
+
+void vtkSlabcastVolumeMapper::Render(vtkRenderer* ren, vtkVolume* vol)
+{
+  Internals& in = *this->Internal;
+  vtkImageData* input = vtkImageData::SafeDownCast(this->GetInput());
+  vtkVolumeProperty* property = vol->GetProperty();
+  if (!input || !property)
+  {
+    return;
+  }
+  int cellFlag = 0;
+  vtkDataArray* scalars = vtkAbstractMapper::GetScalars(input, this->ScalarMode, this->ArrayAccessMode,
+    this->ArrayId, this->ArrayName, cellFlag);
+  vtkFloatArray* values = vtkFloatArray::SafeDownCast(scalars);
+  if (!values || values->GetNumberOfComponents() != 1 || cellFlag)
+  {
+    if (!in.WarnedScalars)
+    {
+      vtkWarningMacro("renders one float32 value a point; this volume's array is "
+        << (scalars ? scalars->GetDataTypeAsString() : "missing") << " with "
+        << (scalars ? scalars->GetNumberOfComponents() : 0) << " component(s)"
+        << (cellFlag ? " on cells" : ""));
+      in.WarnedScalars = true;
+    }
+    return;
+  }
+  vtkMatrix3x3* direction = input->GetDirectionMatrix();
+  if (direction && !direction->IsIdentity() && !in.WarnedDirection)
+  {
+    vtkWarningMacro("the image's direction matrix is not the identity: drawn as if it were");
+    in.WarnedDirection = true;
+  }
+
+  int extent[6];
+  input->GetExtent(extent);
+  double origin[3], spacing[3];
+  input->GetOrigin(origin);
+  input->GetSpacing(spacing);
+  render::Piece piece;
+  piece.values = values->GetPointer(0);
+  piece.nx = extent[1] - extent[0] + 1;
+  piece.ny = extent[3] - extent[2] + 1;
+  piece.nz = extent[5] - extent[4] + 1;
+  if (values->GetNumberOfTuples() < piece.nx * piece.ny * piece.nz)
+  {
+    return;
+  }
+  for (int a = 0; a < 3; ++a)
+  {
+    piece.origin[a] = origin[a] + extent[2 * a] * spacing[a];
+    piece.spacing[a] = spacing[a];
+  }
+
+  // A new step: measure its bricks, and draw it coarse first.
+  const vtkMTimeType dataTime = std::max(input->GetMTime(), values->GetMTime());
+  if (dataTime != in.DataTime || piece.values != in.DataValues)
+  {
+    in.Marcher.measure(piece, in.Pool);
+    in.DataTime = dataTime;
+    in.DataValues = piece.values;
+    in.NextLevel = this->CoarsestLevel;
+  }
+  const int level = std::max(1, in.NextLevel);
+
+  render::March march;
+  const double voxel = std::min({ spacing[0], spacing[1], spacing[2] });
+  march.sample_distance = (this->SampleDistance > 0 ? this->SampleDistance : voxel) * level;
+  march.linear = property->GetInterpolationType() != VTK_NEAREST_INTERPOLATION;
+
+  vtkColorTransferFunction* colour = property->GetRGBTransferFunction(0);
+  vtkPiecewiseFunction* opacity = property->GetScalarOpacity(0);
+  const vtkMTimeType tableTime = std::max({ property->GetMTime(), colour->GetMTime(), opacity->GetMTime() });
+  if (tableTime != in.TableTime || march.sample_distance != in.TableSampleDistance)
+  {
+    double range[2];
+    TableRange(colour, opacity, range);
+    colour->GetTable(range[0], range[1], render::TransferTable::kEntries, in.Rgb.data());
+    opacity->GetTable(range[0], range[1], render::TransferTable::kEntries, in.Opacity.data());
+    in.Table.set(static_cast<float>(range[0]), static_cast<float>(range[1]), in.Rgb.data(), in.Opacity.data(),
+      march.sample_distance, property->GetScalarOpacityUnitDistance(0));
+    in.TableTime = tableTime;
+    in.TableSampleDistance = march.sample_distance;
+  }
+
+  // The rays: the viewport's pixels back to world coordinates, then into the
+  // volume's own (its prop may be moved, turned or scaled).
+  int width, height, x0, y0;
+  ren->GetTiledSizeAndOrigin(&width, &height, &x0, &y0);
+  if (width <= 0 || height <= 0)
+  {
+    return;
+  }
+  vtkMatrix4x4* projection = ren->GetActiveCamera()->GetCompositeProjectionTransformMatrix(
+    ren->GetTiledAspectRatio(), -1, 1);
+  vtkMatrix4x4::Invert(projection, in.ToWorld);
+  vtkMatrix4x4::Invert(vol->GetMatrix(), in.ToVolume);
+  vtkMatrix4x4::Multiply4x4(in.ToVolume, in.ToWorld, in.ToPiece);
+  render::Rays rays;
+  for (int r = 0; r < 4; ++r)
+  {
+    for (int c = 0; c < 4; ++c)
+    {
+      rays.to_world[4 * r + c] = in.ToPiece->GetElement(r, c);
+    }
+  }
+
+  in.Image.resize((width + level - 1) / level, (height + level - 1) / level);
+  in.Marcher.render(piece, in.Table, rays, march, in.Image, in.Pool);
+  int size[2] = { in.Image.width, in.Image.height };
+  int at[2] = { 0, 0 };
+  in.Display->RenderTexture(vol, ren, size, size, size, at, -1.0f, in.Image.rgba.data());
+
+  in.RenderedLevel = level;
+  in.NextLevel = std::max(1, level / 2);
+}
+
+void vtkSlabcastVolumeMapper::PrintSelf(ostream& os, vtkIndent indent)
+{
+  this->Superclass::PrintSelf(os, indent);
+  os << indent << "SampleDistance: " << this->SampleDistance << "\n";
+  os << indent << "CoarsestLevel: " << this->CoarsestLevel << "\n";
+  os << indent << "RenderedLevel: " << this->Internal->RenderedLevel << "\n";
+  os << indent << "Threads: " << this->Internal->Pool.threads() << "\n";
+}

@@ -1,0 +1,68 @@
+// A CPU ray marcher for one piece of a volume, in place: it reads the
+// piece's values where they lie (the reader maps the received slabs; no
+// texture, no copy), samples each ray at a fixed distance with trilinear
+// interpolation, composites front to back with the opacity corrected for
+// that distance, stops a ray once it is all but opaque and steps over bricks
+// the transfer function leaves empty. Each MPI rank renders only its piece
+// and ParaView's IceT composites the pieces in depth order (sort-last, as at
+// SC11: Balman et al., 2012, section 4.4), so samples lie on one lattice
+// along each ray whichever piece takes them: a ray cut at a piece boundary
+// gives the same samples as an uncut one.
+#pragma once
+
+#include "slabcast/render/brick_grid.h"
+#include "slabcast/render/transfer_table.h"
+#include "slabcast/render/worker_pool.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace slabcast::render {
+
+struct Piece {
+    const float* values = nullptr;  // x fastest, then y, then z (VTK's point order)
+    std::int64_t nx = 0, ny = 0, nz = 0;
+    double origin[3] = {0, 0, 0};   // the world position of the piece's first point
+    double spacing[3] = {1, 1, 1};
+};
+
+// The camera: normalized device coordinates (x, y, z in [-1, 1], OpenGL's)
+// to world coordinates, row-major, as vtkCamera's composite projection
+// inverted.
+struct Rays {
+    double to_world[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+};
+
+struct March {
+    double sample_distance = 1.0;  // world units between samples along a ray
+    bool linear = true;            // trilinear interpolation, else the nearest point
+    float opaque = 0.99f;          // a ray stops once this opaque
+    bool skip_empty = true;        // step over bricks with no opacity (off: to measure what it saves)
+};
+
+// Premultiplied 8-bit red, green, blue, alpha; row 0 at the bottom (OpenGL's).
+struct Image {
+    int width = 0, height = 0;
+    std::vector<std::uint8_t> rgba;
+    void resize(int w, int h);  // keeps its memory when it shrinks or stays
+};
+
+class RayMarcher {
+public:
+    // Measures the piece's bricks (once a step: every value is read), on
+    // every thread of `pool`.
+    void measure(const Piece& piece, WorkerPool& pool);
+    const BrickGrid& bricks() const { return bricks_; }
+
+    // Renders the piece as `image` (its size set by the caller) sees it; the
+    // bricks must have been measured from these values.
+    void render(const Piece& piece, const TransferTable& table, const Rays& rays, const March& march, Image& image,
+                WorkerPool& pool);
+
+    static constexpr int kTile = 16;  // pixels a side of the tiles the threads take
+
+private:
+    BrickGrid bricks_;
+};
+
+}  // namespace slabcast::render

@@ -1,0 +1,169 @@
+#include "slabcast/render/ray_march.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace slabcast::render {
+
+void Image::resize(int w, int h) {
+    width = w;
+    height = h;
+    rgba.resize(4 * static_cast<std::size_t>(w) * static_cast<std::size_t>(h));
+}
+
+void RayMarcher::measure(const Piece& piece, WorkerPool& pool) {
+    if (bricks_.bricks_x() != (piece.nx - 2) / BrickGrid::kCells + 1 ||
+        bricks_.bricks_y() != (piece.ny - 2) / BrickGrid::kCells + 1 ||
+        bricks_.bricks_z() != (piece.nz - 2) / BrickGrid::kCells + 1)
+        bricks_.resize(piece.nx, piece.ny, piece.nz);
+    auto layer = [&](std::int64_t z, int) { bricks_.measure(piece.values, z, z + 1); };
+    pool.run(bricks_.bricks_z(), layer);
+}
+
+namespace {
+
+// A ray in the piece's index space (point (i, j, k) at i, j, k), its
+// parameter t in world units from the near plane: at t the ray is at o + t d.
+struct Ray {
+    double o[3], d[3];
+    double enter, leave;  // where it is inside the piece: [enter, leave)
+};
+
+void transform(const double m[16], double x, double y, double z, double out[3]) {
+    double v[4];
+    for (int r = 0; r < 4; ++r) v[r] = m[4 * r] * x + m[4 * r + 1] * y + m[4 * r + 2] * z + m[4 * r + 3];
+    for (int c = 0; c < 3; ++c) out[c] = v[c] / v[3];
+}
+
+// The ray through normalized device coordinates (x, y), or false where it
+// misses the piece's box.
+bool ray_through(const Piece& p, const Rays& rays, double x, double y, Ray& ray) {
+    double near[3], far[3];
+    transform(rays.to_world, x, y, -1.0, near);
+    transform(rays.to_world, x, y, 1.0, far);
+    double d[3] = {far[0] - near[0], far[1] - near[1], far[2] - near[2]};
+    const double length = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    if (!(length > 0)) return false;
+    const double n[3] = {static_cast<double>(p.nx - 1), static_cast<double>(p.ny - 1), static_cast<double>(p.nz - 1)};
+    ray.enter = 0.0;
+    ray.leave = length;
+    for (int a = 0; a < 3; ++a) {
+        ray.o[a] = (near[a] - p.origin[a]) / p.spacing[a];
+        ray.d[a] = d[a] / length / p.spacing[a];
+        if (ray.d[a] == 0.0) {
+            if (ray.o[a] < 0.0 || ray.o[a] > n[a]) return false;
+            continue;
+        }
+        double t0 = (0.0 - ray.o[a]) / ray.d[a], t1 = (n[a] - ray.o[a]) / ray.d[a];
+        if (t0 > t1) std::swap(t0, t1);
+        ray.enter = std::max(ray.enter, t0);
+        ray.leave = std::min(ray.leave, t1);
+    }
+    return ray.enter < ray.leave;
+}
+
+// Where the ray leaves the brick it is in at index position q.
+double brick_exit(const Ray& ray, const std::int64_t brick[3]) {
+    double t = std::numeric_limits<double>::infinity();
+    for (int a = 0; a < 3; ++a) {
+        if (ray.d[a] == 0.0) continue;
+        const double face = static_cast<double>((brick[a] + (ray.d[a] > 0 ? 1 : 0)) * BrickGrid::kCells);
+        t = std::min(t, (face - ray.o[a]) / ray.d[a]);
+    }
+    return t;
+}
+
+struct Sampler {
+    const Piece& p;
+    const TransferTable& table;
+    const BrickGrid& bricks;
+    const March& march;
+
+    // Front to back along one ray: premultiplied red, green, blue, alpha.
+    void composite(const Ray& ray, float out[4]) const {
+        const double dt = march.sample_distance;
+        const std::int64_t nx = p.nx, plane = p.nx * p.ny;
+        const double top[3] = {static_cast<double>(p.nx - 2), static_cast<double>(p.ny - 2),
+                               static_cast<double>(p.nz - 2)};
+        float r = 0, g = 0, b = 0, a = 0;
+        // The samples on the ray's lattice t = k dt that lie in [enter, leave).
+        double k = std::ceil(ray.enter / dt);
+        for (;; k += 1.0) {
+            const double t = k * dt;
+            if (t >= ray.leave) break;
+            double q[3];
+            std::int64_t cell[3];
+            float f[3];
+            for (int c = 0; c < 3; ++c) {
+                q[c] = std::clamp(ray.o[c] + t * ray.d[c], 0.0, top[c] + 1.0);
+                const double whole = std::min(std::floor(q[c]), top[c]);
+                cell[c] = static_cast<std::int64_t>(whole);
+                f[c] = static_cast<float>(q[c] - whole);
+            }
+            const std::int64_t brick[3] = {cell[0] >> BrickGrid::kShift, cell[1] >> BrickGrid::kShift,
+                                           cell[2] >> BrickGrid::kShift};
+            if (march.skip_empty && !bricks.visible(brick[0], brick[1], brick[2])) {
+                // Empty under this transfer function: on to the first sample past it.
+                k = std::max(k, std::ceil(brick_exit(ray, brick) / dt) - 1.0);
+                continue;
+            }
+            const float* v = p.values + cell[2] * plane + cell[1] * nx + cell[0];
+            float value;
+            if (march.linear) {
+                const float x00 = v[0] + f[0] * (v[1] - v[0]);
+                const float x10 = v[nx] + f[0] * (v[nx + 1] - v[nx]);
+                const float x01 = v[plane] + f[0] * (v[plane + 1] - v[plane]);
+                const float x11 = v[plane + nx] + f[0] * (v[plane + nx + 1] - v[plane + nx]);
+                const float y0 = x00 + f[1] * (x10 - x00), y1 = x01 + f[1] * (x11 - x01);
+                value = y0 + f[2] * (y1 - y0);
+            } else {
+                value = v[(f[2] >= 0.5f ? plane : 0) + (f[1] >= 0.5f ? nx : 0) + (f[0] >= 0.5f ? 1 : 0)];
+            }
+            const float* e = table.entry(table.index(value));
+            if (e[3] == 0.0f) continue;
+            const float clear = 1.0f - a;
+            r += clear * e[0];
+            g += clear * e[1];
+            b += clear * e[2];
+            a += clear * e[3];
+            if (a >= march.opaque) break;
+        }
+        out[0] = r;
+        out[1] = g;
+        out[2] = b;
+        out[3] = a;
+    }
+};
+
+std::uint8_t to_byte(float v) { return static_cast<std::uint8_t>(std::clamp(v, 0.0f, 1.0f) * 255.0f + 0.5f); }
+
+}  // namespace
+
+void RayMarcher::render(const Piece& piece, const TransferTable& table, const Rays& rays, const March& march,
+                        Image& image, WorkerPool& pool) {
+    std::fill(image.rgba.begin(), image.rgba.end(), std::uint8_t{0});
+    if (!piece.values || piece.nx < 2 || piece.ny < 2 || piece.nz < 2 || !(march.sample_distance > 0) ||
+        image.width <= 0 || image.height <= 0)
+        return;
+    bricks_.classify(table);
+    const Sampler sampler{piece, table, bricks_, march};
+    const int tiles_x = (image.width + kTile - 1) / kTile, tiles_y = (image.height + kTile - 1) / kTile;
+    auto tile = [&](std::int64_t i, int) {
+        const int x0 = static_cast<int>(i % tiles_x) * kTile, y0 = static_cast<int>(i / tiles_x) * kTile;
+        for (int y = y0; y < std::min(image.height, y0 + kTile); ++y) {
+            for (int x = x0; x < std::min(image.width, x0 + kTile); ++x) {
+                Ray ray;
+                const double nx = 2.0 * (x + 0.5) / image.width - 1.0, ny = 2.0 * (y + 0.5) / image.height - 1.0;
+                if (!ray_through(piece, rays, nx, ny, ray)) continue;
+                float c[4];
+                sampler.composite(ray, c);
+                std::uint8_t* out = &image.rgba[4 * (static_cast<std::size_t>(y) * image.width + x)];
+                for (int k = 0; k < 4; ++k) out[k] = to_byte(c[k]);
+            }
+        }
+    };
+    pool.run(static_cast<std::int64_t>(tiles_x) * tiles_y, tile);
+}
+
+}  // namespace slabcast::render
