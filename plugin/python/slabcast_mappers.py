@@ -5,6 +5,9 @@ one it takes by default on a host without a GPU.
     gpu           VTK's GPU ray caster (on a host without a GPU: Mesa's llvmpipe)
     raycast       VTK's fixed-point CPU ray caster
     ospray        OSPRay, where ParaView's VTK is linked to it (Debian 12's is not)
+    slabcast      the Slabcast plugin's CPU ray marcher ("Slabcast Volume"):
+                  every voxel, from the values in place, on every core; a
+                  new step's first frame coarse, refined frame by frame
     stride:K      a level of detail: every K-th point along each axis, then
                   `smart`. The slabcast reader takes them straight from the
                   slabs (its Stride: no full-size copy, no resampling filter);
@@ -32,6 +35,9 @@ from paraview.simple import ExtractSubset, GetOpenGLInformation, ResampleToImage
 
 # ParaView's VolumeRenderingMode behind each name.
 MODES = {"smart": "Smart", "gpu": "GPU Based", "raycast": "Ray Cast Only", "ospray": "OSPRay Based"}
+# The Slabcast plugin's representation: its CPU ray marcher.
+CPU_VOLUME = "Slabcast Volume"
+
 # OpenGL renderer strings of Mesa's software rasterisers.
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast")
 # On llvmpipe a level of detail from this many points along the longest axis:
@@ -57,10 +63,10 @@ def level_number(text, prefix):
 
 def mapper_name(text):
     """argparse type of --mapper: a name above, stride:K, resample:N or resample:1/K with K, N >= 2."""
-    if text == "auto" or text in MODES or level_number(text, "stride:") or level_number(text, "resample:1/") \
+    if text in ("auto", "slabcast") or text in MODES or level_number(text, "stride:") or level_number(text, "resample:1/") \
             or level_number(text, "resample:"):
         return text
-    raise argparse.ArgumentTypeError("%r: expected auto, %s, stride:K (every K-th point, K >= 2), resample:N "
+    raise argparse.ArgumentTypeError("%r: expected auto, slabcast, %s, stride:K (every K-th point, K >= 2), resample:N "
                                      "(N >= 2 points along the longest axis) or resample:1/K" % (text, ", ".join(MODES)))
 
 
@@ -68,8 +74,8 @@ def add_mapper_option(p):
     p.add_argument("--mapper", type=mapper_name, default="auto",
                    help="volume rendering path: auto (default: without a GPU from %d points along the longest axis "
                         "every K-th point, at most %d, else smart), smart, gpu, raycast, ospray, stride:K (every K-th "
-                        "point along each axis), resample:N (a resampled copy, N points along the longest axis) or "
-                        "resample:1/K" % (SOFTWARE_LOD_FROM, SOFTWARE_MAX_POINTS))
+                        "point along each axis), slabcast (the plugin's CPU ray marcher), resample:N (a resampled "
+                        "copy, N points along the longest axis) or resample:1/K" % (SOFTWARE_LOD_FROM, SOFTWARE_MAX_POINTS))
     p.add_argument("--max-points", type=int, default=0, metavar="N",
                    help="render at most N points along the longest axis, whatever the path (every K-th point above "
                         "it): a memory ceiling; 0 = none")
@@ -161,6 +167,8 @@ def unavailable(name):
     """Why this ParaView cannot render through `name` (None when it can)."""
     if name == "ospray" and importlib.util.find_spec("vtkmodules.vtkRenderingRayTracing") is None:
         return "--mapper ospray: this ParaView's VTK is not linked to OSPRay (no vtkRenderingRayTracing module)"
+    if name == "slabcast" and not hasattr(servermanager.sources, "SlabcastReader"):
+        return "--mapper slabcast: the Slabcast plugin is not loaded (its %s representation)" % CPU_VOLUME
     return None
 
 
@@ -185,6 +193,9 @@ def show_volume(source, view, name, max_points=0):
         source = ResampleToImage(Input=source, SamplingDimensions=sampled)
         name = "smart"
     display = Show(source, view)
+    if name == "slabcast":
+        display.SetRepresentationType(CPU_VOLUME)
+        return display
     display.SetRepresentationType("Volume")
     display.VolumeRenderingMode = MODES[name]
     return display

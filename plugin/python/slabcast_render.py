@@ -31,7 +31,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slabcast_mappers import add_mapper_option, apply_stride, resolve, show_volume, unavailable, volume_dims  # noqa: E402
+from slabcast_mappers import (CPU_VOLUME, add_mapper_option, apply_stride, resolve, show_volume, unavailable,  # noqa: E402
+                              volume_dims)
 
 from paraview import servermanager  # noqa: E402
 from paraview.simple import (AssignViewToLayout, Connect, GetActiveViewOrCreate, GetColorTransferFunction, GetLayout,
@@ -364,7 +365,8 @@ def apply_cosmic_preset(display, field, lo, hi, preset, box):
     space but looks it up linearly over each rank's own data range, so colours
     would change with the number of ranks. Opacity rises as the cube of the
     log-position: the background stays clear, filaments faint, clumps glow."""
-    display.SetRepresentationType("Volume")
+    if display.Representation not in ("Volume", CPU_VOLUME):
+        display.SetRepresentationType("Volume")
     display.ColorArrayName = ["POINTS", field]
     lut = GetColorTransferFunction(field)
     lut.ApplyPreset(preset, True)
@@ -377,6 +379,9 @@ def apply_cosmic_preset(display, field, lo, hi, preset, box):
     for v, t in points:
         rgb += [v] + preset_colour_at(preset_points, t)
     lut.RGBPoints = rgb
+    # ParaView colours by the array itself on a switch to "Volume", not to
+    # another volume representation (Slabcast Volume): given here for both.
+    display.LookupTable = lut
     pwf = GetOpacityTransferFunction(field)
     pwf.UseLogScale = 0
     opacity = []

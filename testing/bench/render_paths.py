@@ -86,7 +86,7 @@ def memory_estimate(path, n, ranks):
     ray caster 1.5 more of what it renders (its texture and what it is made
     from: 2.5 copies in all, server/src/deploy/demo_plan.cpp's measure), for
     the CPU one an unsigned short copy; 0.6 GiB a rank besides."""
-    copies = 1 + (0.6 if path == "raycast" else 1.5 * rendered_voxels(path, n) / n ** 3)
+    copies = 1 + (0.6 if path == "raycast" else 0.0 if path == "slabcast" else 1.5 * rendered_voxels(path, n) / n ** 3)
     return int(copies * 4 * n ** 3) + ranks * (600 << 20)
 
 
@@ -130,7 +130,8 @@ def run_path(t, display, raw, n, path, ranks, args, png):
         return {"unavailable": "not available: " + line[0][19:]}
     fields = dict(kv.split("=", 1) for kv in line[0][7:].split())
     return {"first": float(fields["first"]), "later": [float(v) for v in fields["later"].split(",")],
-            "rss_mb": int(fields["rss_mb"]), "read": float(fields["read"]), "png": png}
+            "rss_mb": int(fields["rss_mb"]), "read": float(fields["read"]), "png": png,
+            "refine": [float(v) for v in fields.get("refine", "-").split(",") if v != "-"]}
 
 
 def run_size(t, display, n, ranks, args, out_dir):
@@ -157,9 +158,10 @@ def run_size(t, display, n, ranks, args, out_dir):
                 print("  %s: %s" % (p, result["unavailable"]), flush=True)
                 paths.remove(p)
                 continue
-            print("  %d^3, %d rank(s), %-13s first %.2f s, later %s s, rank 0 peak %d MiB" % (
-                n, ranks, p, result["first"], ",".join("%.2f" % v for v in result["later"]), result["rss_mb"]),
-                flush=True)
+            print("  %d^3, %d rank(s), %-13s first %.2f s,%s later %s s, rank 0 peak %d MiB" % (
+                n, ranks, p, result["first"],
+                " refining %s s," % ",".join("%.2f" % v for v in result["refine"]) if result["refine"] else "",
+                ",".join("%.2f" % v for v in result["later"]), result["rss_mb"]), flush=True)
     # smart's image is the reference; where it is blank (llvmpipe cannot hold
     # the texture) the CPU ray caster's, the other full-resolution path.
     reference = None
@@ -298,6 +300,13 @@ def pvbatch_main(raw, n, path, size, frames, png, render_dir):
     t0 = time.perf_counter()
     Render(view)
     first = time.perf_counter() - t0
+    # The CPU ray marcher draws a new step coarse first, then finer frame by
+    # frame: those frames are timed apart, the later ones are all in full.
+    refine = []
+    while path == "slabcast" and refining(display):
+        t0 = time.perf_counter()
+        Render(view)
+        refine.append(time.perf_counter() - t0)
     later = []
     for _ in range(frames):
         t0 = time.perf_counter()
@@ -306,8 +315,14 @@ def pvbatch_main(raw, n, path, size, frames, png, render_dir):
     SaveScreenshot(png, view, ImageResolution=[width, height])
     with open("/proc/self/status") as f:
         rss_mb = int([x for x in f if x.startswith("VmHWM:")][0].split()[1]) // 1024
-    print("RESULT first=%.4f later=%s rss_mb=%d read=%.3f" % (first, ",".join("%.4f" % v for v in later), rss_mb, read),
-          flush=True)
+    print("RESULT first=%.4f later=%s rss_mb=%d read=%.3f refine=%s" % (
+        first, ",".join("%.4f" % v for v in later), rss_mb, read, ",".join("%.4f" % v for v in refine) or "-"),
+        flush=True)
+
+
+def refining(display):
+    display.UpdatePropertyInformation()
+    return display.GetPropertyValue("SlabcastRefining") == 1
 
 
 def compose(target, reference, tiles):

@@ -11,7 +11,10 @@ namespace slabcast::render {
 
 class TransferTable {
 public:
-    static constexpr int kEntries = 4096;
+    // As many entries as VTK's CPU ray caster has (15 bits): a transfer
+    // function laid out in log(value), as slabcast_render.py's, changes over
+    // a few hundredths of the range at its low end.
+    static constexpr int kEntries = 32768;
     // An opacity this small is none: VTK's CPU ray caster keeps opacities in
     // 15 bits and rounds it to zero too, so the picture matches it, and
     // bricks whose values all map here are skipped whole.
