@@ -58,6 +58,20 @@ std::vector<float> random_volume(std::int64_t nx, std::int64_t ny, std::int64_t 
     return v;
 }
 
+// Mostly empty: random values in two balls, none elsewhere (bricks to skip).
+std::vector<float> sparse_volume(std::int64_t nx, std::int64_t ny, std::int64_t nz, unsigned seed) {
+    std::vector<float> v = random_volume(nx, ny, nz, seed);
+    for (std::int64_t z = 0; z < nz; ++z)
+        for (std::int64_t y = 0; y < ny; ++y)
+            for (std::int64_t x = 0; x < nx; ++x) {
+                const auto in_ball = [&](double cx, double cy, double cz, double r) {
+                    return (x - cx) * (x - cx) + (y - cy) * (y - cy) + (z - cz) * (z - cz) < r * r;
+                };
+                if (!in_ball(5, 5, 8, 4) && !in_ball(14, 12, 24, 6)) v[static_cast<std::size_t>((z * ny + y) * nx + x)] = 0;
+            }
+    return v;
+}
+
 Image render(const Piece& piece, const TransferTable& table, const Rays& rays, const March& march, int threads,
              int size = 48) {
     WorkerPool pool(threads);
@@ -144,10 +158,23 @@ TEST_CASE("a ray through a uniform volume composites to the opacity the sample c
 
 TEST_CASE("the picture does not depend on threads, empty-space skipping or how the volume is cut into pieces") {
     const std::int64_t nx = 20, ny = 18, nz = 33;
-    const std::vector<float> v = random_volume(nx, ny, nz, 11);
     const TransferTable table = ramp(0, 1, 0.2f, 0.4f, 0.7, 2.0);
     March march;
     march.sample_distance = 0.7;
+    const bool sparse = GENERATE(false, true);
+    const std::vector<float> v = sparse ? sparse_volume(nx, ny, nz, 11) : random_volume(nx, ny, nz, 11);
+    if (sparse) {  // there is empty space to skip
+        WorkerPool pool(1);
+        RayMarcher marcher;
+        marcher.measure(Piece{v.data(), nx, ny, nz}, pool);
+        BrickGrid grid = marcher.bricks();
+        grid.classify(table);
+        int empty = 0;
+        for (std::int64_t z = 0; z < grid.bricks_z(); ++z)
+            for (std::int64_t y = 0; y < grid.bricks_y(); ++y)
+                for (std::int64_t x = 0; x < grid.bricks_x(); ++x) empty += grid.visible(x, y, z) ? 0 : 1;
+        CHECK(empty > 3);
+    }
     for (const Rays& rays : {down_z(33.0), oblique(33.0)}) {
         const Piece whole{v.data(), nx, ny, nz};
         const Image one = render(whole, table, rays, march, 1);
@@ -156,6 +183,17 @@ TEST_CASE("the picture does not depend on threads, empty-space skipping or how t
         March every = march;
         every.skip_empty = false;
         CHECK(largest_difference(one, render(whole, table, rays, every, 2)) == 0);
+        // Eight rays at once (where the CPU has AVX2) against one at a time:
+        // float against double positions, the same samples.
+        March single = march;
+        single.vectorised = false;
+        CHECK(largest_difference(one, render(whole, table, rays, single, 1)) <= 1);
+        March nearest = march, nearest_single = march;
+        nearest.linear = nearest_single.linear = false;
+        nearest_single.vectorised = false;
+        const Image points = render(whole, table, rays, nearest, 2);
+        CHECK(largest_difference(one, points) > 0);  // it is another picture
+        CHECK(largest_difference(points, render(whole, table, rays, nearest_single, 1)) <= 1);
 
         // Two pieces sharing plane 16 (as ParaView splits a point extent),
         // rendered apart and composited front (higher z) over back.

@@ -21,7 +21,7 @@ void BrickGrid::resize(std::int64_t nx, std::int64_t ny, std::int64_t nz) {
     bz_ = bricks_for(nz);
     least_.assign(static_cast<std::size_t>(bricks()), std::numeric_limits<float>::infinity());
     greatest_.assign(static_cast<std::size_t>(bricks()), -std::numeric_limits<float>::infinity());
-    visible_.assign(static_cast<std::size_t>(bricks()), 1);
+    visible_.assign(static_cast<std::size_t>(bricks()) + 3, 1);
 }
 
 void BrickGrid::measure(const float* values, std::int64_t z_begin, std::int64_t z_end) {

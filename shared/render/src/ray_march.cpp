@@ -1,5 +1,7 @@
 #include "slabcast/render/ray_march.h"
 
+#include "ray_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -23,21 +25,16 @@ void RayMarcher::measure(const Piece& piece, WorkerPool& pool) {
 
 namespace {
 
-// A ray in the piece's index space (point (i, j, k) at i, j, k), its
-// parameter t in world units from the near plane: at t the ray is at o + t d.
-struct Ray {
-    double o[3], d[3];
-    double enter, leave;  // where it is inside the piece: [enter, leave)
-};
-
 void transform(const double m[16], double x, double y, double z, double out[3]) {
     double v[4];
     for (int r = 0; r < 4; ++r) v[r] = m[4 * r] * x + m[4 * r + 1] * y + m[4 * r + 2] * z + m[4 * r + 3];
     for (int c = 0; c < 3; ++c) out[c] = v[c] / v[3];
 }
 
-// The ray through normalized device coordinates (x, y), or false where it
-// misses the piece's box.
+}  // namespace
+
+namespace detail {
+
 bool ray_through(const Piece& p, const Rays& rays, double x, double y, Ray& ray) {
     double near[3], far[3];
     transform(rays.to_world, x, y, -1.0, near);
@@ -63,7 +60,6 @@ bool ray_through(const Piece& p, const Rays& rays, double x, double y, Ray& ray)
     return ray.enter < ray.leave;
 }
 
-// Where the ray leaves the brick it is in at index position q.
 double brick_exit(const Ray& ray, const std::int64_t brick[3]) {
     double t = std::numeric_limits<double>::infinity();
     for (int a = 0; a < 3; ++a) {
@@ -74,14 +70,12 @@ double brick_exit(const Ray& ray, const std::int64_t brick[3]) {
     return t;
 }
 
-struct Sampler {
-    const Piece& p;
-    const TransferTable& table;
-    const BrickGrid& bricks;
-    const March& march;
-
-    // Front to back along one ray: premultiplied red, green, blue, alpha.
-    void composite(const Ray& ray, float out[4]) const {
+void composite(const Frame& frame, const Ray& ray, float out[4]) {
+    const Piece& p = frame.piece;
+    const TransferTable& table = frame.table;
+    const BrickGrid& bricks = frame.bricks;
+    const March& march = frame.march;
+    {
         const double dt = march.sample_distance;
         const std::int64_t nx = p.nx, plane = p.nx * p.ny;
         const double top[3] = {static_cast<double>(p.nx - 2), static_cast<double>(p.ny - 2),
@@ -134,7 +128,11 @@ struct Sampler {
         out[2] = b;
         out[3] = a;
     }
-};
+}
+
+}  // namespace detail
+
+namespace {
 
 std::uint8_t to_byte(float v) { return static_cast<std::uint8_t>(std::clamp(v, 0.0f, 1.0f) * 255.0f + 0.5f); }
 
@@ -147,19 +145,39 @@ void RayMarcher::render(const Piece& piece, const TransferTable& table, const Ra
         image.width <= 0 || image.height <= 0)
         return;
     bricks_.classify(table);
-    const Sampler sampler{piece, table, bricks_, march};
+    const detail::Frame frame{piece, table, bricks_, march};
+    // Eight rays at once where the CPU can and every point's index fits the
+    // 32-bit lanes; a row of a tile is two such packets.
+    const bool packets = march.vectorised && detail::have_avx2() &&
+                         piece.nx * piece.ny * piece.nz < (std::int64_t{1} << 31);
     const int tiles_x = (image.width + kTile - 1) / kTile, tiles_y = (image.height + kTile - 1) / kTile;
     auto tile = [&](std::int64_t i, int) {
         const int x0 = static_cast<int>(i % tiles_x) * kTile, y0 = static_cast<int>(i / tiles_x) * kTile;
+        const int x_end = std::min(image.width, x0 + kTile);
+        detail::Ray ray[8];
+        bool hit[8];
+        float colour[8][4];
         for (int y = y0; y < std::min(image.height, y0 + kTile); ++y) {
-            for (int x = x0; x < std::min(image.width, x0 + kTile); ++x) {
-                Ray ray;
-                const double nx = 2.0 * (x + 0.5) / image.width - 1.0, ny = 2.0 * (y + 0.5) / image.height - 1.0;
-                if (!ray_through(piece, rays, nx, ny, ray)) continue;
-                float c[4];
-                sampler.composite(ray, c);
-                std::uint8_t* out = &image.rgba[4 * (static_cast<std::size_t>(y) * image.width + x)];
-                for (int k = 0; k < 4; ++k) out[k] = to_byte(c[k]);
+            const double ndc_y = 2.0 * (y + 0.5) / image.height - 1.0;
+            std::uint8_t* row = &image.rgba[4 * static_cast<std::size_t>(y) * image.width];
+            for (int x = x0; x < x_end; x += 8) {
+                const int lanes = std::min(8, x_end - x);
+                bool any = false;
+                for (int l = 0; l < 8; ++l) {
+                    hit[l] = l < lanes && detail::ray_through(piece, rays, 2.0 * (x + l + 0.5) / image.width - 1.0,
+                                                              ndc_y, ray[l]);
+                    any = any || hit[l];
+                }
+                if (!any) continue;
+                if (packets) {
+                    detail::composite8_avx2(frame, ray, hit, colour);
+                } else {
+                    for (int l = 0; l < lanes; ++l)
+                        if (hit[l]) detail::composite(frame, ray[l], colour[l]);
+                }
+                for (int l = 0; l < lanes; ++l)
+                    if (hit[l])
+                        for (int c = 0; c < 4; ++c) row[4 * (x + l) + c] = to_byte(colour[l][c]);
             }
         }
     };

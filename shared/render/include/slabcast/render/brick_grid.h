@@ -34,6 +34,9 @@ public:
     // `table` (once a frame: the transfer function may change).
     void classify(const TransferTable& table);
     bool visible(std::int64_t x, std::int64_t y, std::int64_t z) const { return visible_[(z * by_ + y) * bx_ + x] != 0; }
+    // One byte a brick, x fastest, then y, then z; readable 3 bytes past the
+    // last brick (the eight-lane kernel reads the bytes four at a time).
+    const std::uint8_t* visible_data() const { return visible_.data(); }
     float least(std::int64_t b) const { return least_[b]; }
     float greatest(std::int64_t b) const { return greatest_[b]; }
 

@@ -31,6 +31,7 @@ public:
     float hi() const { return hi_; }
     // The entry of value v, as a float index (the marcher rounds it).
     float position(float v) const { return (v - lo_) * scale_; }
+    float scale() const { return scale_; }  // entries per unit of value
     int index(float v) const;
     // Premultiplied red, green, blue and the opacity of entry i.
     const float* entry(int i) const { return &rgba_[4 * static_cast<std::size_t>(i)]; }
