@@ -15,14 +15,15 @@ one it takes by default on a host without a GPU.
     resample:N    a level of detail: the volume resampled (ResampleToImage,
                   trilinear) to N points along its longest axis, then `smart`;
                   resample:1/K: to 1/K of the points along the longest axis
-    auto          the default: where OpenGL is a software rasteriser (no GPU)
-                  and the volume has SOFTWARE_LOD_FROM or more points along
-                  its longest axis, stride:K, K >= 2 and large enough for at
-                  most SOFTWARE_MAX_POINTS; else smart
+    auto          the default: where OpenGL is a software rasteriser (no
+                  GPU), slabcast (where the plugin is loaded; else, from
+                  SOFTWARE_LOD_FROM points along the longest axis, stride:K,
+                  K >= 2 and large enough for at most SOFTWARE_MAX_POINTS);
+                  with a GPU, smart
 
---max-points N caps any path at N points along the longest axis (above it,
-stride:K): a memory ceiling, which `slabcast demo` sets where the full volume
-does not fit beside the slabs.
+--max-points N caps any path but slabcast at N points along the longest axis
+(above it, stride:K): a memory ceiling, which `slabcast demo` sets where the
+full volume does not fit beside the slabs; slabcast copies nothing.
 
 Measured by testing/bench/render_paths.py (docs/performance.md, "Rendering
 (pvbatch, llvmpipe, 2 cores)"): speed against image difference from `smart`.
@@ -72,10 +73,14 @@ def mapper_name(text):
 
 def add_mapper_option(p):
     p.add_argument("--mapper", type=mapper_name, default="auto",
-                   help="volume rendering path: auto (default: without a GPU from %d points along the longest axis "
-                        "every K-th point, at most %d, else smart), smart, gpu, raycast, ospray, stride:K (every K-th "
-                        "point along each axis), slabcast (the plugin's CPU ray marcher), resample:N (a resampled "
-                        "copy, N points along the longest axis) or resample:1/K" % (SOFTWARE_LOD_FROM, SOFTWARE_MAX_POINTS))
+                   help="volume rendering path: auto (default: without a GPU slabcast, the plugin's CPU ray "
+                        "marcher, at full resolution; with one smart), slabcast, smart, gpu, raycast, ospray, "
+                        "stride:K (every K-th point along each axis, then smart), resample:N (a resampled copy, N "
+                        "points along the longest axis) or resample:1/K")
+    p.add_argument("--coarsest", type=int, default=1, choices=(1, 2, 4, 8, 16),
+                   help="slabcast, live: a new step's first frame at 1/N of the pixels along each axis (and samples "
+                        "N voxels apart), each next frame at half that down to full resolution; the caption names "
+                        "the level (default 1: every frame in full; slabcast demo takes 4)")
     p.add_argument("--max-points", type=int, default=0, metavar="N",
                    help="render at most N points along the longest axis, whatever the path (every K-th point above "
                         "it): a memory ceiling; 0 = none")
@@ -134,7 +139,7 @@ def capped(choice, dims, max_points, why_capped):
     """(path, why) with at most `max_points` (0: any) along the longest axis:
     above it, the least stride that fits."""
     name, why = choice
-    if max_points <= 0 or points_rendered(name, dims) <= max_points:
+    if name == "slabcast" or max_points <= 0 or points_rendered(name, dims) <= max_points:
         return name, why
     return "stride:%d" % stride_for(max(dims), max_points), "%s, at most %d points (%s)" % (why, max_points, why_capped)
 
@@ -148,6 +153,8 @@ def resolve(name, dims, max_points=0):
     renderer = gl_renderer()
     if not any(s in renderer.lower() for s in SOFTWARE_RENDERERS):
         return capped(("smart", "auto, OpenGL renderer %s" % (renderer or "unknown")), dims, max_points, "--max-points")
+    if not unavailable("slabcast"):
+        return "slabcast", "auto, software OpenGL (%s): every voxel on the CPU, in place" % renderer
     if max(dims) < SOFTWARE_LOD_FROM:
         return capped(("smart", "auto, software OpenGL (%s), under %d points along the longest axis"
                        % (renderer, SOFTWARE_LOD_FROM)), dims, max_points, "--max-points")

@@ -61,7 +61,8 @@ def parse_args(argv):
     p.add_argument("--timeout", type=float, default=0, help="stop after this many seconds (0: never)")
     p.add_argument("--size", default="800x600", help="image size WxH")
     p.add_argument("--save", default=None, help="save frames, e.g. 'out/frame_%%05d.png' (png, jpg, ppm ...)")
-    p.add_argument("--save-new-only", action="store_true", help="save only frames that show a new step")
+    p.add_argument("--save-new-only", action="store_true",
+                   help="save one frame a step: its first (with --coarsest, its first in full resolution)")
     p.add_argument("--range", default=None, help="colour/opacity range LO,HI (default: from the first frame)")
     p.add_argument("--min-fraction", type=float, default=1e-3,
                    help="lowest value mapped, as a fraction of the maximum, when the data reaches 0")
@@ -133,12 +134,13 @@ def field_range(reader, name, default=(0.0, 0.0)):
     return array.GetRange() if array is not None else default
 
 
-def step_caption(reader, frame_ms=None):
+def step_caption(reader, frame_ms=None, level=None):
     """Two lines, 'step 40, 100.0% arrived, 120 ms old' and '2.01 Gbit/s,
     loss 0.000%, frame 35 ms', from the output's field data (the least
     complete slab, the oldest age over every rank; the whole stream's rate and
     the loss of its last finished step, gathered from every rank) and the
-    last frame's time."""
+    last frame's time; with `level` (slabcast's progressive frames) a third,
+    'full resolution' or '1/4 resolution, refining'."""
     step = int(field_range(reader, "Step", (-1, -1))[0])
     if step < 0:
         return "waiting for the first step"
@@ -146,11 +148,14 @@ def step_caption(reader, frame_ms=None):
     stream = "%.2f Gbit/s, loss %.3f%%" % (field_range(reader, "StreamGbps")[1],
                                            field_range(reader, "StreamLossPercent")[1])
     frame = "" if frame_ms is None else ", frame %.0f ms" % frame_ms
+    drawn = ""
+    if level is not None:
+        drawn = "\nfull resolution" if level <= 1 else "\n1/%d resolution, refining" % level
     if int(field_range(reader, "WholeStep", (1, 1))[0]) == 0:
-        return "step %d, being written, %.1f%% arrived\n%s%s" % (step, complete, stream, frame)
+        return "step %d, being written, %.1f%% arrived\n%s%s%s" % (step, complete, stream, frame, drawn)
     age = field_range(reader, "StepAgeMs")[1]
-    return "step %d, %.1f%% arrived, %s old\n%s%s" % (
-        step, complete, "%.0f ms" % age if age < 10000 else "%.0f s" % (age / 1000), stream, frame)
+    return "step %d, %.1f%% arrived, %s old\n%s%s%s" % (
+        step, complete, "%.0f ms" % age if age < 10000 else "%.0f s" % (age / 1000), stream, frame, drawn)
 
 
 def show_frame_extras(reader, view, args):
@@ -432,6 +437,7 @@ def main(argv):
     lo, hi = value_range(reader, field, args, wall)
 
     display = show_volume(reader, view, mapper)
+    progressive = mapper == "slabcast"
     b = reader.GetDataInformation().GetBounds()
     if wall:
         lows, highs = wall.across_ranks(b[0::2], b[1::2])
@@ -449,15 +455,22 @@ def main(argv):
     start = time.monotonic()
     frame = 0
     frame_ms = None  # the last frame's time, shown in the next one's caption
+    level = None     # the level of detail of the last frame (slabcast's progressive frames)
+    unsaved = False  # --save-new-only: this step has no saved frame yet
     while True:
         t0 = time.monotonic()
         new = refresh(reader, first=frame == 0)
         if args.every_frame and not new:
             reader.MarkModified(reader)
         text = ""
+        # Progressive: a new step's first frame at the coarsest level, each
+        # next frame of it at half that, down to full resolution.
+        if progressive:
+            level = args.coarsest if new else max(1, level // 2)
+            display.SlabcastLevel = level
         if caption is not None:
             reader.UpdatePipeline()
-            text = step_caption(reader, frame_ms)
+            text = step_caption(reader, frame_ms, level if progressive and args.coarsest > 1 else None)
             caption.Text = text
         if wall:
             wall.show(view)
@@ -467,16 +480,23 @@ def main(argv):
         step = reader.GetPropertyValue("Step")
         t1 = time.monotonic()
         frame_ms = 1000 * (t1 - t0)
-        if args.save and (new or not args.save_new_only):
+        unsaved = unsaved or new
+        if args.save and (not args.save_new_only or (unsaved and level in (None, 1))):
+            unsaved = False
             path = args.save % frame if "%" in args.save else args.save
             if wall:
                 wall.save(path)
             else:
                 SaveScreenshot(path, view, ImageResolution=[width, height])
         if not (wall and wall.rank):  # with --wall, rank 0 speaks for all
-            print("frame %d: step %d, %.1f ms%s%s" % (frame, step, frame_ms, " (new step)" if new and frame else "",
-                                                      " | caption: " + text.replace("\n", " / ") if text else ""),
-                  flush=True)
+            drawn = None
+            if progressive:
+                display.UpdatePropertyInformation()
+                drawn = display.GetPropertyValue("SlabcastRenderedLevel")
+            print("frame %d: step %d, %.1f ms%s%s%s" % (
+                frame, step, frame_ms, " (new step)" if new and frame else "",
+                "" if drawn is None else ", level %d" % drawn,
+                " | caption: " + text.replace("\n", " / ") if text else ""), flush=True)
         frame += 1
         reason = stop_reason(args, frame, step, start)
         if wall:

@@ -297,13 +297,18 @@ def pvbatch_main(raw, n, path, size, frames, png, render_dir):
     view.GetActiveCamera().Azimuth(30.0)
     view.GetActiveCamera().Elevation(20.0)
     view.ResetCamera()
+    # The CPU ray marcher draws a new step coarse first (slabcast_render.py's
+    # --coarsest 4), then finer frame by frame: those frames are timed apart,
+    # the later ones are all in full.
+    levels = [4, 2] if path == "slabcast" else []
+    if levels:
+        display.SlabcastLevel = levels[0]
     t0 = time.perf_counter()
     Render(view)
     first = time.perf_counter() - t0
-    # The CPU ray marcher draws a new step coarse first, then finer frame by
-    # frame: those frames are timed apart, the later ones are all in full.
     refine = []
-    while path == "slabcast" and refining(display):
+    for level in levels[1:] + [1]:
+        display.SlabcastLevel = level
         t0 = time.perf_counter()
         Render(view)
         refine.append(time.perf_counter() - t0)
@@ -319,10 +324,6 @@ def pvbatch_main(raw, n, path, size, frames, png, render_dir):
         first, ",".join("%.4f" % v for v in later), rss_mb, read, ",".join("%.4f" % v for v in refine) or "-"),
         flush=True)
 
-
-def refining(display):
-    display.UpdatePropertyInformation()
-    return display.GetPropertyValue("SlabcastRefining") == 1
 
 
 def compose(target, reference, tiles):

@@ -6,8 +6,9 @@ Prints "STATS key=value ...": lit = fraction of pixels brighter than the
 black background (any channel > 16), bright = fraction with a channel > 128,
 and against REFERENCE maxdiff / meandiff in 0..255 units over the colour
 channels (alpha left out), mse (their mean square), psnr = 10 log10(255^2 /
-mse) in dB (inf where the images are equal) and changed = fraction of pixels
-with any colour channel different.
+mse) in dB (inf where the images are equal), changed = fraction of pixels
+with any colour channel different and over8 = fraction with one more than 8
+apart.
 """
 import math
 import sys
@@ -45,4 +46,5 @@ if len(sys.argv) > 2:
     stats["mse"] = sum(d * d for d in diffs) / len(diffs)
     stats["psnr"] = 10 * math.log10(255.0 ** 2 / stats["mse"]) if stats["mse"] else math.inf
     stats["changed"] = sum(any(diffs[i:i + rgb]) for i in range(0, len(diffs), rgb)) / count
+    stats["over8"] = sum(max(diffs[i:i + rgb]) > 8 for i in range(0, len(diffs), rgb)) / count
 print("STATS " + " ".join("%s=%s" % kv for kv in stats.items()))

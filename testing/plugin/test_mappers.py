@@ -1,22 +1,23 @@
 """ctest plugin_mappers: every volume rendering path slabcast_render.py offers
 (--mapper, plugin/python/slabcast_mappers.py) renders the volume: the default
-(auto), smart, gpu, raycast, stride:K, resample:N and resample:1/K on one
-rank, stride:K and resample:N on two (the reader's Stride and ResampleToImage
-across ranks, IceT); each image is not blank. auto names what it chose and
-why: on a software OpenGL (llvmpipe) smart under 256 points along the longest
-axis and from 256 the least stride of 2 or more that leaves at most 256,
-elsewhere smart. --max-points caps any path with a stride (the demo's memory
-ceiling). ospray renders, or where VTK lacks OSPRay fails naming that; a
---mapper that is no path fails naming the choices. Speed and image difference:
-testing/bench/render_paths.py."""
+(auto), slabcast, smart, gpu, raycast, stride:K, resample:N and resample:1/K
+on one rank, slabcast, stride:K and resample:N on two (the reader's Stride
+and ResampleToImage across ranks, IceT); each image is not blank. auto names
+what it chose and why: on a software OpenGL (llvmpipe) slabcast, the
+plugin's CPU ray marcher, whatever the volume's size; elsewhere smart.
+--max-points caps any path but slabcast (which copies nothing) with a stride
+(the demo's memory ceiling). ospray renders, or where VTK lacks OSPRay fails
+naming that; a --mapper that is no path fails naming the choices. Speed and
+image difference: testing/bench/render_paths.py; slabcast against raycast:
+test_cpu_volume.py."""
 import os
 import re
 
 import plugin_testlib as t
 
 DIMS, DEPTH = (48, 48, 48), 24
-LONG_DIMS, LONG_DEPTH = (256, 24, 24), 12  # 256 points along x: auto resamples on llvmpipe
-VERY_LONG_DIMS, VERY_LONG_DEPTH = (1024, 12, 12), 6  # half of 1024 is over auto's 256 on llvmpipe
+LONG_DIMS, LONG_DEPTH = (256, 24, 24), 12  # 256 points along x
+VERY_LONG_DIMS, VERY_LONG_DEPTH = (1024, 12, 12), 6
 SIZE = "240x240"
 
 
@@ -40,11 +41,14 @@ def body():
         descriptor = t.write_volume(d, "blobs", DIMS, DEPTH, pattern="blobs")
         long_volume = t.write_volume(d, "long", LONG_DIMS, LONG_DEPTH, pattern="blobs")
         very_long = t.write_volume(d, "verylong", VERY_LONG_DIMS, VERY_LONG_DEPTH, pattern="blobs")
-        for source, mapper, ranks, want, cap in ((descriptor, "auto", 1, ("smart", "smart"), 0),
-                                                 (long_volume, "auto", 1, ("stride:2", "smart"), 0),
-                                                 (very_long, "auto", 1, ("stride:4", "smart"), 0),
-                                                 (long_volume, "auto", 1, ("stride:4", "stride:4"), 64),
+        # want: (the path on a software OpenGL, the path with a GPU).
+        for source, mapper, ranks, want, cap in ((descriptor, "auto", 1, ("slabcast", "smart"), 0),
+                                                 (long_volume, "auto", 1, ("slabcast", "smart"), 0),
+                                                 (very_long, "auto", 1, ("slabcast", "smart"), 0),
+                                                 (long_volume, "auto", 1, ("slabcast", "stride:4"), 64),
                                                  (descriptor, "raycast", 1, ("stride:3", "stride:3"), 16),
+                                                 (descriptor, "slabcast", 1, ("slabcast", "slabcast"), 16),
+                                                 (descriptor, "slabcast", 2, None, 0),
                                                  (descriptor, "stride:2", 1, None, 0),
                                                  (descriptor, "stride:3", 2, None, 0),
                                                  (descriptor, "smart", 1, None, 0), (descriptor, "gpu", 1, None, 0),

@@ -147,8 +147,9 @@ TEST_CASE("a ray through a uniform volume composites to the opacity the sample c
     March march;
     march.opaque = 1.0f;
     const Image image = render(piece, table, down_z(8.0), march, 1, 16);
-    // Samples at t = k on the lattice from the near plane (z = 9): z = 8 .. 1,
-    // 8 of them; z = 0 is where the ray leaves, which a piece below would take.
+    // Samples from where the ray enters the volume (z = 8), one a unit:
+    // z = 8 .. 1, 8 of them; z = 0 is where the ray leaves, which a piece
+    // below would take.
     const double expected = 1.0 - std::pow(0.9, 8);
     const std::uint8_t* centre = &image.rgba[4 * (8 * 16 + 8)];
     CHECK(std::abs(centre[3] - expected * 255) <= 1.0);
@@ -196,11 +197,19 @@ TEST_CASE("the picture does not depend on threads, empty-space skipping or how t
         CHECK(largest_difference(points, render(whole, table, rays, nearest_single, 1)) <= 1);
 
         // Two pieces sharing plane 16 (as ParaView splits a point extent),
-        // rendered apart and composited front (higher z) over back.
+        // each told the whole volume's box, rendered apart and composited
+        // front (higher z) over back.
         const std::int64_t cut = 16;
-        const Piece back{v.data(), nx, ny, cut + 1};
+        Piece back{v.data(), nx, ny, cut + 1};
         Piece front{v.data() + cut * nx * ny, nx, ny, nz - cut};
         front.origin[2] = static_cast<double>(cut);
+        Piece box = whole;
+        box.whole_is_piece();
+        for (Piece* p : {&back, &front})
+            for (int a = 0; a < 3; ++a) {
+                p->whole_lo[a] = box.whole_lo[a];
+                p->whole_hi[a] = box.whole_hi[a];
+            }
         const Image b = render(back, table, rays, march, 2), f = render(front, table, rays, march, 2);
         Image over = b;
         for (std::size_t i = 0; i < over.rgba.size(); i += 4)

@@ -41,7 +41,6 @@ struct vtkSlabcastVolumeMapper::Internals
   double TableSampleDistance = 0.0;
 
   int RenderedLevel = 0;  // 0: nothing drawn yet
-  int NextLevel = 1;
   bool WarnedScalars = false, WarnedDirection = false;
 };
 
@@ -58,11 +57,6 @@ vtkSlabcastVolumeMapper::~vtkSlabcastVolumeMapper() = default;
 int vtkSlabcastVolumeMapper::GetRenderedLevel() const
 {
   return this->Internal->RenderedLevel;
-}
-
-bool vtkSlabcastVolumeMapper::GetRefining() const
-{
-  return this->Internal->RenderedLevel > 1;
 }
 
 int vtkSlabcastVolumeMapper::GetThreads() const
@@ -143,18 +137,19 @@ void vtkSlabcastVolumeMapper::Render(vtkRenderer* ren, vtkVolume* vol)
   {
     piece.origin[a] = origin[a] + extent[2 * a] * spacing[a];
     piece.spacing[a] = spacing[a];
+    piece.whole_lo[a] = this->WholeBounds[2 * a];
+    piece.whole_hi[a] = this->WholeBounds[2 * a + 1];
   }
 
-  // A new step: measure its bricks, and draw it coarse first.
+  // A new step: its bricks to measure again (where skipping pays).
   const vtkMTimeType dataTime = std::max(input->GetMTime(), values->GetMTime());
   if (dataTime != in.DataTime || piece.values != in.DataValues)
   {
-    in.Marcher.measure(piece, in.Pool);
+    in.Marcher.new_values();
     in.DataTime = dataTime;
     in.DataValues = piece.values;
-    in.NextLevel = this->CoarsestLevel;
   }
-  const int level = std::max(1, in.NextLevel);
+  const int level = this->Level;
 
   render::March march;
   const double voxel = std::min({ spacing[0], spacing[1], spacing[2] });
@@ -205,14 +200,13 @@ void vtkSlabcastVolumeMapper::Render(vtkRenderer* ren, vtkVolume* vol)
   in.Display->RenderTexture(vol, ren, size, size, size, at, -1.0f, in.Image.rgba.data());
 
   in.RenderedLevel = level;
-  in.NextLevel = std::max(1, level / 2);
 }
 
 void vtkSlabcastVolumeMapper::PrintSelf(ostream& os, vtkIndent indent)
 {
   this->Superclass::PrintSelf(os, indent);
   os << indent << "SampleDistance: " << this->SampleDistance << "\n";
-  os << indent << "CoarsestLevel: " << this->CoarsestLevel << "\n";
+  os << indent << "Level: " << this->Level << "\n";
   os << indent << "RenderedLevel: " << this->Internal->RenderedLevel << "\n";
   os << indent << "Threads: " << this->Internal->Pool.threads() << "\n";
 }

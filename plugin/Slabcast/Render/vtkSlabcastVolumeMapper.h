@@ -11,10 +11,9 @@
  * the picture as one textured quad, premultiplied, for IceT to composite
  * like any other rank's volume (sort-last: Balman et al., 2012, section 4.4).
  *
- * Progressive: a new step's first frame is drawn at 1/CoarsestLevel of the
- * pixels along each axis (and samples as far apart), each later frame of the
- * same step at half that, down to every pixel: the first picture of a step
- * comes fast and refines while no newer one arrives.
+ * Progressive: at Level L it draws 1/L of the pixels along each axis with
+ * samples L times as far apart (1/L^3 of the work): a live renderer draws a
+ * new step's first frame coarse and refines it while no newer step arrives.
  */
 #ifndef vtkSlabcastVolumeMapper_h
 #define vtkSlabcastVolumeMapper_h
@@ -34,6 +33,15 @@ public:
   void Render(vtkRenderer* ren, vtkVolume* vol) override;
   void ReleaseGraphicsResources(vtkWindow* window) override;
 
+  /**
+   * The whole volume's bounds (xmin, xmax, ymin, ymax, zmin, zmax), every
+   * rank's piece together: each ray's samples start where it enters them, so
+   * a ray cut at a piece boundary takes the samples an uncut one does. Unset
+   * (xmin > xmax, the default): the input's own bounds.
+   */
+  vtkSetVector6Macro(WholeBounds, double);
+  vtkGetVector6Macro(WholeBounds, double);
+
   ///@{
   /**
    * World units between samples along a ray; 0 (the default) for the
@@ -45,24 +53,21 @@ public:
 
   ///@{
   /**
-   * The first frame of a new step is drawn at 1/CoarsestLevel of the pixels
-   * along each axis (a power of two, 1 to 16; 1: every frame in full).
+   * The level of detail to draw at: 1/Level of the viewport's pixels along
+   * each axis, samples Level times as far apart (1, the default: every pixel
+   * and voxel; at most 16). A live renderer draws a new step's first frame
+   * coarse and the next ones finer (slabcast_render.py --coarsest): the level
+   * is set for a frame, so every rank and every render of that frame (a
+   * screenshot renders again) draws the same.
    */
-  vtkSetClampMacro(CoarsestLevel, int, 1, 16);
-  vtkGetMacro(CoarsestLevel, int);
+  vtkSetClampMacro(Level, int, 1, 16);
+  vtkGetMacro(Level, int);
   ///@}
 
   /**
-   * The level of the last frame drawn: 1 for full resolution, else the
-   * factor its pixels and samples were coarser by.
+   * The level of the last frame drawn (0 before the first).
    */
   int GetRenderedLevel() const;
-
-  /**
-   * Whether a frame rendered now would be finer than the last one (the
-   * step is still being refined).
-   */
-  bool GetRefining() const;
 
   /**
    * Threads this rank renders on (the SLABCAST_RENDER_THREADS environment
@@ -75,7 +80,8 @@ protected:
   ~vtkSlabcastVolumeMapper() override;
 
   double SampleDistance = 0.0;
-  int CoarsestLevel = 4;
+  double WholeBounds[6] = { 1, 0, 1, 0, 1, 0 };
+  int Level = 1;
 
 private:
   vtkSlabcastVolumeMapper(const vtkSlabcastVolumeMapper&) = delete;

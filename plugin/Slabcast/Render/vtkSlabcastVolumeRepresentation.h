@@ -24,14 +24,16 @@ public:
 
   // Forwarded to vtkSlabcastVolumeMapper.
   void SetSlabcastSampleDistance(double distance);
-  void SetSlabcastCoarsestLevel(int level);
+  void SetSlabcastLevel(int level);
   int GetSlabcastRenderedLevel();
-  int GetSlabcastRefining();
   int GetSlabcastThreads();
 
 protected:
   vtkSlabcastVolumeRepresentation();
   ~vtkSlabcastVolumeRepresentation() override;
+
+  // Tells the mapper the whole volume's bounds (every rank's piece).
+  int RequestData(vtkInformation*, vtkInformationVector**, vtkInformationVector*) override;
 
 private:
   vtkSlabcastVolumeRepresentation(const vtkSlabcastVolumeRepresentation&) = delete;

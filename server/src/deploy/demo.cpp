@@ -248,6 +248,10 @@ private:
         } else {
             argv.push_back(script("slabcast_render.py"));
             argv.push_back(descriptor(sides_[0]));
+            // On the CPU ray marcher a new step's first frame comes at 1/4 of
+            // the pixels, then refines while no newer step arrives (a GPU path ignores it).
+            argv.push_back("--coarsest");
+            argv.push_back("4");
             if (memory_.max_points) {  // a ceiling: the default path may render fewer (slabcast_mappers.py)
                 argv.push_back("--max-points");
                 argv.push_back(std::to_string(memory_.max_points));

@@ -14,13 +14,19 @@ void Image::resize(int w, int h) {
     rgba.resize(4 * static_cast<std::size_t>(w) * static_cast<std::size_t>(h));
 }
 
+void Piece::whole_is_piece() {
+    const std::int64_t n[3] = {nx, ny, nz};
+    for (int a = 0; a < 3; ++a) {
+        whole_lo[a] = origin[a];
+        whole_hi[a] = origin[a] + static_cast<double>(n[a] - 1) * spacing[a];
+    }
+}
+
 void RayMarcher::measure(const Piece& piece, WorkerPool& pool) {
-    if (bricks_.bricks_x() != (piece.nx - 2) / BrickGrid::kCells + 1 ||
-        bricks_.bricks_y() != (piece.ny - 2) / BrickGrid::kCells + 1 ||
-        bricks_.bricks_z() != (piece.nz - 2) / BrickGrid::kCells + 1)
-        bricks_.resize(piece.nx, piece.ny, piece.nz);
+    if (!bricks_.sized_for(piece.nx, piece.ny, piece.nz)) bricks_.resize(piece.nx, piece.ny, piece.nz);
     auto layer = [&](std::int64_t z, int) { bricks_.measure(piece.values, z, z + 1); };
     pool.run(bricks_.bricks_z(), layer);
+    measured_ = true;
 }
 
 namespace {
@@ -45,9 +51,12 @@ bool ray_through(const Piece& p, const Rays& rays, double x, double y, Ray& ray)
     const double n[3] = {static_cast<double>(p.nx - 1), static_cast<double>(p.ny - 1), static_cast<double>(p.nz - 1)};
     ray.enter = 0.0;
     ray.leave = length;
+    double whole = 0.0;  // where the ray enters the whole volume
     for (int a = 0; a < 3; ++a) {
         ray.o[a] = (near[a] - p.origin[a]) / p.spacing[a];
         ray.d[a] = d[a] / length / p.spacing[a];
+        const double whole_lo = (p.whole_lo[a] - p.origin[a]) / p.spacing[a];
+        const double whole_hi = (p.whole_hi[a] - p.origin[a]) / p.spacing[a];
         if (ray.d[a] == 0.0) {
             if (ray.o[a] < 0.0 || ray.o[a] > n[a]) return false;
             continue;
@@ -56,8 +65,17 @@ bool ray_through(const Piece& p, const Rays& rays, double x, double y, Ray& ray)
         if (t0 > t1) std::swap(t0, t1);
         ray.enter = std::max(ray.enter, t0);
         ray.leave = std::min(ray.leave, t1);
+        whole = std::max(whole, std::min((whole_lo - ray.o[a]) / ray.d[a], (whole_hi - ray.o[a]) / ray.d[a]));
     }
-    return ray.enter < ray.leave;
+    if (!(ray.enter < ray.leave)) return false;
+    // The lattice starts where the ray enters the whole volume, whichever
+    // piece this is: t = 0 there from here on (as VTK's CPU ray caster
+    // starts its samples at the volume's face; small t keeps floats exact).
+    whole = std::min(whole, ray.enter);
+    for (int a = 0; a < 3; ++a) ray.o[a] += whole * ray.d[a];
+    ray.enter -= whole;
+    ray.leave -= whole;
+    return true;
 }
 
 double brick_exit(const Ray& ray, const std::int64_t brick[3]) {
@@ -138,17 +156,26 @@ std::uint8_t to_byte(float v) { return static_cast<std::uint8_t>(std::clamp(v, 0
 
 }  // namespace
 
-void RayMarcher::render(const Piece& piece, const TransferTable& table, const Rays& rays, const March& march,
+void RayMarcher::render(const Piece& given, const TransferTable& table, const Rays& rays, const March& march,
                         Image& image, WorkerPool& pool) {
     std::fill(image.rgba.begin(), image.rgba.end(), std::uint8_t{0});
+    Piece piece = given;
+    if (!(piece.whole_lo[0] <= piece.whole_hi[0] && piece.whole_lo[1] <= piece.whole_hi[1] &&
+          piece.whole_lo[2] <= piece.whole_hi[2]))
+        piece.whole_is_piece();
     if (!piece.values || piece.nx < 2 || piece.ny < 2 || piece.nz < 2 || !(march.sample_distance > 0) ||
         image.width <= 0 || image.height <= 0)
         return;
-    bricks_.classify(table);
-    const detail::Frame frame{piece, table, bricks_, march};
+    March how = march;
+    how.skip_empty = march.skip_empty && table.transparent_share() >= kSkipFrom;
+    if (how.skip_empty) {
+        if (!measured_) measure(piece, pool);
+        bricks_.classify(table);
+    }
+    const detail::Frame frame{piece, table, bricks_, how};
     // Eight rays at once where the CPU can and every point's index fits the
     // 32-bit lanes; a row of a tile is two such packets.
-    const bool packets = march.vectorised && detail::have_avx2() &&
+    const bool packets = how.vectorised && detail::have_avx2() &&
                          piece.nx * piece.ny * piece.nz < (std::int64_t{1} << 31);
     const int tiles_x = (image.width + kTile - 1) / kTile, tiles_y = (image.height + kTile - 1) / kTile;
     auto tile = [&](std::int64_t i, int) {

@@ -20,6 +20,7 @@ public:
 
     // Sizes the grid for a piece of nx x ny x nz points (at least 2 each).
     void resize(std::int64_t nx, std::int64_t ny, std::int64_t nz);
+    bool sized_for(std::int64_t nx, std::int64_t ny, std::int64_t nz) const { return nx == nx_ && ny == ny_ && nz == nz_; }
     std::int64_t bricks_x() const { return bx_; }
     std::int64_t bricks_y() const { return by_; }
     std::int64_t bricks_z() const { return bz_; }

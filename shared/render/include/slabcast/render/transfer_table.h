@@ -37,6 +37,8 @@ public:
     const float* entry(int i) const { return &rgba_[4 * static_cast<std::size_t>(i)]; }
     // Whether any value in [a, b] has an opacity (not kLeastOpacity or less).
     bool any_opacity(float a, float b) const;
+    // The share of entries with no opacity.
+    double transparent_share() const { return 1.0 - static_cast<double>(opaque_before_[kEntries]) / kEntries; }
 
 private:
     float lo_ = 0, hi_ = 1, scale_ = 0;
