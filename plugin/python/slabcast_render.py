@@ -438,6 +438,12 @@ def main(argv):
 
     display = show_volume(reader, view, mapper)
     progressive = mapper == "slabcast"
+    if mapper in ("slabcast", "raycast"):
+        # ParaView 5.11 peels translucent geometry (the --show-holes overlay)
+        # in passes a CPU volume mapper's picture does not take part in: on 2
+        # or more ranks IceT then composited garbage (dots, stray colour)
+        # for VTK's CPU ray caster and ours alike. Drawn in order instead.
+        view.DepthPeeling = 0
     b = reader.GetDataInformation().GetBounds()
     if wall:
         lows, highs = wall.across_ranks(b[0::2], b[1::2])
