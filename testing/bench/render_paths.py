@@ -325,7 +325,7 @@ def pvbatch_main(raw, n, path, size, frames, png, render_dir):
     Render(view)
     first = time.perf_counter() - t0
     refine = []
-    for level in levels[1:] + [1]:
+    for level in levels[1:] + [1] if levels else []:
         display.SlabcastLevel = level
         t0 = time.perf_counter()
         Render(view)

@@ -16,6 +16,7 @@
 #include "slabcast/clock.h"
 #include "slabcast/publication.h"
 #include "slabcast/slab_pool.h"
+#include "slabcast/stitched_planes.h"
 
 #include <cmath>
 #include <limits>
@@ -66,6 +67,41 @@ vtkUnsignedCharArray* NewZeroCopyAges(
   return a;
 }
 
+namespace
+{
+template <class ArrayT, class T>
+ArrayT* Stitched(slabcast::StitchedPlanes::Kind kind, const slabcast::SlabSelection& selection,
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6])
+{
+  std::shared_ptr<const slabcast::StitchedPlanes> planes =
+    slabcast::StitchedPlanes::map(kind, selection, bySlab, dims, extent);
+  if (!planes)
+  {
+    return nullptr;
+  }
+  const T* first = static_cast<const T*>(planes->data());
+  slabcast::retain_for(planes, first);
+  ArrayT* a = ArrayT::New();
+  // VTK's arrays are not const-aware; the memory is mapped read-only.
+  a->SetArray(const_cast<T*>(first), slabcast::extent_value_count(extent), 0, ArrayT::VTK_DATA_ARRAY_USER_DEFINED);
+  a->SetArrayFreeFunction(&slabcast::release_mapping_of);
+  return a;
+}
+} // namespace
+
+vtkFloatArray* NewStitchedValues(const slabcast::SlabSelection& selection,
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6])
+{
+  return Stitched<vtkFloatArray, float>(slabcast::StitchedPlanes::Kind::Values, selection, bySlab, dims, extent);
+}
+
+vtkUnsignedCharArray* NewStitchedAges(const slabcast::SlabSelection& selection,
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6])
+{
+  return Stitched<vtkUnsignedCharArray, std::uint8_t>(
+    slabcast::StitchedPlanes::Kind::Ages, selection, bySlab, dims, extent);
+}
+
 vtkFloatArray* NewAssembledValues(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims,
   const int extent[6], const slabcast::FilledSlabs& filled, int stride)
@@ -101,6 +137,52 @@ vtkUnsignedCharArray* NewAssembledAges(const slabcast::SlabSelection& selection,
   catch (...)
   {
     a->Delete();
+    throw;
+  }
+  return a;
+}
+
+StepArrays NewStepArrays(const slabcast::SlabSelection& selection,
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
+  const slabcast::FilledSlabs& filled, int stride, bool ages)
+{
+  StepArrays a;
+  try
+  {
+    const bool asStored = filled.empty() && stride == 1;
+    if (asStored && selection.zero_copy_slab >= 0)
+    {
+      const slabcast::SlabBuffer& b = bySlab.at(selection.zero_copy_slab);
+      a.Values = NewZeroCopyValues(b, dims, extent[4], extent[5]);
+      a.Ages = ages ? NewZeroCopyAges(b, dims, extent[4], extent[5]) : nullptr;
+      a.ZeroCopy = 1;
+      a.Mapping = b.mapping.get();
+    }
+    else if (asStored && (a.Values = NewStitchedValues(selection, bySlab, dims, extent)) != nullptr)
+    {
+      // The ages too where their planes are whole pages, else copied.
+      a.Ages = ages ? NewStitchedAges(selection, bySlab, dims, extent) : nullptr;
+      if (ages && !a.Ages)
+      {
+        a.Ages = NewAssembledAges(selection, bySlab, dims, extent);
+      }
+      a.ZeroCopy = 2;
+    }
+    else
+    {
+      a.Values = NewAssembledValues(selection, bySlab, dims, extent, filled, stride);
+      a.Ages = ages ? NewAssembledAges(selection, bySlab, dims, extent, filled, stride) : nullptr;
+    }
+  }
+  catch (...)
+  {
+    for (vtkDataArray* made : { static_cast<vtkDataArray*>(a.Values), static_cast<vtkDataArray*>(a.Ages) })
+    {
+      if (made)
+      {
+        made->Delete();
+      }
+    }
     throw;
   }
   return a;
@@ -230,102 +312,6 @@ void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const in
     cache.Key = key;
   }
   PrimeRanges(values, ages, cache.Ranges);
-}
-
-namespace
-{
-
-template <class ArrayT, class Fn>
-void AddPerSlab(vtkFieldData* fd, const char* name, const slabcast::StepChoice& choice,
-  const std::vector<slabcast::SlabHeader>& headers, Fn value)
-{
-  vtkNew<ArrayT> a;
-  a->SetName(name);
-  std::size_t i = 0;
-  for (const auto& kv : choice.buffers)
-  {
-    a->InsertNextValue(value(kv.second, headers[i++]));
-  }
-  fd->AddArray(a);
-}
-
-template <class ArrayT>
-void AddOne(vtkFieldData* fd, const char* name, typename ArrayT::ValueType v)
-{
-  vtkNew<ArrayT> a;
-  a->SetName(name);
-  a->InsertNextValue(v);
-  fd->AddArray(a);
-}
-
-} // namespace
-
-void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
-  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed)
-{
-  using B = slabcast::SlabBuffer;
-  using H = slabcast::SlabHeader;
-  // The step's age: since the last of its slabs published it (0 while being written).
-  std::int64_t published = 0;
-  for (const auto& kv : choice.buffers)
-  {
-    if (kv.second.pin)
-    {
-      published = std::max(published, kv.second.pin->publication().published_ns);
-    }
-  }
-  AddOne<vtkTypeInt64Array>(fd, "Step", choice.step);
-  AddOne<vtkDoubleArray>(fd, "StepAgeMs",
-    choice.whole && published > 0 ? (slabcast::realtime_ns() - published) / 1e6 : 0.0);
-  AddOne<vtkIntArray>(fd, "WholeStep", choice.whole ? 1 : 0);
-  AddOne<vtkIntArray>(fd, "StepAgreed", agreed);
-  AddOne<vtkIntArray>(fd, "ZeroCopy", zeroCopy);
-  AddPerSlab<vtkIntArray>(fd, "SlabIndex", choice, headers,
-    [](const B& b, const H&) { return b.mapping->geometry().index; });
-  AddPerSlab<vtkIntArray>(fd, "SlabBuffer", choice, headers, [](const B& b, const H&) { return b.buffer; });
-  // How whole each slab's step is: from its publication, or, for a step
-  // being written (Newest data), from the live counters.
-  AddPerSlab<vtkDoubleArray>(fd, "Completeness", choice, headers, [](const B& b, const H& h) {
-    if (b.pin)
-    {
-      return b.pin->publication().completeness();
-    }
-    const double expected = static_cast<double>(h.live.step_expected.load());
-    return expected > 0 ? static_cast<double>(h.live.step_records.load()) / expected : 0.0;
-  });
-  AddPerSlab<vtkDoubleArray>(fd, "HoleFraction", choice, headers, [](const B& b, const H& h) {
-    if (b.pin)
-    {
-      return b.pin->publication().hole_fraction();
-    }
-    const double expected = static_cast<double>(h.live.step_expected.load());
-    return expected > 0 ? 1.0 - static_cast<double>(h.live.step_records.load()) / expected : 1.0;
-  });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabStep", choice, headers, [](const B& b, const H& h) {
-    return b.pin ? b.pin->publication().step : h.live.step.load();
-  });
-  AddPerSlab<vtkTypeInt64Array>(
-    fd, "SlabWriting", choice, headers, [](const B&, const H& h) { return h.live.step.load(); });
-  AddPerSlab<vtkDoubleArray>(fd, "SlabLossPercent", choice, headers,
-    [](const B&, const H& h) { return h.live.last_step_loss_ppm.load() / 1e4; });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabPackets", choice, headers,
-    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.packets.load()); });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabRejected", choice, headers,
-    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.rejected.load()); });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabStale", choice, headers,
-    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.stale.load()); });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabDuplicates", choice, headers,
-    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.duplicates.load()); });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabDroppedSteps", choice, headers,
-    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.dropped_steps.load()); });
-  AddPerSlab<vtkTypeInt64Array>(fd, "SlabPublications", choice, headers,
-    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.publications.load()); });
-}
-
-void AddStreamFieldData(vtkFieldData* fd, const slabcast::SlabFigures& totals)
-{
-  AddOne<vtkDoubleArray>(fd, "StreamGbps", totals.gbps);
-  AddOne<vtkDoubleArray>(fd, "StreamLossPercent", totals.last_step_loss_percent);
 }
 
 } // namespace slabcast_vtk

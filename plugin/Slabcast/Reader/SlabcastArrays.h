@@ -1,9 +1,10 @@
 // The one place slabs become VTK arrays: the zero-copy arrays (values and
-// ages) that point into a pinned slab buffer, the assembled ones, and the
-// field data that tells the GUI and scripts which step is on screen and how
-// whole it is. What needs no VTK (which slab supplies each plane, which buffer
-// each slab shows, the assembly itself, the headers) is in shared/slab
-// (slabcast/slab_selection.h, step_choice.h, extent_values.h, live_slabs.h).
+// ages) that point into pinned slab buffers, the assembled ones, and their
+// ranges, which VTK would otherwise compute again (the field data that tells
+// the GUI and scripts which step is on screen: SlabcastFieldData.h). What
+// needs no VTK (which slab supplies each plane, which buffer each slab shows,
+// the assembly itself, the headers) is in shared/slab (slabcast/
+// slab_selection.h, step_choice.h, extent_values.h, stitched_planes.h, live_slabs.h).
 #ifndef SlabcastArrays_h
 #define SlabcastArrays_h
 
@@ -28,6 +29,23 @@ class vtkUnsignedCharArray;
 namespace slabcast_vtk
 {
 
+// The output's arrays for `extent` (of the volume at `stride`) of the step
+// whose buffers are `bySlab`, without a copy where possible: the values, the
+// ages (where `ages`), and ZeroCopy 1 when they point into one slab's mapping
+// (Mapping), 2 when several slabs' planes are mapped back to back, 0 when
+// assembled (a stride, the nearest fill's copies in `filled`, part planes, or
+// planes that are not whole pages).
+struct StepArrays
+{
+  vtkFloatArray* Values = nullptr;
+  vtkUnsignedCharArray* Ages = nullptr;
+  int ZeroCopy = 0;
+  const slabcast::SlabMapping* Mapping = nullptr;
+};
+StepArrays NewStepArrays(const slabcast::SlabSelection& selection,
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
+  const slabcast::FilledSlabs& filled, int stride, bool ages);
+
 // Arrays over planes z0..z1 of buffer `buffer`, whose slab stores them all:
 // they point into the read-only mapping and keep the mapping and the buffer's
 // pin alive until VTK frees them.
@@ -35,6 +53,15 @@ vtkFloatArray* NewZeroCopyValues(
   const slabcast::SlabBuffer& buffer, const slabcast::Dims& dims, int z0, int z1);
 vtkUnsignedCharArray* NewZeroCopyAges(
   const slabcast::SlabBuffer& buffer, const slabcast::Dims& dims, int z0, int z1);
+
+// Arrays over `extent`, whole planes from several slabs, without a copy: the
+// slabs' planes mapped back to back (slabcast/stitched_planes.h), the source
+// buffers' mappings and pins kept until VTK frees them. nullptr where the
+// planes are not whole pages or the extent not whole planes: assemble then.
+vtkFloatArray* NewStitchedValues(const slabcast::SlabSelection& selection,
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6]);
+vtkUnsignedCharArray* NewStitchedAges(const slabcast::SlabSelection& selection,
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6]);
 
 // Arrays holding `extent` assembled from each plane's slab buffer (or its
 // copy in `filled`), in memory of their own (slabcast::map_values) that VTK
@@ -92,17 +119,6 @@ void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const in
 void NameArrays(const std::string& field, vtkFloatArray* values, vtkUnsignedCharArray* ages);
 // Hands both to `pd` (the values as its scalars) and drops the caller's references.
 void AttachArrays(vtkPointData* pd, vtkFloatArray* values, vtkUnsignedCharArray* ages);
-
-// The step shown, its age, and per slab (in `choice`'s order) how whole it is
-// and the receiver's counters from `headers` (read from the same slabs), so
-// the GUI's Information panel and scripts can show what is on screen.
-void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
-  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed);
-
-// The whole stream's figures (every slab of every rank): "StreamGbps", the
-// receivers' rate over their last status second, and "StreamLossPercent",
-// the last finished step's loss, for a frame's caption.
-void AddStreamFieldData(vtkFieldData* fd, const slabcast::SlabFigures& totals);
 
 } // namespace slabcast_vtk
 

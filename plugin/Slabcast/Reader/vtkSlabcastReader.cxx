@@ -2,6 +2,7 @@
 
 #include "SlabcastAgreement.h"
 #include "SlabcastArrays.h"
+#include "SlabcastFieldData.h"
 #include "SlabcastReaderState.h"
 
 #include "vtkDataObject.h"
@@ -308,20 +309,15 @@ int vtkSlabcastReader::RequestData(
       ? slabcast::fill_slabs_from_coarser(choice.buffers)
       : slabcast::FilledSlabs{};
     refilled = !filled.empty();
-    if (sel.zero_copy_slab >= 0 && !refilled && this->Stride == 1)
+    const slabcast_vtk::StepArrays arrays =
+      slabcast_vtk::NewStepArrays(sel, choice.buffers, d.dims, ext, filled, this->Stride, this->AgeArray);
+    values = arrays.Values;
+    ages = arrays.Ages;
+    this->ZeroCopy = arrays.ZeroCopy;
+    if (arrays.Mapping)
     {
-      const slabcast::SlabBuffer& b = choice.buffers.at(sel.zero_copy_slab);
-      values = slabcast_vtk::NewZeroCopyValues(b, d.dims, ext[4], ext[5]);
-      ages = this->AgeArray ? slabcast_vtk::NewZeroCopyAges(b, d.dims, ext[4], ext[5]) : nullptr;
-      this->ZeroCopy = 1;
-      this->MappingBegin = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(b.mapping->base()));
-      this->MappingEnd = this->MappingBegin + static_cast<vtkIdType>(b.mapping->mapped_bytes());
-    }
-    else
-    {
-      const int k = this->Stride;
-      values = slabcast_vtk::NewAssembledValues(sel, choice.buffers, d.dims, ext, filled, k);
-      ages = this->AgeArray ? slabcast_vtk::NewAssembledAges(sel, choice.buffers, d.dims, ext, filled, k) : nullptr;
+      this->MappingBegin = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(arrays.Mapping->base()));
+      this->MappingEnd = this->MappingBegin + static_cast<vtkIdType>(arrays.Mapping->mapped_bytes());
     }
     std::vector<slabcast::SlabMappingPtr> shown;
     for (const auto& kv : choice.buffers)

@@ -123,8 +123,9 @@ public:
   /// About the last output of this process, for tests and status displays.
   /// Step: the step shown (-1: none yet). AgreedStep: the step of the ranks'
   /// last agreement (-1: none). ZeroCopy: 1 when its array points into a slab
-  /// mapping, whose address range is [MappingBegin, MappingEnd); ArrayAddress
-  /// is the array's data.
+  /// mapping, whose address range is [MappingBegin, MappingEnd); 2 when it
+  /// spans several slabs whose planes are mapped back to back
+  /// (slabcast/stitched_planes.h); 0 when copied. ArrayAddress is the array's data.
   vtkGetMacro(Step, vtkIdType);
   vtkGetMacro(AgreedStep, vtkIdType);
   /// The volume's points along each axis (at stride 1; 0 0 0 before a descriptor is read).

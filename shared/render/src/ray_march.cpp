@@ -152,6 +152,62 @@ void composite(const Frame& frame, const Ray& ray, float out[4]) {
 
 namespace {
 
+// Inverts a row-major 4x4 matrix (Gauss-Jordan, partial pivoting); false when singular.
+bool invert(const double m[16], double out[16]) {
+    double a[4][8];
+    for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 8; ++c) a[r][c] = c < 4 ? m[4 * r + c] : (c - 4 == r ? 1.0 : 0.0);
+    for (int c = 0; c < 4; ++c) {
+        int pivot = c;
+        for (int r = c + 1; r < 4; ++r)
+            if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
+        if (a[pivot][c] == 0.0) return false;
+        std::swap(a[c], a[pivot]);
+        const double d = a[c][c];
+        for (double& v : a[c]) v /= d;
+        for (int r = 0; r < 4; ++r) {
+            if (r == c) continue;
+            const double f = a[r][c];
+            for (int k = 0; k < 8; ++k) a[r][k] -= f * a[c][k];
+        }
+    }
+    for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 4; ++c) out[4 * r + c] = a[r][c + 4];
+    return true;
+}
+
+// The pixels [x0, y0, x1, y1] (inclusive) that the piece's box can cover: its
+// eight corners projected, a pixel of margin. The whole image where a corner
+// lies behind the eye (it projects nowhere sensible).
+void covered_pixels(const Piece& p, const Rays& rays, int width, int height, int cover[4]) {
+    cover[0] = 0;
+    cover[1] = 0;
+    cover[2] = width - 1;
+    cover[3] = height - 1;
+    double to_screen[16];
+    if (!invert(rays.to_world, to_screen)) return;
+    double lo[2] = {1e300, 1e300}, hi[2] = {-1e300, -1e300};
+    const std::int64_t n[3] = {p.nx, p.ny, p.nz};
+    for (int corner = 0; corner < 8; ++corner) {
+        double w[3];
+        for (int a = 0; a < 3; ++a) w[a] = p.origin[a] + ((corner >> a) & 1 ? static_cast<double>(n[a] - 1) * p.spacing[a] : 0.0);
+        double v[4];
+        for (int r = 0; r < 4; ++r)
+            v[r] = to_screen[4 * r] * w[0] + to_screen[4 * r + 1] * w[1] + to_screen[4 * r + 2] * w[2] + to_screen[4 * r + 3];
+        if (!(v[3] > 0)) return;
+        for (int a = 0; a < 2; ++a) {
+            lo[a] = std::min(lo[a], v[a] / v[3]);
+            hi[a] = std::max(hi[a], v[a] / v[3]);
+        }
+    }
+    // NDC to pixels: pixel x's centre is at 2 (x + 0.5) / width - 1.
+    const auto pixel = [](double ndc, int size) { return (ndc + 1.0) * 0.5 * size - 0.5; };
+    cover[0] = std::max(0, static_cast<int>(std::floor(pixel(lo[0], width))) - 1);
+    cover[1] = std::max(0, static_cast<int>(std::floor(pixel(lo[1], height))) - 1);
+    cover[2] = std::min(width - 1, static_cast<int>(std::ceil(pixel(hi[0], width))) + 1);
+    cover[3] = std::min(height - 1, static_cast<int>(std::ceil(pixel(hi[1], height))) + 1);
+}
+
 std::uint8_t to_byte(float v) { return static_cast<std::uint8_t>(std::clamp(v, 0.0f, 1.0f) * 255.0f + 0.5f); }
 
 }  // namespace
@@ -177,14 +233,20 @@ void RayMarcher::render(const Piece& given, const TransferTable& table, const Ra
     // 32-bit lanes; a row of a tile is two such packets.
     const bool packets = how.vectorised && detail::have_avx2() &&
                          piece.nx * piece.ny * piece.nz < (std::int64_t{1} << 31);
-    const int tiles_x = (image.width + kTile - 1) / kTile, tiles_y = (image.height + kTile - 1) / kTile;
+    // Only the pixels the piece covers: a ray's setup costs as much as a
+    // few samples, and on several ranks each piece covers a part of the frame.
+    int cover[4];
+    covered_pixels(piece, rays, image.width, image.height, cover);
+    if (cover[0] > cover[2] || cover[1] > cover[3]) return;
+    const int tiles_x = (cover[2] - cover[0]) / kTile + 1, tiles_y = (cover[3] - cover[1]) / kTile + 1;
     auto tile = [&](std::int64_t i, int) {
-        const int x0 = static_cast<int>(i % tiles_x) * kTile, y0 = static_cast<int>(i / tiles_x) * kTile;
-        const int x_end = std::min(image.width, x0 + kTile);
+        const int x0 = cover[0] + static_cast<int>(i % tiles_x) * kTile;
+        const int y0 = cover[1] + static_cast<int>(i / tiles_x) * kTile;
+        const int x_end = std::min(cover[2] + 1, x0 + kTile);
         detail::Ray ray[8];
         bool hit[8];
         float colour[8][4];
-        for (int y = y0; y < std::min(image.height, y0 + kTile); ++y) {
+        for (int y = y0; y < std::min(cover[3] + 1, y0 + kTile); ++y) {
             const double ndc_y = 2.0 * (y + 0.5) / image.height - 1.0;
             std::uint8_t* row = &image.rgba[4 * static_cast<std::size_t>(y) * image.width];
             for (int x = x0; x < x_end; x += 8) {

@@ -1,0 +1,114 @@
+#include "SlabcastFieldData.h"
+
+#include "vtkDoubleArray.h"
+#include "vtkFieldData.h"
+#include "vtkIntArray.h"
+#include "vtkNew.h"
+#include "vtkTypeInt64Array.h"
+
+#include "slabcast/clock.h"
+#include "slabcast/publication.h"
+
+#include <cmath>
+#include <limits>
+
+namespace slabcast_vtk
+{
+
+namespace
+{
+
+template <class ArrayT, class Fn>
+void AddPerSlab(vtkFieldData* fd, const char* name, const slabcast::StepChoice& choice,
+  const std::vector<slabcast::SlabHeader>& headers, Fn value)
+{
+  vtkNew<ArrayT> a;
+  a->SetName(name);
+  std::size_t i = 0;
+  for (const auto& kv : choice.buffers)
+  {
+    a->InsertNextValue(value(kv.second, headers[i++]));
+  }
+  fd->AddArray(a);
+}
+
+template <class ArrayT>
+void AddOne(vtkFieldData* fd, const char* name, typename ArrayT::ValueType v)
+{
+  vtkNew<ArrayT> a;
+  a->SetName(name);
+  a->InsertNextValue(v);
+  fd->AddArray(a);
+}
+
+} // namespace
+
+void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
+  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed)
+{
+  using B = slabcast::SlabBuffer;
+  using H = slabcast::SlabHeader;
+  // The step's age: since the last of its slabs published it (0 while being written).
+  std::int64_t published = 0;
+  for (const auto& kv : choice.buffers)
+  {
+    if (kv.second.pin)
+    {
+      published = std::max(published, kv.second.pin->publication().published_ns);
+    }
+  }
+  AddOne<vtkTypeInt64Array>(fd, "Step", choice.step);
+  AddOne<vtkDoubleArray>(fd, "StepAgeMs",
+    choice.whole && published > 0 ? (slabcast::realtime_ns() - published) / 1e6 : 0.0);
+  AddOne<vtkIntArray>(fd, "WholeStep", choice.whole ? 1 : 0);
+  AddOne<vtkIntArray>(fd, "StepAgreed", agreed);
+  AddOne<vtkIntArray>(fd, "ZeroCopy", zeroCopy);
+  AddPerSlab<vtkIntArray>(fd, "SlabIndex", choice, headers,
+    [](const B& b, const H&) { return b.mapping->geometry().index; });
+  AddPerSlab<vtkIntArray>(fd, "SlabBuffer", choice, headers, [](const B& b, const H&) { return b.buffer; });
+  // How whole each slab's step is: from its publication, or, for a step
+  // being written (Newest data), from the live counters.
+  AddPerSlab<vtkDoubleArray>(fd, "Completeness", choice, headers, [](const B& b, const H& h) {
+    if (b.pin)
+    {
+      return b.pin->publication().completeness();
+    }
+    const double expected = static_cast<double>(h.live.step_expected.load());
+    return expected > 0 ? static_cast<double>(h.live.step_records.load()) / expected : 0.0;
+  });
+  AddPerSlab<vtkDoubleArray>(fd, "HoleFraction", choice, headers, [](const B& b, const H& h) {
+    if (b.pin)
+    {
+      return b.pin->publication().hole_fraction();
+    }
+    const double expected = static_cast<double>(h.live.step_expected.load());
+    return expected > 0 ? 1.0 - static_cast<double>(h.live.step_records.load()) / expected : 1.0;
+  });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabStep", choice, headers, [](const B& b, const H& h) {
+    return b.pin ? b.pin->publication().step : h.live.step.load();
+  });
+  AddPerSlab<vtkTypeInt64Array>(
+    fd, "SlabWriting", choice, headers, [](const B&, const H& h) { return h.live.step.load(); });
+  AddPerSlab<vtkDoubleArray>(fd, "SlabLossPercent", choice, headers,
+    [](const B&, const H& h) { return h.live.last_step_loss_ppm.load() / 1e4; });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabPackets", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.packets.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabRejected", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.rejected.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabStale", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.stale.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabDuplicates", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.duplicates.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabDroppedSteps", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.dropped_steps.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabPublications", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.publications.load()); });
+}
+
+void AddStreamFieldData(vtkFieldData* fd, const slabcast::SlabFigures& totals)
+{
+  AddOne<vtkDoubleArray>(fd, "StreamGbps", totals.gbps);
+  AddOne<vtkDoubleArray>(fd, "StreamLossPercent", totals.last_step_loss_percent);
+}
+
+} // namespace slabcast_vtk

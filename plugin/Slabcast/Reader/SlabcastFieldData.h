@@ -1,0 +1,31 @@
+// The field data of a reader's output that tells the GUI and scripts which
+// step is on screen, how whole it is, and the stream's figures for a frame's
+// caption.
+#ifndef SlabcastFieldData_h
+#define SlabcastFieldData_h
+
+#include "slabcast/slab_figures.h"
+#include "slabcast/slab_file.h"
+#include "slabcast/step_choice.h"
+
+#include <vector>
+
+class vtkFieldData;
+
+namespace slabcast_vtk
+{
+
+// The step shown, its age, and per slab (in `choice`'s order) how whole it is
+// and the receiver's counters from `headers` (read from the same slabs), so
+// the GUI's Information panel and scripts can show what is on screen.
+void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
+  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed);
+
+// The whole stream's figures (every slab of every rank): "StreamGbps", the
+// receivers' rate over their last status second, and "StreamLossPercent",
+// the last finished step's loss, for a frame's caption.
+void AddStreamFieldData(vtkFieldData* fd, const slabcast::SlabFigures& totals);
+
+} // namespace slabcast_vtk
+
+#endif
