@@ -22,8 +22,11 @@ Per step it prints:
 - Gbit/s: the step's values (NX*NY*NZ*4 bytes) over that latency, counted
   at the receiver;
 - loss: the receiver's lost values, all slabs;
-- frame: pvbatch's time for the frame that first showed the step
-  (read, composite, render; its log); the renderer's first frame, which
+- first: pvbatch's time for the frame that first showed the step (read,
+  composite, render; its log), coarse where the renderer draws a new step
+  coarse first (slabcast demo's --coarsest 4 on the CPU ray marcher);
+- frame: its time for the step's first frame in full resolution (the same
+  frame where nothing is coarse); the renderer's first frame, which
   also loads and uploads everything, is reported on its own. On one
   2-core machine the renderer and the stream share the cores: steps come
   faster than frames, and a step the renderer skips has no frame.
@@ -147,20 +150,24 @@ def per_step(out_dir, n, streams):
         if j.get("kind") == "step" and j.get("result") == "staged":
             staged.setdefault(j["step"], []).append((j["time"], j["seconds"], j["gbytes_per_s"],
                                                      j.get("setup_seconds")))
-    frames, first, mapper = [], None, ""  # (step, seconds) of each frame after the renderer's first, in order
+    # (step, seconds, level) of each frame after the renderer's first, in
+    # order; level 1 in full resolution (the CPU ray marcher draws a new
+    # step's first frame coarse, then refines: "level 4", "level 2", "level 1").
+    frames, first, mapper = [], None, ""
     with open(os.path.join(logs, "render.log")) as f:
         for line in f:
             if line.startswith("slabcast_render: ") and ", mapper " in line:
                 mapper = line.split(", mapper ", 1)[1].strip()  # "stride:4 (auto, ...)"
-            # "frame 3: step 5, 3343.1 ms | caption ..."
+            # "frame 3: step 5, 3343.1 ms[, level 1] | caption ..."
             if line.startswith("frame ") and ": step " in line:
                 index = int(line.split(":")[0].split()[1])
                 step = int(line.split(": step ")[1].split(",")[0])
                 seconds = float(line.split(", ")[1].split(" ms")[0]) / 1000
+                level = int(line.split(", level ")[1].split()[0]) if ", level " in line else 1
                 if index == 0:
                     first = (step, seconds)
                 else:
-                    frames.append((step, seconds))
+                    frames.append((step, seconds, level))
     rows = []
     for t_sync, step in syncs:
         got = [first_after(e, t_sync) for e in published.get(step, {}).values()]
@@ -173,16 +180,20 @@ def per_step(out_dir, n, streams):
         stage = [x for x in staged.get(step, []) if x[0] <= start]
         rows.append({"step": step, "sync_to_published_s": last - t_sync, "latency_s": last - start,
                      "gbps": n ** 3 * 4 * 8 / (last - start) / 1e9, "loss_percent": 100.0 * lost / expected,
-                     "frame_s": None,
+                     "frame_s": None, "first_frame_s": None,
                      "stage_gbytes_per_s": max(stage)[2] if stage else None,
                      "stage_setup_s": max(stage)[3] if stage else None})
     # Frames and steps both go forward in time: each frame belongs to the
     # next row of its step (the log has no clock; laps repeat step numbers).
+    # frame_s: the step's first frame in full resolution; first_frame_s: its
+    # first frame at all (coarse where progressive).
     at = 0
-    for step, seconds in frames:
+    for step, seconds, level in frames:
         for i in range(at, len(rows)):
             if rows[i]["step"] == step:
-                if rows[i]["frame_s"] is None:
+                if rows[i]["first_frame_s"] is None:
+                    rows[i]["first_frame_s"] = seconds
+                if rows[i]["frame_s"] is None and level == 1:
                     rows[i]["frame_s"] = seconds
                 at = i
                 break
@@ -239,14 +250,15 @@ def median(values):
 def report(result, a):
     n, rows = result["n"], result["rows"]
     print("\n%d^3: %s\nrendered through: %s" % (n, result["fit"], result["mapper"] or "?"))
-    print("%6s %14s %10s %8s %8s %9s %10s %13s" % ("step", "sync->pub. s", "latency s", "Gbit/s", "loss %", "frame s",
-                                                    "stage GB/s", "stage setup s"))
+    print("%6s %14s %10s %8s %8s %9s %9s %10s %13s" % ("step", "sync->pub. s", "latency s", "Gbit/s", "loss %",
+                                                        "first s", "frame s", "stage GB/s", "stage setup s"))
     for r in rows:
+        first = "%9.2f" % r["first_frame_s"] if r.get("first_frame_s") is not None else "%9s" % "-"
         frame = "%9.2f" % r["frame_s"] if r["frame_s"] is not None else "%9s" % "-"
         stage = "%10.2f" % r["stage_gbytes_per_s"] if r["stage_gbytes_per_s"] is not None else "%10s" % "-"
         setup = "%13.2f" % r["stage_setup_s"] if r.get("stage_setup_s") is not None else "%13s" % "-"
-        print("%6d %14.2f %10.2f %8.2f %8.3f %s %s %s" % (r["step"], r["sync_to_published_s"], r["latency_s"],
-                                                        r["gbps"], r["loss_percent"], frame, stage, setup))
+        print("%6d %14.2f %10.2f %8.2f %8.3f %s %s %s %s" % (r["step"], r["sync_to_published_s"], r["latency_s"],
+                                                           r["gbps"], r["loss_percent"], first, frame, stage, setup))
     lat, gbps, frame = median(r["latency_s"] for r in rows), median(r["gbps"] for r in rows), \
         median(r["frame_s"] for r in rows)
     mvox = n ** 3 / frame / CORES / 1e6
