@@ -137,7 +137,9 @@ private:
         // Slabs and staged steps in /dev/shm, and the renderer, in memory: the
         // most of both that fits, or a refusal before anything starts.
         try {
-            memory_ = fit_demo_memory(o_, dims_, depth_);
+            // pvbatch on its own Xvfb draws one volume on the CPU (slabcast_mappers.py's auto).
+            const bool one_volume = !o_.head_to_head && o_.compare_formats.empty();
+            memory_ = fit_demo_memory(o_, dims_, depth_, !gui() && one_volume);
         } catch (const std::runtime_error& e) {
             missing.push_back(std::string(e.what()).substr(std::string("demo: ").size()));
         }
@@ -248,8 +250,7 @@ private:
         } else {
             argv.push_back(script("slabcast_render.py"));
             argv.push_back(descriptor(sides_[0]));
-            // On the CPU ray marcher a new step's first frame comes at 1/4 of
-            // the pixels, then refines while no newer step arrives (a GPU path ignores it).
+            // A new step's first frame at 1/4 of the pixels, then refined (the CPU path only).
             argv.push_back("--coarsest");
             argv.push_back("4");
             if (memory_.max_points) {  // a ceiling: the default path may render fewer (slabcast_mappers.py)

@@ -5,6 +5,7 @@
 #include "slabcast/run_codec.h"
 #include "slabcast/send_order.h"
 #include "slabcast/slab_file.h"
+#include "slabcast/stitched_planes.h"
 #include "slabcast/units.h"
 
 #include <fmt/format.h>
@@ -133,8 +134,21 @@ int demo_full_volumes(const DemoOptions& o) {
     return o.compare_formats.empty() ? 1 : static_cast<int>(parse_demo_formats(o.compare_formats).size());
 }
 
-std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points) {
+std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points, bool cpu) {
     constexpr std::uint64_t kRankBase = 512ull << 20;  // pvbatch with the plugin, Python and Mesa loaded
+    if (cpu) {
+        // The plugin's CPU ray marcher draws the values where the reader
+        // mapped them: no texture, and a rank spanning several slabs maps
+        // their planes back to back where planes are whole pages
+        // (slabcast/stitched_planes.h); else the reader copies its piece.
+        const double values = static_cast<double>(dims.count()) * 4, ages = static_cast<double>(dims.count());
+        const bool one_slab_a_rank = o.ranks == o.streams;
+        const double copied =
+            one_slab_a_rank ? 0
+                            : (StitchedPlanes::possible(StitchedPlanes::Kind::Values, dims) ? 0 : values) +
+                                  (StitchedPlanes::possible(StitchedPlanes::Kind::Ages, dims) ? 0 : ages);
+        return kRankBase * static_cast<std::uint64_t>(o.ranks) + static_cast<std::uint64_t>(copied);
+    }
     const double volumes = o.head_to_head ? 1.125 : demo_full_volumes(o);  // the other side is 1/8
     // Measured (sc11_scale.py, the default mapper on llvmpipe): a rank whose
     // piece spans several slabs gets a copy of it from the reader (one rank
@@ -149,18 +163,22 @@ std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int ma
     return kRankBase * static_cast<std::uint64_t>(o.ranks) + static_cast<std::uint64_t>(copied + 1.5 * rendered);
 }
 
-DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth) {
+DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth, bool cpu) {
     const MachineRoom room = room_here(demo_shm_dir(o));
-    const std::vector<DemoMemory> kept = {{3, 3}, {3, 2}, {2, 2}, {3, 1}, {2, 1}};
+    // Drawn in place (cpu), a frame holds its step's buffers until the next:
+    // with 2 a slab the receiver would drop the steps that come meanwhile,
+    // so a third buffer comes before a second staged step.
+    const std::vector<DemoMemory> kept = cpu ? std::vector<DemoMemory>{{3, 3}, {3, 2}, {3, 1}, {2, 2}, {2, 1}}
+                                             : std::vector<DemoMemory>{{3, 3}, {3, 2}, {2, 2}, {3, 1}, {2, 1}};
     std::vector<DemoMemory> candidates = kept;
     const bool one_volume = !o.head_to_head && o.compare_formats.empty();
     for (const int n : {512, 256})
-        if (one_volume && n < std::max({dims.nx, dims.ny, dims.nz}))
+        if (one_volume && !cpu && n < std::max({dims.nx, dims.ny, dims.nz}))
             for (const DemoMemory& m : kept) candidates.push_back({m.buffers, m.window, n});
     std::string problem;
     for (const DemoMemory& m : candidates) {
         const DemoPlan plan = plan_demo(o, dims, depth, "", "", m);
-        problem = memory_problem(plan_memory(plan.deployment), demo_renderer_bytes(o, dims, m.max_points),
+        problem = memory_problem(plan_memory(plan.deployment), demo_renderer_bytes(o, dims, m.max_points, cpu),
                                  fmt::format("the renderer's {} rank(s)", o.ranks), room);
         if (problem.empty()) return m;
     }

@@ -71,17 +71,22 @@ long demo_done_timeout_s(const Dims& dims);
 int demo_full_volumes(const DemoOptions& o);
 
 // What the demo's renderer (pvbatch ranks, or the GUI) holds beside the
-// slabs it maps: per rank a base; the reader's copy of a rank's piece where
-// it spans several slabs or is strided (`max_points` along the longest axis,
-// 0: all); 1.5 times the values rendered. Measured: docs/performance.md,
-// section 14.
-std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points = 0);
+// slabs it maps: per rank a base; with ParaView's GPU ray caster the
+// reader's copy of a rank's piece where it spans several slabs or is strided
+// (`max_points` along the longest axis, 0: all) and 1.5 times the values
+// rendered (docs/performance.md, section 14); with the plugin's CPU ray
+// marcher (`cpu`: pvbatch on the demo's own Xvfb, one volume) only the
+// reader's copies where a rank's slabs cannot be mapped back to back
+// (section 16).
+std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points = 0, bool cpu = false);
 
 // The most buffers and read-ahead that fit this machine's memory and /dev/shm
-// beside the renderer, from (3 buffers, 3 steps) down to (2, 1); failing
-// those, the same with the renderer on at most 512, then 256, points along
-// the longest axis (one volume only: the side-by-side views have no level of
-// detail). Throws std::runtime_error naming the figures when nothing fits.
-DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth);
+// beside the renderer, from (3 buffers, 3 steps) down to (2, 1) (drawn in
+// place, 3 buffers with 1 step before 2 with 2); failing
+// those, with the GPU path, the same with the renderer on at most 512, then
+// 256, points along the longest axis (one volume only: the side-by-side views
+// have no level of detail; the CPU path draws every voxel in place). Throws
+// std::runtime_error naming the figures when nothing fits.
+DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth, bool cpu = false);
 
 }  // namespace slabcast
