@@ -144,7 +144,7 @@ vtkUnsignedCharArray* NewAssembledAges(const slabcast::SlabSelection& selection,
 
 StepArrays NewStepArrays(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
-  const slabcast::FilledSlabs& filled, int stride, bool ages)
+  const slabcast::FilledSlabs& filled, int stride, bool ages, bool stitch)
 {
   StepArrays a;
   try
@@ -158,7 +158,12 @@ StepArrays NewStepArrays(const slabcast::SlabSelection& selection,
       a.ZeroCopy = 1;
       a.Mapping = b.mapping.get();
     }
-    else if (asStored && (a.Values = NewStitchedValues(selection, bySlab, dims, extent)) != nullptr)
+    // Several slabs' planes mapped back to back (stitched) are not taken yet:
+    // held across frames, their pins kept the receiver from publishing the
+    // same step on every slab under an unpaced stream (e2e_demo's unpaced
+    // test saw the renderer stay on one step while every slab dropped
+    // steps), and the copy lets go of them. `stitch` turns them on.
+    else if (asStored && stitch && (a.Values = NewStitchedValues(selection, bySlab, dims, extent)) != nullptr)
     {
       // The ages too where their planes are whole pages, else copied.
       a.Ages = ages ? NewStitchedAges(selection, bySlab, dims, extent) : nullptr;

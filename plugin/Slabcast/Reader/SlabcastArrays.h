@@ -32,9 +32,9 @@ namespace slabcast_vtk
 // The output's arrays for `extent` (of the volume at `stride`) of the step
 // whose buffers are `bySlab`, without a copy where possible: the values, the
 // ages (where `ages`), and ZeroCopy 1 when they point into one slab's mapping
-// (Mapping), 2 when several slabs' planes are mapped back to back, 0 when
-// assembled (a stride, the nearest fill's copies in `filled`, part planes, or
-// planes that are not whole pages).
+// (Mapping), 2 when several slabs' planes are mapped back to back (only with
+// `stitch`), 0 when assembled (a stride, the nearest fill's copies in
+// `filled`, part planes, planes that are not whole pages, or no `stitch`).
 struct StepArrays
 {
   vtkFloatArray* Values = nullptr;
@@ -44,7 +44,7 @@ struct StepArrays
 };
 StepArrays NewStepArrays(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
-  const slabcast::FilledSlabs& filled, int stride, bool ages);
+  const slabcast::FilledSlabs& filled, int stride, bool ages, bool stitch = false);
 
 // Arrays over planes z0..z1 of buffer `buffer`, whose slab stores them all:
 // they point into the read-only mapping and keep the mapping and the buffer's

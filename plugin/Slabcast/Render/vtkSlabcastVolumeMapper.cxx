@@ -124,6 +124,17 @@ void vtkSlabcastVolumeMapper::Render(vtkRenderer* ren, vtkVolume* vol)
   double origin[3], spacing[3];
   input->GetOrigin(origin);
   input->GetSpacing(spacing);
+  if (!(spacing[0] > 0 && spacing[1] > 0 && spacing[2] > 0 && spacing[0] < 1e30 && spacing[1] < 1e30 &&
+        spacing[2] < 1e30))
+  {
+    if (!in.WarnedScalars)
+    {
+      vtkWarningMacro("renders images of positive, finite spacing; this one's is " << spacing[0] << ", "
+                                                                                 << spacing[1] << ", " << spacing[2]);
+      in.WarnedScalars = true;
+    }
+    return;
+  }
   render::Piece piece;
   piece.values = values->GetPointer(0);
   piece.nx = extent[1] - extent[0] + 1;

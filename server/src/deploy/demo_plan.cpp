@@ -5,7 +5,6 @@
 #include "slabcast/run_codec.h"
 #include "slabcast/send_order.h"
 #include "slabcast/slab_file.h"
-#include "slabcast/stitched_planes.h"
 #include "slabcast/units.h"
 
 #include <fmt/format.h>
@@ -138,15 +137,9 @@ std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int ma
     constexpr std::uint64_t kRankBase = 512ull << 20;  // pvbatch with the plugin, Python and Mesa loaded
     if (cpu) {
         // The plugin's CPU ray marcher draws the values where the reader
-        // mapped them: no texture, and a rank spanning several slabs maps
-        // their planes back to back where planes are whole pages
-        // (slabcast/stitched_planes.h); else the reader copies its piece.
-        const double values = static_cast<double>(dims.count()) * 4, ages = static_cast<double>(dims.count());
-        const bool one_slab_a_rank = o.ranks == o.streams;
-        const double copied =
-            one_slab_a_rank ? 0
-                            : (StitchedPlanes::possible(StitchedPlanes::Kind::Values, dims) ? 0 : values) +
-                                  (StitchedPlanes::possible(StitchedPlanes::Kind::Ages, dims) ? 0 : ages);
+        // put them: no texture; a rank spanning several slabs gets the
+        // reader's copy of its piece, values and ages.
+        const double copied = o.ranks == o.streams ? 0 : static_cast<double>(dims.count()) * 5;
         return kRankBase * static_cast<std::uint64_t>(o.ranks) + static_cast<std::uint64_t>(copied);
     }
     const double volumes = o.head_to_head ? 1.125 : demo_full_volumes(o);  // the other side is 1/8
@@ -185,7 +178,8 @@ DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth, bo
     throw std::runtime_error(fmt::format("demo: {} does not fit this machine even with 2 buffers a slab, one step "
                                          "staged{}: {} (a smaller --dims, fewer --ranks, or a larger /dev/shm: "
                                          "mount -o remount,size=N /dev/shm)",
-                                         to_string(dims), one_volume ? " and the renderer on at most 256 points a side" : "",
+                                         to_string(dims),
+                                         one_volume && !cpu ? " and the renderer on at most 256 points a side" : "",
                                          problem));
 }
 

@@ -76,8 +76,7 @@ int demo_full_volumes(const DemoOptions& o);
 // (`max_points` along the longest axis, 0: all) and 1.5 times the values
 // rendered (docs/performance.md, section 14); with the plugin's CPU ray
 // marcher (`cpu`: pvbatch on the demo's own Xvfb, one volume) only the
-// reader's copies where a rank's slabs cannot be mapped back to back
-// (section 16).
+// reader's copy of a rank's piece that spans several slabs (section 16).
 std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points = 0, bool cpu = false);
 
 // The most buffers and read-ahead that fit this machine's memory and /dev/shm
