@@ -120,7 +120,7 @@ class PublicationTest(unittest.TestCase):
                 pin_buffer(fd, p["buffer"])  # as a reader would, holding each step on screen
                 pinned.append((p["buffer"], read_slab_values(self.slab)))
             self.assertEqual(len({b for b, _ in pinned}), 3)
-            # Step 4: the newest publication (3) stays, 1 and 2 are pinned: no buffer left.
+            # Step 4: 1, 2 and the newest publication (3) are pinned: no buffer left.
             self.send_step(4)
             # Counted as they arrive: wait for all of step 4's packets, then exactly those.
             wait_for(lambda: read_slab_header(self.slab)["dropped_packets"] >= len(owned_packets(4)),

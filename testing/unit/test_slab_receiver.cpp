@@ -318,7 +318,7 @@ TEST_CASE_METHOD(Fixture, "a buffer a reader pins is never taken; with every buf
     }
     const std::vector<float> step1(reader->values(pins[0]->publication().buffer),
                                    reader->values(pins[0]->publication().buffer) + slab.value_count());
-    // Step 4: the newest (3) stays, 1 and 2 are pinned.
+    // Step 4: 1, 2 and the newest (3) are pinned.
     const auto four = slab_packets(4, geometry, 16);
     for (const auto& p : four) CHECK(send(p) == PacketVerdict::Dropped);
     CHECK(slab.header().live.dropped_steps == 1);

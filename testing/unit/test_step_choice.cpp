@@ -4,6 +4,7 @@
 // ranks' agreement, the same on every rank from the same lists.
 #include "temp_shm_dir.h"
 
+#include "slabcast/in_place_hold.h"
 #include "slabcast/publication.h"
 #include "slabcast/step_choice.h"
 
@@ -129,4 +130,56 @@ TEST_CASE("a pin is refused when the writer took the buffer between the look and
     s.write(0, 4);  // step 1's buffer, the oldest publication, not pinned
     CHECK_FALSE(pin_publication(s.readers.at(0), *p));
     CHECK_FALSE(buffer_pinned(s.writer[0].fd(), p->buffer));  // and holds no lock after
+}
+
+TEST_CASE("with every other buffer pinned the writer takes the newest publication rather than drop every step") {
+    Slabs s;  // 3 buffers a slab
+    s.write(0, 1);
+    s.write(0, 2);
+    s.write(0, 3);
+    // A frame in place (step 2) and the view's copy of the frame before (step 1).
+    const auto one = pin_step(s.readers.at(0), 1);
+    const auto two = pin_step(s.readers.at(0), 2);
+    REQUIRE(one);
+    REQUIRE(two);
+    const int newest = newest_publication(*s.readers.at(0))->buffer;
+    CHECK(s.write(0, 4) == newest);  // news, so the readers move on and let go
+    CHECK(newest_publication(*s.readers.at(0))->step == 4);
+    CHECK(s.readers.at(0)->values(one->publication().buffer)[0] == 1.f);
+    CHECK(s.readers.at(0)->values(two->publication().buffer)[0] == 2.f);
+    // Every buffer pinned: nothing to take.
+    const auto four = pin_step(s.readers.at(0), 4);
+    REQUIRE(four);
+    std::string why;
+    CHECK(take_buffer(s.writer[0], &why) == -1);
+    CHECK(why == "all 3 buffers pinned by readers");
+}
+
+TEST_CASE("a step chosen again while its slabs publish on is let go of, so they can come to a newer one") {
+    Slabs s;
+    s.write(0, 1);
+    s.write(1, 1);
+    InPlaceHold hold;
+    StepChoice frame = choose_whole_step(s.readers);  // on screen, in place
+    CHECK(hold.may_hold(frame.buffers));
+    // The slabs publish on, never the same step at once: step 1 stays the only one in common.
+    for (std::uint64_t n = 0; n < InPlaceHold::kPublicationsOn; ++n) {
+        s.write(0, 100 + static_cast<std::int64_t>(n));
+        s.write(1, 200 + static_cast<std::int64_t>(n));
+        StepChoice again = choose_whole_step(s.readers);
+        REQUIRE(again.step == 1);
+        CHECK(hold.may_hold(again.buffers));
+        frame = std::move(again);
+    }
+    s.write(0, 300);
+    StepChoice stuck = choose_whole_step(s.readers);
+    REQUIRE(stuck.step == 1);
+    CHECK_FALSE(hold.may_hold(stuck.buffers));  // copied: the frame lets go of its pins
+    CHECK_FALSE(hold.may_hold(stuck.buffers));
+    frame = StepChoice{};
+    stuck = StepChoice{};
+    s.write(1, 300);
+    frame = choose_whole_step(s.readers);
+    CHECK(frame.step == 300);
+    CHECK(hold.may_hold(frame.buffers));  // a new step in common: in place again
 }

@@ -142,6 +142,18 @@ vtkUnsignedCharArray* NewAssembledAges(const slabcast::SlabSelection& selection,
   return a;
 }
 
+bool CanHoldAcrossFrames(const std::map<int, slabcast::SlabBuffer>& bySlab)
+{
+  for (const auto& kv : bySlab)
+  {
+    if (!kv.second.mapping || kv.second.mapping->buffers() < 3)
+    {
+      return false;
+    }
+  }
+  return true;
+}
+
 StepArrays NewStepArrays(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
   const slabcast::FilledSlabs& filled, int stride, bool ages, bool stitch)
@@ -158,11 +170,8 @@ StepArrays NewStepArrays(const slabcast::SlabSelection& selection,
       a.ZeroCopy = 1;
       a.Mapping = b.mapping.get();
     }
-    // Several slabs' planes mapped back to back (stitched) are not taken yet:
-    // held across frames, their pins kept the receiver from publishing the
-    // same step on every slab under an unpaced stream (e2e_demo's unpaced
-    // test saw the renderer stay on one step while every slab dropped
-    // steps), and the copy lets go of them. `stitch` turns them on.
+    // Several slabs' planes mapped back to back (stitched), their pins held
+    // until the next frame where the caller says they may be (`stitch`).
     else if (asStored && stitch && (a.Values = NewStitchedValues(selection, bySlab, dims, extent)) != nullptr)
     {
       // The ages too where their planes are whole pages, else copied.

@@ -35,6 +35,13 @@ namespace slabcast_vtk
 // (Mapping), 2 when several slabs' planes are mapped back to back (only with
 // `stitch`), 0 when assembled (a stride, the nearest fill's copies in
 // `filled`, part planes, planes that are not whole pages, or no `stitch`).
+// Whether a step shown from `bySlab` may stay pinned in place until the next
+// frame at all: with 3 buffers a slab or more, the receiver keeps one to write
+// into beside the newest publication; with 2 it would drop every step
+// meanwhile, so the piece is copied instead (and slabcast/in_place_hold.h
+// says for how long).
+bool CanHoldAcrossFrames(const std::map<int, slabcast::SlabBuffer>& bySlab);
+
 struct StepArrays
 {
   vtkFloatArray* Values = nullptr;

@@ -11,6 +11,7 @@
 #include "vtkTimeStamp.h"
 
 #include "slabcast/descriptor.h"
+#include "slabcast/in_place_hold.h"
 #include "slabcast/live_slabs.h"
 #include "slabcast/publication.h"
 #include "slabcast/slab_figures.h"
@@ -43,6 +44,8 @@ public:
   // rank sees, until the next agreement replaces it.
   bool HaveAgreement = false;
   std::map<int, slabcast::PinnedPublicationPtr> AgreedPins;
+  // How long the step shown may keep its buffers pinned in place.
+  slabcast::InPlaceHold Hold;
   // What the last Refresh looked at, and the digest taken before it looked:
   // news from then on (a slab publishing while the ranks agreed included) is
   // news to the next poll.

@@ -310,7 +310,8 @@ int vtkSlabcastReader::RequestData(
       : slabcast::FilledSlabs{};
     refilled = !filled.empty();
     const slabcast_vtk::StepArrays arrays =
-      slabcast_vtk::NewStepArrays(sel, choice.buffers, d.dims, ext, filled, this->Stride, this->AgeArray);
+      slabcast_vtk::NewStepArrays(sel, choice.buffers, d.dims, ext, filled, this->Stride, this->AgeArray,
+        slabcast_vtk::CanHoldAcrossFrames(choice.buffers) && in.Hold.may_hold(choice.buffers));
     values = arrays.Values;
     ages = arrays.Ages;
     this->ZeroCopy = arrays.ZeroCopy;
@@ -350,11 +351,13 @@ int vtkSlabcastReader::RequestData(
   slabcast_vtk::NameArrays(d.field, values, ages);
   slabcast_vtk::PrimeRanges(in.Ranges, choice, ext, this->Stride, values, ages, refilled);
   slabcast_vtk::AttachArrays(output->GetPointData(), values, ages);
-  if (!this->ZeroCopy)
+  if (!this->ZeroCopy || slabcast_vtk::ProcessCount() == 1)
   {
-    // A copy needs no pin: held to the next agreement, it left a receiver with
-    // 2 buffers a slab none to write into (the newest publication and this step),
-    // and it dropped steps. A re-execution re-pins the step if it is still there.
+    // A copy needs no pin, and one process shows its own choice: the
+    // agreement's pins, held to the next agreement, took one more buffer of
+    // each slab (with a frame in place and the view's frame before, all 3),
+    // and the receiver dropped steps. A re-execution re-pins the step if it
+    // is still there.
     in.AgreedPins.clear();
   }
 

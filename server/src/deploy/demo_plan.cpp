@@ -5,6 +5,7 @@
 #include "slabcast/run_codec.h"
 #include "slabcast/send_order.h"
 #include "slabcast/slab_file.h"
+#include "slabcast/stitched_planes.h"
 #include "slabcast/units.h"
 
 #include <fmt/format.h>
@@ -133,13 +134,22 @@ int demo_full_volumes(const DemoOptions& o) {
     return o.compare_formats.empty() ? 1 : static_cast<int>(parse_demo_formats(o.compare_formats).size());
 }
 
-std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points, bool cpu) {
+std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points, bool cpu, int buffers) {
     constexpr std::uint64_t kRankBase = 512ull << 20;  // pvbatch with the plugin, Python and Mesa loaded
     if (cpu) {
         // The plugin's CPU ray marcher draws the values where the reader
-        // put them: no texture; a rank spanning several slabs gets the
-        // reader's copy of its piece, values and ages.
-        const double copied = o.ranks == o.streams ? 0 : static_cast<double>(dims.count()) * 5;
+        // put them: no texture. A rank spanning several slabs maps their
+        // planes back to back where a plane is whole pages and 3 buffers a
+        // slab let a frame hold its step (the reader's rule:
+        // CanHoldAcrossFrames); else it gets the reader's copy of its piece.
+        double copied = 0;
+        if (o.ranks != o.streams) {
+            const bool held = buffers >= 3;
+            const double count = static_cast<double>(dims.count());
+            const bool values = held && StitchedPlanes::possible(StitchedPlanes::Kind::Values, dims);
+            copied += values ? 0 : 4 * count;
+            copied += values && StitchedPlanes::possible(StitchedPlanes::Kind::Ages, dims) ? 0 : count;
+        }
         return kRankBase * static_cast<std::uint64_t>(o.ranks) + static_cast<std::uint64_t>(copied);
     }
     const double volumes = o.head_to_head ? 1.125 : demo_full_volumes(o);  // the other side is 1/8
@@ -171,7 +181,7 @@ DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth, bo
     std::string problem;
     for (const DemoMemory& m : candidates) {
         const DemoPlan plan = plan_demo(o, dims, depth, "", "", m);
-        problem = memory_problem(plan_memory(plan.deployment), demo_renderer_bytes(o, dims, m.max_points, cpu),
+        problem = memory_problem(plan_memory(plan.deployment), demo_renderer_bytes(o, dims, m.max_points, cpu, m.buffers),
                                  fmt::format("the renderer's {} rank(s)", o.ranks), room);
         if (problem.empty()) return m;
     }

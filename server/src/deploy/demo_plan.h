@@ -8,6 +8,7 @@
 
 #include "deploy/demo_options.h"
 #include "deploy/deploy_plan.h"
+#include "slabcast/slab_file.h"
 
 #include <cstdint>
 #include <string>
@@ -76,8 +77,10 @@ int demo_full_volumes(const DemoOptions& o);
 // (`max_points` along the longest axis, 0: all) and 1.5 times the values
 // rendered (docs/performance.md, section 14); with the plugin's CPU ray
 // marcher (`cpu`: pvbatch on the demo's own Xvfb, one volume) only the
-// reader's copy of a rank's piece that spans several slabs (section 16).
-std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points = 0, bool cpu = false);
+// reader's copy of a rank's piece that spans several slabs where it cannot
+// map their planes in place (`buffers` a slab; section 16).
+std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points = 0, bool cpu = false,
+                                  int buffers = kDefaultBuffers);
 
 // The most buffers and read-ahead that fit this machine's memory and /dev/shm
 // beside the renderer, from (3 buffers, 3 steps) down to (2, 1) (drawn in

@@ -112,7 +112,11 @@ bool buffer_pinned(int fd, int b) {
 
 int take_buffer(SlabMapping& m, std::string* why) {
     SlabHeader& h = m.header_rw();
-    // The newest publication stays: it is what a reader that looks now will pin.
+    // The newest publication is taken last: it is what a reader that looks
+    // now will pin. It is taken at all only when readers pin every other
+    // buffer (a frame in place and the view's copy of the frame before): a
+    // writer that kept it would drop every step from then on, publish no
+    // news, and the readers, waiting for news, would never let go.
     int newest = -1;
     std::uint64_t newest_number = 0;
     for (int b = 0; b < m.buffers(); ++b) {
@@ -136,6 +140,7 @@ int take_buffer(SlabMapping& m, std::string* why) {
         };
         return key(a) != key(b) ? key(a) < key(b) : a < b;
     });
+    if (newest >= 0 && candidates < kMaxBuffers) order[static_cast<std::size_t>(candidates++)] = newest;
     int pinned = 0;
     for (int i = 0; i < candidates; ++i) {
         const int b = order[static_cast<std::size_t>(i)];
@@ -153,9 +158,7 @@ int take_buffer(SlabMapping& m, std::string* why) {
         // reader that saw it odd meanwhile reads it again.
         if (!(seq & 1)) p.seq.store(taken + 1, std::memory_order_release);
     }
-    if (why)
-        *why = "all " + std::to_string(m.buffers()) + " buffers in use: the newest publication and " +
-               std::to_string(pinned) + " pinned by readers";
+    if (why) *why = "all " + std::to_string(m.buffers()) + " buffers pinned by readers";
     return -1;
 }
 

@@ -90,10 +90,10 @@ std::optional<std::int64_t> newest_common_step(const std::vector<std::vector<Pub
 // True when some reader pins buffer b of the file open as `fd` (F_OFD_GETLK).
 bool buffer_pinned(int fd, int b);
 
-// Takes a buffer for a new step: not the newest publication, not pinned,
-// the oldest publication first (never-published buffers before all). Marks it
-// taken (its seq odd) before it looks for pins. Returns -1 when every
-// candidate is pinned; `why` then says so.
+// Takes a buffer for a new step: not pinned, the oldest publication first
+// (never-published buffers before all), the newest publication only when
+// every other buffer is pinned. Marks it taken (its seq odd) before it looks
+// for pins. Returns -1 when every buffer is pinned; `why` then says so.
 int take_buffer(SlabMapping& m, std::string* why = nullptr);
 
 struct PublishInfo {
