@@ -29,12 +29,6 @@ class vtkUnsignedCharArray;
 namespace slabcast_vtk
 {
 
-// The output's arrays for `extent` (of the volume at `stride`) of the step
-// whose buffers are `bySlab`, without a copy where possible: the values, the
-// ages (where `ages`), and ZeroCopy 1 when they point into one slab's mapping
-// (Mapping), 2 when several slabs' planes are mapped back to back (only with
-// `stitch`), 0 when assembled (a stride, the nearest fill's copies in
-// `filled`, part planes, planes that are not whole pages, or no `stitch`).
 // Whether a step shown from `bySlab` may stay pinned in place until the next
 // frame at all: with 3 buffers a slab or more, the receiver keeps one to write
 // into beside the newest publication; with 2 it would drop every step
@@ -42,6 +36,12 @@ namespace slabcast_vtk
 // says for how long).
 bool CanHoldAcrossFrames(const std::map<int, slabcast::SlabBuffer>& bySlab);
 
+// The output's arrays for `extent` (of the volume at `stride`) of the step
+// whose buffers are `bySlab`, without a copy where possible: the values, the
+// ages (where `ages`), and ZeroCopy 1 when they point into one slab's mapping
+// (Mapping), 2 when several slabs' planes are mapped back to back (only with
+// `stitch`), 0 when assembled (a stride, the nearest fill's copies in
+// `filled`, part planes, planes that are not whole pages, or no `stitch`).
 struct StepArrays
 {
   vtkFloatArray* Values = nullptr;

@@ -181,7 +181,8 @@ DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth, bo
     std::string problem;
     for (const DemoMemory& m : candidates) {
         const DemoPlan plan = plan_demo(o, dims, depth, "", "", m);
-        problem = memory_problem(plan_memory(plan.deployment), demo_renderer_bytes(o, dims, m.max_points, cpu, m.buffers),
+        problem = memory_problem(plan_memory(plan.deployment),
+                                 demo_renderer_bytes(o, dims, m.max_points, cpu, m.buffers),
                                  fmt::format("the renderer's {} rank(s)", o.ranks), room);
         if (problem.empty()) return m;
     }

@@ -141,7 +141,6 @@ int take_buffer(SlabMapping& m, std::string* why) {
         return key(a) != key(b) ? key(a) < key(b) : a < b;
     });
     if (newest >= 0 && candidates < kMaxBuffers) order[static_cast<std::size_t>(candidates++)] = newest;
-    int pinned = 0;
     for (int i = 0; i < candidates; ++i) {
         const int b = order[static_cast<std::size_t>(i)];
         BufferPublication& p = h.publication[b];
@@ -153,7 +152,6 @@ int take_buffer(SlabMapping& m, std::string* why) {
             h.live.writing_buffer.store(b);
             return b;
         }
-        ++pinned;
         // Still pinned: give it back as it was, with a new even seq so that a
         // reader that saw it odd meanwhile reads it again.
         if (!(seq & 1)) p.seq.store(taken + 1, std::memory_order_release);
