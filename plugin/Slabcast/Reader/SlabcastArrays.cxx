@@ -14,6 +14,7 @@
 #include "vtkUnsignedCharArray.h"
 
 #include "slabcast/clock.h"
+#include "slabcast/in_place_hold.h"
 #include "slabcast/publication.h"
 #include "slabcast/slab_pool.h"
 #include "slabcast/stitched_planes.h"
@@ -146,7 +147,7 @@ bool CanHoldAcrossFrames(const std::map<int, slabcast::SlabBuffer>& bySlab)
 {
   for (const auto& kv : bySlab)
   {
-    if (!kv.second.mapping || kv.second.mapping->buffers() < 3)
+    if (!kv.second.mapping || kv.second.mapping->buffers() < slabcast::kBuffersToHoldInPlace)
     {
       return false;
     }

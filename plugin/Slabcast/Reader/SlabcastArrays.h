@@ -30,10 +30,9 @@ namespace slabcast_vtk
 {
 
 // Whether a step shown from `bySlab` may stay pinned in place until the next
-// frame at all: with 3 buffers a slab or more, the receiver keeps one to write
-// into beside the newest publication; with 2 it would drop every step
-// meanwhile, so the piece is copied instead (and slabcast/in_place_hold.h
-// says for how long).
+// frame at all: every slab has slabcast::kBuffersToHoldInPlace buffers
+// (slabcast/in_place_hold.h, which also says for how long); else the piece
+// is copied.
 bool CanHoldAcrossFrames(const std::map<int, slabcast::SlabBuffer>& bySlab);
 
 // The output's arrays for `extent` (of the volume at `stride`) of the step

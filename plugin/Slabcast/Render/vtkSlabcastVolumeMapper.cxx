@@ -41,7 +41,7 @@ struct vtkSlabcastVolumeMapper::Internals
   double TableSampleDistance = 0.0;
 
   int RenderedLevel = 0;  // 0: nothing drawn yet
-  bool WarnedScalars = false, WarnedDirection = false;
+  bool WarnedScalars = false, WarnedSpacing = false, WarnedDirection = false;
 };
 
 vtkStandardNewMacro(vtkSlabcastVolumeMapper);
@@ -127,11 +127,11 @@ void vtkSlabcastVolumeMapper::Render(vtkRenderer* ren, vtkVolume* vol)
   if (!(spacing[0] > 0 && spacing[1] > 0 && spacing[2] > 0 && spacing[0] < 1e30 && spacing[1] < 1e30 &&
         spacing[2] < 1e30))
   {
-    if (!in.WarnedScalars)
+    if (!in.WarnedSpacing)
     {
       vtkWarningMacro("renders images of positive, finite spacing; this one's is " << spacing[0] << ", "
                                                                                  << spacing[1] << ", " << spacing[2]);
-      in.WarnedScalars = true;
+      in.WarnedSpacing = true;
     }
     return;
   }

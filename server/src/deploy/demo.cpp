@@ -138,8 +138,7 @@ private:
         // most of both that fits, or a refusal before anything starts.
         try {
             // pvbatch on its own Xvfb draws one volume on the CPU (slabcast_mappers.py's auto).
-            const bool one_volume = !o_.head_to_head && o_.compare_formats.empty();
-            memory_ = fit_demo_memory(o_, dims_, depth_, !gui() && one_volume);
+            memory_ = fit_demo_memory(o_, dims_, depth_, !gui() && demo_one_volume(o_));
         } catch (const std::runtime_error& e) {
             missing.push_back(std::string(e.what()).substr(std::string("demo: ").size()));
         }

@@ -2,6 +2,7 @@
 
 #include "deploy/memory_plan.h"
 
+#include "slabcast/in_place_hold.h"
 #include "slabcast/run_codec.h"
 #include "slabcast/send_order.h"
 #include "slabcast/slab_file.h"
@@ -134,17 +135,19 @@ int demo_full_volumes(const DemoOptions& o) {
     return o.compare_formats.empty() ? 1 : static_cast<int>(parse_demo_formats(o.compare_formats).size());
 }
 
+bool demo_one_volume(const DemoOptions& o) { return !o.head_to_head && o.compare_formats.empty(); }
+
 std::uint64_t demo_renderer_bytes(const DemoOptions& o, const Dims& dims, int max_points, bool cpu, int buffers) {
     constexpr std::uint64_t kRankBase = 512ull << 20;  // pvbatch with the plugin, Python and Mesa loaded
     if (cpu) {
         // The plugin's CPU ray marcher draws the values where the reader
         // put them: no texture. A rank spanning several slabs maps their
-        // planes back to back where a plane is whole pages and 3 buffers a
-        // slab let a frame hold its step (the reader's rule:
+        // planes back to back where a plane is whole pages and its slabs'
+        // buffers let a frame hold its step (the reader's rule:
         // CanHoldAcrossFrames); else it gets the reader's copy of its piece.
         double copied = 0;
         if (o.ranks != o.streams) {
-            const bool held = buffers >= 3;
+            const bool held = buffers >= kBuffersToHoldInPlace;
             const double count = static_cast<double>(dims.count());
             const bool values = held && StitchedPlanes::possible(StitchedPlanes::Kind::Values, dims);
             copied += values ? 0 : 4 * count;
@@ -174,7 +177,7 @@ DemoMemory fit_demo_memory(const DemoOptions& o, const Dims& dims, int depth, bo
     const std::vector<DemoMemory> kept = cpu ? std::vector<DemoMemory>{{3, 3}, {3, 2}, {3, 1}, {2, 2}, {2, 1}}
                                              : std::vector<DemoMemory>{{3, 3}, {3, 2}, {2, 2}, {3, 1}, {2, 1}};
     std::vector<DemoMemory> candidates = kept;
-    const bool one_volume = !o.head_to_head && o.compare_formats.empty();
+    const bool one_volume = demo_one_volume(o);
     for (const int n : {512, 256})
         if (one_volume && !cpu && n < std::max({dims.nx, dims.ny, dims.nz}))
             for (const DemoMemory& m : kept) candidates.push_back({m.buffers, m.window, n});

@@ -70,6 +70,8 @@ long demo_done_timeout_s(const Dims& dims);
 // Full volumes the demo streams: one a format with --compare-formats, else 1
 // (--head-to-head adds a 1/8 one).
 int demo_full_volumes(const DemoOptions& o);
+// Whether the demo shows one volume (no --head-to-head, no --compare-formats).
+bool demo_one_volume(const DemoOptions& o);
 
 // What the demo's renderer (pvbatch ranks, or the GUI) holds beside the
 // slabs it maps: per rank a base; with ParaView's GPU ray caster the

@@ -18,6 +18,12 @@
 
 namespace slabcast {
 
+// Buffers a slab needs for a frame to hold its step in place at all: the
+// frame's, the newest publication and one for the receiver to write into;
+// with fewer the receiver would drop every step meanwhile, so the reader
+// copies the step instead.
+constexpr int kBuffersToHoldInPlace = 3;
+
 class InPlaceHold {
 public:
     static constexpr std::uint64_t kPublicationsOn = 8;
