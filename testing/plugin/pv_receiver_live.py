@@ -97,6 +97,21 @@ reader.UpdatePropertyInformation()
 check(reader.GetPropertyValue("NeedsUpdate") == 0, "NeedsUpdate set with nothing new")
 print("ok: step 0 from the receiver reads back exactly; no update pending", flush=True)
 
+
+def check_range(image, step, what):
+    """The values' range as VTK reports it, from the receivers' measure of each
+    slab's planes (owned as placed, the ghost plane handed over measured at
+    publication): the reader read no value for it."""
+    got = image.GetPointData().GetArray("density").GetRange()
+    values = expected_index_values(dims, image.GetExtent(), step)
+    check(got == (min(values), max(values)), "%s: range %s, values span %s" % (what, got, (min(values), max(values))))
+    check(field(image, "RangeValuesRead") == [0.0], "%s: the reader read %s values for the range" % (
+        what, field(image, "RangeValuesRead")))
+
+
+check_range(image, 0, "step 0, whole volume")
+print("ok: the whole volume's range is the receivers' measure, exact", flush=True)
+
 # One rank per slab: each piece is the receiver's own memory.
 algo = reader.GetClientSideObject()
 for k in sorted(ports):
@@ -106,6 +121,7 @@ for k in sorted(ports):
     check(field(piece, "ZeroCopy") == [1.0], "piece %d was copied" % k)
     region = mapping_of_address(address_of(piece.GetPointData().GetArray("density")))
     check(region is not None and region[2] == slab_path(descriptor, k), "piece %d not in the receiver's slab" % k)
+    check_range(piece, 0, "piece %d" % k)
 print("ok: pieces point into the receiver's slabs (zero-copy), ghost planes seamless", flush=True)
 
 # Step 1: NeedsUpdate turns on by itself.

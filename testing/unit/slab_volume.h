@@ -12,6 +12,7 @@
 #include "slabcast/descriptor.h"
 #include "slabcast/publication.h"
 #include "slabcast/slab_file.h"
+#include "slabcast/value_range.h"
 #include "slabcast/volume.h"
 
 #include <initializer_list>
@@ -28,7 +29,11 @@ struct SlabVolume {
         return static_cast<float>(slabcast::volume_offset(dims, x, y, z) + 1000 * k);
     }
 
-    SlabVolume(const slabcast::Dims& dims, int slab_depth, std::initializer_list<int> slabs) {
+    // `measured`: each publication carries its planes' ranges, as the
+    // receiver's do (slab_file.h, BufferRanges); else none, as a writer that
+    // measures nothing leaves them.
+    SlabVolume(const slabcast::Dims& dims, int slab_depth, std::initializer_list<int> slabs, bool measured = false)
+        : measured_(measured) {
         descriptor.name = "v";
         descriptor.dims = dims;
         descriptor.slab_depth = slab_depth;
@@ -55,6 +60,17 @@ struct SlabVolume {
                 for (std::int64_t x = 0; x < dims.nx; ++x)
                     m.values_rw(b)[slabcast::slab_offset(dims, g, x, y, z)] = value_at(k, x, y, z, dims) + add;
         const std::uint64_t owned = static_cast<std::uint64_t>(dims.plane()) * static_cast<std::uint64_t>(g.owned_planes());
-        slabcast::publish_buffer(m, b, slabcast::PublishInfo{step, owned, owned, 0, true});
+        slabcast::PublishInfo info{step, owned, owned, 0, true};
+        if (measured_) {
+            const auto ghost = static_cast<std::size_t>(dims.plane() * g.ghost_planes());
+            const slabcast::MinMax o = slabcast::min_max(m.values(b) + ghost, m.value_count() - ghost);
+            const slabcast::MinMax h = slabcast::min_max(m.values(b), ghost);
+            info.owned_range = slabcast::PartRange{o.lo, o.hi, 0, 0, 1, 0};
+            info.ghost_range = slabcast::PartRange{h.lo, h.hi, 0, 0, 1, 0};
+        }
+        slabcast::publish_buffer(m, b, info);
     }
+
+private:
+    bool measured_ = false;
 };

@@ -88,6 +88,16 @@ TEST_CASE_METHOD(RunFixture, "a step sent as runs lands exactly, across the ghos
     CHECK(reports[0].complete);
     CHECK(reports[0].packets == 4);
     CHECK(exact(0));
+    // Each run measured as placed, the one across the ghost plane split
+    // between the two parts (slab 1's ghost plane is plane 3: values 96..127).
+    const auto p = newest_publication(slab);
+    REQUIRE(p);
+    CHECK(p->ghost_range.known == 1);
+    CHECK(p->ghost_range.lo == value_at(0, 96));
+    CHECK(p->ghost_range.hi == value_at(0, 127));
+    CHECK(p->owned_range.known == 1);
+    CHECK(p->owned_range.lo == value_at(0, 128));
+    CHECK(p->owned_range.hi == value_at(0, 255));
 }
 
 TEST_CASE_METHOD(RunFixture, "run and quad packets mix in one step; a run sent twice counts as duplicates") {

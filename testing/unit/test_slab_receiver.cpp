@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 using namespace slabcast;
@@ -100,6 +101,68 @@ TEST_CASE_METHOD(Fixture, "a whole step lands at the right offsets and completes
     CHECK(p->holes == 0);
     CHECK(p->buffer == reports[0].buffer);
     CHECK(std::all_of(shown_ages(), shown_ages() + slab.value_count(), [](std::uint8_t a) { return a == 0; }));
+}
+
+TEST_CASE_METHOD(Fixture, "a publication carries its owned and ghost planes' ranges, measured as they were placed") {
+    auto packets = slab_packets(3, geometry, 7);
+    // A NaN is left out of a range, as VTK leaves it out.
+    quad::Record nan = quad::read_record(packets[20].bytes.data(), 0);
+    REQUIRE(nan.z >= 4);
+    nan.v = std::nanf("");
+    quad::write_record(packets[20].bytes.data(), 0, nan);
+    send_all(packets);
+    auto p = newest_publication(slab);
+    REQUIRE(p);
+    CHECK(p->owned_range.known == 1);
+    CHECK(p->owned_range.lo == value_at(3, 0, 0, 4));
+    CHECK(p->owned_range.hi == value_at(3, 7, 3, 7));
+    CHECK(p->owned_range.age_lo == 0);
+    CHECK(p->owned_range.age_hi == 0);
+    CHECK(p->ghost_range.known == 1);
+    CHECK(p->ghost_range.lo == value_at(3, 0, 0, 3));
+    CHECK(p->ghost_range.hi == value_at(3, 7, 3, 3));
+
+    SECTION("an infinity: not measured, the reader reads it") {
+        auto next = slab_packets(4, geometry, 7);
+        quad::Record inf = quad::read_record(next[20].bytes.data(), 1);
+        inf.v = -std::numeric_limits<float>::infinity();
+        quad::write_record(next[20].bytes.data(), 1, inf);
+        send_all(next);
+        p = newest_publication(slab);
+        CHECK(p->step == 4);
+        CHECK(p->owned_range.known == 0);
+        CHECK(p->ghost_range.known == 1);
+    }
+    SECTION("a lost owned value: filled from the step before, so not measured; the ghost plane measured as filled") {
+        send_all(slab_packets(4, geometry, 8), 0);  // the ghost plane's first row lost
+        receiver.finish_current();
+        p = newest_publication(slab);
+        CHECK(p->step == 4);
+        CHECK(p->owned_range.known == 1);  // every owned value came
+        CHECK(p->ghost_range.known == 1);
+        CHECK(p->ghost_range.lo == value_at(3, 0, 0, 3));  // step 3's row
+        CHECK(p->ghost_range.hi == value_at(4, 7, 3, 3));
+        CHECK(p->ghost_range.age_lo == 0);
+        CHECK(p->ghost_range.age_hi == 1);
+        send_all(slab_packets(5, geometry, 8), 10);  // an owned row lost
+        receiver.finish_current();
+        p = newest_publication(slab);
+        CHECK(p->step == 5);
+        CHECK(p->owned_range.known == 0);
+    }
+    SECTION("a value placed twice may have changed: not measured") {
+        auto next = slab_packets(4, geometry, 8);
+        send(next[10]);
+        send_all(next);
+        p = newest_publication(slab);
+        CHECK(p->step == 4);
+        CHECK(p->owned_range.known == 0);
+    }
+    SECTION("a record of an older publication is never taken for this one") {
+        SlabHeader& h = slab.header_rw();
+        h.ranges[p->buffer].seq -= 2;
+        CHECK(newest_publication(slab)->owned_range.known == 0);
+    }
 }
 
 TEST_CASE_METHOD(Fixture, "every malformed packet is counted as rejected and writes nothing") {
@@ -238,6 +301,10 @@ TEST_CASE("the top owned plane goes to the next slab's ghost plane when the step
         const auto p = newest_publication(s2);
         REQUIRE(p);
         CHECK(p->step == step);
+        // The plane handed over is measured as it is published.
+        CHECK(p->ghost_range.known == 1);
+        CHECK(p->ghost_range.lo == value_at(step, 0, 0, 7));
+        CHECK(p->ghost_range.hi == value_at(step, 7, 3, 7));
         for (int y = 0; y < 4; ++y)
             for (int x = 0; x < 8; ++x) {
                 CHECK(s2.values(p->buffer)[slab_offset(kDims, g2, x, y, 7)] == value_at(step, x, y, 7));

@@ -17,11 +17,11 @@
 #include "slabcast/in_place_hold.h"
 #include "slabcast/publication.h"
 #include "slabcast/slab_pool.h"
+#include "slabcast/step_ranges.h"
 #include "slabcast/stitched_planes.h"
 
-#include <cmath>
-#include <limits>
 #include <memory>
+#include <optional>
 
 namespace slabcast_vtk
 {
@@ -219,37 +219,28 @@ void CacheRange(vtkDataArray* a, vtkInformationInformationVectorKey* perComponen
 
 } // namespace
 
-ArrayRanges ComputeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages)
+namespace
+{
+ArrayRanges ToArrayRanges(const slabcast::ValueRanges& v, const slabcast::AgeRange& a)
 {
   ArrayRanges r;
-  const float* v = values->GetPointer(0);
-  const vtkIdType n = values->GetNumberOfValues();
-  float lo = std::numeric_limits<float>::infinity(), hi = -lo, flo = lo, fhi = -lo;
-  for (vtkIdType i = 0; i < n; ++i)
-  {
-    const float x = v[i];
-    lo = x < lo ? x : lo; // NaN compares false: skipped
-    hi = x > hi ? x : hi;
-    const bool finite = std::isfinite(x);
-    flo = finite && x < flo ? x : flo;
-    fhi = finite && x > fhi ? x : fhi;
-  }
-  r.valuesKnown = lo <= hi;
-  r.finiteKnown = flo <= fhi;
-  r.values[0] = lo, r.values[1] = hi, r.finite[0] = flo, r.finite[1] = fhi;
-  if (!ages)
-  {
-    return r;
-  }
-  const unsigned char* a = ages->GetPointer(0);
-  unsigned char alo = 255, ahi = 0;
-  for (vtkIdType i = 0; i < ages->GetNumberOfValues(); ++i)
-  {
-    alo = a[i] < alo ? a[i] : alo;
-    ahi = a[i] > ahi ? a[i] : ahi;
-  }
-  r.ages[0] = alo, r.ages[1] = ahi;
+  r.valuesKnown = !v.values.empty();
+  r.finiteKnown = !v.finite.empty();
+  r.values[0] = v.values.lo, r.values[1] = v.values.hi;
+  r.finite[0] = v.finite.lo, r.finite[1] = v.finite.hi;
+  r.ages[0] = a.lo, r.ages[1] = a.hi;
   return r;
+}
+} // namespace
+
+ArrayRanges ComputeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages)
+{
+  const slabcast::ValueRanges v =
+    slabcast::value_ranges(values->GetPointer(0), static_cast<std::size_t>(values->GetNumberOfValues()));
+  const slabcast::AgeRange a = ages
+    ? slabcast::age_range(ages->GetPointer(0), static_cast<std::size_t>(ages->GetNumberOfValues()))
+    : slabcast::AgeRange{ 0, 0 };
+  return ToArrayRanges(v, a);
 }
 
 void PrimeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages, const ArrayRanges& r)
@@ -304,11 +295,13 @@ void AttachArrays(vtkPointData* pd, vtkFloatArray* values, vtkUnsignedCharArray*
   }
 }
 
-void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const int extent[6],
-  int stride, vtkFloatArray* values, vtkUnsignedCharArray* ages, bool refilled)
+void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const slabcast::SlabSelection& selection,
+  const slabcast::Dims& dims, const int extent[6], int stride, vtkFloatArray* values,
+  vtkUnsignedCharArray* ages, bool refilled)
 {
   if (!choice.whole)
   {
+    cache.ValuesRead = -1;
     return;
   }
   std::vector<std::uint64_t> key(extent, extent + 6);
@@ -323,7 +316,11 @@ void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const in
   }
   if (key != cache.Key)
   {
-    cache.Ranges = ComputeRanges(values, ages);
+    const std::optional<slabcast::StepRanges> published = stride == 1 && !refilled
+      ? slabcast::published_ranges(selection, choice.buffers, dims, extent, ages != nullptr)
+      : std::nullopt;
+    cache.Ranges = published ? ToArrayRanges(published->values, published->ages) : ComputeRanges(values, ages);
+    cache.ValuesRead = published ? published->values_read : values->GetNumberOfValues();
     cache.Key = key;
   }
   PrimeRanges(values, ages, cache.Ranges);

@@ -90,19 +90,20 @@ struct StridedGeometry
 StridedGeometry Strided(const slabcast::Descriptor& d, int stride);
 
 // The ranges of an output's values and ages (none: nullptr), as VTK computes
-// them (the range skips NaN, the finite range infinities too), in one pass.
+// them (the range skips NaN, the finite range infinities too).
 struct ArrayRanges
 {
   bool valuesKnown = false, finiteKnown = false;
   double values[2] = { 0, 0 }, finite[2] = { 0, 0 }, ages[2] = { 0, 0 };
 };
+// Read from the arrays, in one pass (slabcast/value_range.h).
 ArrayRanges ComputeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages);
 // Fills VTK's range cache of both arrays with `r`. Call after the arrays'
 // last modification (SetName included): VTK trusts the cache while an
 // array's modification time is older. ParaView asks for the ranges of every
 // array on every new step, and VTK's own pass took 0.5 s for each of a 256^3
-// volume's two arrays on this project's machine; the reader computes them
-// once per published step (a published buffer never changes) instead.
+// volume's two arrays on this project's machine; the reader knows them once
+// per published step (a published buffer never changes) instead.
 void PrimeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages, const ArrayRanges& r);
 
 // The ranges of the last whole step a reader showed, and what it was made of
@@ -111,14 +112,21 @@ struct RangeCache
 {
   std::vector<std::uint64_t> Key;
   ArrayRanges Ranges;
+  // Values the reader read to find them (0: all from the receiver's measure;
+  // -1: left to VTK), for the field data's "RangeValuesRead".
+  std::int64_t ValuesRead = -1;
 };
 // For a whole step (`choice.whole`): the ranges from `cache` when the output
-// is made of the same publications (extent, stride), filled the same way (`refilled`: the
-// reader's Fill made copies), else computed and remembered; then primed. A
-// step being written (Newest data) changes under the reader: VTK
-// computes those ranges itself when asked.
-void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const int extent[6],
-  int stride, vtkFloatArray* values, vtkUnsignedCharArray* ages, bool refilled);
+// is made of the same publications (extent, stride), filled the same way
+// (`refilled`: the reader's Fill made copies), else found and remembered;
+// then primed. Found from the receiver's measure of each slab's planes where
+// the output is the slabs' values as published (slabcast/step_ranges.h; at
+// stride 1, not refilled), else read from the arrays. A step being written
+// (Newest data) changes under the reader: VTK computes those ranges itself
+// when asked.
+void PrimeRanges(RangeCache& cache, const slabcast::StepChoice& choice, const slabcast::SlabSelection& selection,
+  const slabcast::Dims& dims, const int extent[6], int stride, vtkFloatArray* values,
+  vtkUnsignedCharArray* ages, bool refilled);
 
 // Names the values `field` and their ages (nullptr: none) "<field>_age"
 // (before PrimeRanges: a name is a modification).

@@ -44,7 +44,7 @@ void AddOne(vtkFieldData* fd, const char* name, typename ArrayT::ValueType v)
 } // namespace
 
 void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
-  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed)
+  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed, std::int64_t rangeValuesRead)
 {
   using B = slabcast::SlabBuffer;
   using H = slabcast::SlabHeader;
@@ -63,6 +63,7 @@ void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
   AddOne<vtkIntArray>(fd, "WholeStep", choice.whole ? 1 : 0);
   AddOne<vtkIntArray>(fd, "StepAgreed", agreed);
   AddOne<vtkIntArray>(fd, "ZeroCopy", zeroCopy);
+  AddOne<vtkTypeInt64Array>(fd, "RangeValuesRead", rangeValuesRead);
   AddPerSlab<vtkIntArray>(fd, "SlabIndex", choice, headers,
     [](const B& b, const H&) { return b.mapping->geometry().index; });
   AddPerSlab<vtkIntArray>(fd, "SlabBuffer", choice, headers, [](const B& b, const H&) { return b.buffer; });

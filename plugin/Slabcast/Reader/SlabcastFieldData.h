@@ -8,6 +8,7 @@
 #include "slabcast/slab_file.h"
 #include "slabcast/step_choice.h"
 
+#include <cstdint>
 #include <vector>
 
 class vtkFieldData;
@@ -17,9 +18,11 @@ namespace slabcast_vtk
 
 // The step shown, its age, and per slab (in `choice`'s order) how whole it is
 // and the receiver's counters from `headers` (read from the same slabs), so
-// the GUI's Information panel and scripts can show what is on screen.
+// the GUI's Information panel and scripts can show what is on screen; and
+// "RangeValuesRead", the values read to find the step's ranges (0: the
+// receivers measured them all; -1: left to VTK).
 void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
-  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed);
+  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed, std::int64_t rangeValuesRead);
 
 // The whole stream's figures (every slab of every rank): "StreamGbps", the
 // receivers' rate over their last status second, and "StreamLossPercent",

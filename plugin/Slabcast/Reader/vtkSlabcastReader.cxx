@@ -280,11 +280,12 @@ int vtkSlabcastReader::RequestData(
   std::vector<slabcast::SlabHeader> headers;
   int agreed = 0;
   bool refilled = false;
+  slabcast::SlabSelection sel;
   in.Follow = this->Completeness == NEWEST_DATA ? slabcast::LiveFollow::Writes
                                                 : slabcast::LiveFollow::Publications;
   try
   {
-    const slabcast::SlabSelection sel = this->Stride > 1
+    sel = this->Stride > 1
       ? slabcast::select_strided_slabs(d, in.DescriptorPath, ext, this->Stride)
       : slabcast::select_slabs(d, in.DescriptorPath, ext);
     const slabcast::ExtentSources sources =
@@ -349,7 +350,7 @@ int vtkSlabcastReader::RequestData(
   output->SetExtent(ext);
   this->ArrayAddress = static_cast<vtkIdType>(reinterpret_cast<std::uintptr_t>(values->GetVoidPointer(0)));
   slabcast_vtk::NameArrays(d.field, values, ages);
-  slabcast_vtk::PrimeRanges(in.Ranges, choice, ext, this->Stride, values, ages, refilled);
+  slabcast_vtk::PrimeRanges(in.Ranges, choice, sel, d.dims, ext, this->Stride, values, ages, refilled);
   slabcast_vtk::AttachArrays(output->GetPointData(), values, ages);
   if (!this->ZeroCopy || slabcast_vtk::ProcessCount() == 1)
   {
@@ -372,7 +373,7 @@ int vtkSlabcastReader::RequestData(
     }
     in.Shown[kv.first] = shown;
   }
-  slabcast_vtk::AddSlabFieldData(output->GetFieldData(), choice, headers, this->ZeroCopy, agreed);
+  slabcast_vtk::AddSlabFieldData(output->GetFieldData(), choice, headers, this->ZeroCopy, agreed, in.Ranges.ValuesRead);
   // One process sees every slab it reads; several gathered theirs in Refresh.
   const slabcast::SlabFigures totals = slabcast_vtk::ProcessCount() > 1
     ? in.StreamTotals

@@ -149,6 +149,7 @@ void SlabReceiver::store_scattered(const std::uint8_t* packet, int n) {
         else if (r.z >= owned_from) ++fresh;
         else ++fresh_ghost;
         values_[at] = r.v;
+        (r.z >= owned_from ? owned_seen_ : ghost_seen_).merge(MinMax{r.v, r.v});
     }
     count(fresh, fresh_ghost, dups);
     // Values anywhere: nothing may land for the rest of the step.
@@ -204,6 +205,15 @@ void SlabReceiver::store_range(std::int64_t first, const std::uint8_t* values, s
     const std::int64_t end = first + n;
     // Ghost planes come first in the slab, then the owned ones.
     const std::int64_t split = std::clamp(owned_begin_, first, end);
+    // Measured where they are in cache: the packet (the slab's copy went
+    // past the cache), or the slab where they landed.
+    const bool landed = values == reinterpret_cast<const std::uint8_t*>(out);
+    const std::uint8_t* seen = landed ? reinterpret_cast<const std::uint8_t*>(out) : values;
+    const std::size_t seen_stride = landed ? sizeof(float) : stride;
+    if (split > first) ghost_seen_.merge(min_max_strided(seen, seen_stride, static_cast<std::size_t>(split - first)));
+    if (end > split)
+        owned_seen_.merge(min_max_strided(seen + seen_stride * static_cast<std::size_t>(split - first), seen_stride,
+                                          static_cast<std::size_t>(end - split)));
     const std::uint64_t ghost_dups = holes_.mark_range(first, split);
     const std::uint64_t owned_dups = holes_.mark_range(split, end);
     count(static_cast<std::uint64_t>(end - split) - owned_dups, static_cast<std::uint64_t>(split - first) - ghost_dups,
@@ -222,6 +232,8 @@ void SlabReceiver::begin_step(std::int64_t step, std::int64_t now_ns) {
     current_.step = step;
     current_.expected = expected;
     holes_.reset();
+    owned_seen_ = MinMax{};
+    ghost_seen_ = MinMax{};
     furthest_ = 0;
     raw_in_order_ = false;
     // A buffer no reader pins, never the one on screen; none: the step is
@@ -278,7 +290,8 @@ void SlabReceiver::publish_step() {
     }
     _mm_sfence();  // the stores that bypassed the cache (copy_past_cache) before the step is seen
     publish_buffer(slab_, w, PublishInfo{current_.step, current_.records, current_.expected, current_.holes,
-                                         current_.records == current_.expected});
+                                         current_.records == current_.expected, owned_range(),
+                                         ghost_range(values, ages)});
     current_.buffer = w;
     previous_ = w;
     writing_ = -1;
@@ -287,6 +300,30 @@ void SlabReceiver::publish_step() {
         const std::int64_t top = dims_.plane() * (geometry_.z_end - 1 - geometry_.stored_z_begin);
         hand_to_->give(current_.step, values + top, ages + top);
     }
+}
+
+namespace {
+PartRange part_range(const MinMax& values, const AgeRange& ages) {
+    return PartRange{values.lo, values.hi, ages.lo, ages.hi, static_cast<std::uint8_t>(values.infinite() ? 0 : 1), 0};
+}
+}  // namespace
+
+// The owned planes' range as placed, when every owned value arrived once:
+// then nothing was filled, and every age is 0. A lost value was filled from
+// another step, and a value placed twice may have changed: the reader
+// measures those itself.
+PartRange SlabReceiver::owned_range() const {
+    if (current_.records != current_.expected || current_.duplicates != 0) return PartRange{};
+    return part_range(owned_seen_, AgeRange{0, 0});
+}
+
+// The ghost planes' range: as placed when they all arrived once, else
+// measured now, filled and handed over (a plane or so: cheap).
+PartRange SlabReceiver::ghost_range(const float* values, const std::uint8_t* ages) const {
+    const auto n = static_cast<std::size_t>(ghost_values_);
+    if (current_.ghost_records == ghost_values_ && current_.duplicates == 0)
+        return part_range(ghost_seen_, n ? AgeRange{0, 0} : AgeRange{});
+    return part_range(min_max(values, n), age_range(ages, n));
 }
 
 void SlabReceiver::finish_current() {

@@ -24,6 +24,7 @@
 #include "slabcast/run_codec.h"
 #include "slabcast/send_order.h"
 #include "slabcast/slab_file.h"
+#include "slabcast/value_range.h"
 #include "slabcast/volume.h"
 
 #include <array>
@@ -139,6 +140,8 @@ private:
     void begin_step(std::int64_t step, std::int64_t now_ns);
     void end_step(bool complete);
     void publish_step();
+    PartRange owned_range() const;
+    PartRange ghost_range(const float* values, const std::uint8_t* ages) const;
 
     int stream_;
     SlabMapping& slab_;
@@ -159,6 +162,9 @@ private:
     FillRule fill_ = FillRule::Previous;
 
     StepHoles holes_;
+    // The range of the values placed in the step so far, owned planes and
+    // ghost planes apart: published with the step (BufferRanges).
+    MinMax owned_seen_, ghost_seen_;
     StepReport current_;
     bool active_ = false;  // a step is in progress and not yet reported
     std::int64_t furthest_ = 0;  // nothing at or past this stored value has arrived in the step

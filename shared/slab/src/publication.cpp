@@ -20,6 +20,11 @@ bool read_raw(const SlabMapping& m, int b, BufferPublication& out) {
     return ::pread(m.fd(), &out, sizeof out, at) == static_cast<ssize_t>(sizeof out);
 }
 
+bool read_raw(const SlabMapping& m, int b, BufferRanges& out) {
+    const off_t at = static_cast<off_t>(offsetof(SlabHeader, ranges) + sizeof(BufferRanges) * b);
+    return ::pread(m.fd(), &out, sizeof out, at) == static_cast<ssize_t>(sizeof out);
+}
+
 }  // namespace
 
 std::optional<Publication> read_publication(const SlabMapping& m, int b) {
@@ -28,13 +33,14 @@ std::optional<Publication> read_publication(const SlabMapping& m, int b) {
     // first copy) and after (first field of the second) means no writer
     // touched the buffer while the first copy's fields were read.
     BufferPublication first{}, again{};
+    BufferRanges ranges{};
     for (int attempt = 0; attempt < 8; ++attempt) {
         if (!read_raw(m, b, first)) return std::nullopt;
         const std::uint64_t seq = first.seq.load(std::memory_order_relaxed);
         if (seq == 0) return std::nullopt;  // never published
         if (seq & 1) return std::nullopt;   // the writer has it
         std::atomic_thread_fence(std::memory_order_acquire);
-        if (!read_raw(m, b, again)) return std::nullopt;
+        if (!read_raw(m, b, ranges) || !read_raw(m, b, again)) return std::nullopt;
         if (again.seq.load(std::memory_order_relaxed) != seq) continue;
         Publication p;
         p.buffer = b;
@@ -46,6 +52,10 @@ std::optional<Publication> read_publication(const SlabMapping& m, int b) {
         p.holes = first.holes.load(std::memory_order_relaxed);
         p.published_ns = first.published_ns.load(std::memory_order_relaxed);
         p.complete = first.complete.load(std::memory_order_relaxed) != 0;
+        if (ranges.seq == seq) {
+            p.owned_range = ranges.owned;
+            p.ghost_range = ranges.ghost;
+        }
         return p;
     }
     return std::nullopt;  // a writer busy with it all along
@@ -172,6 +182,7 @@ void publish_buffer(SlabMapping& m, int b, const PublishInfo& info) {
     p.holes.store(info.holes, std::memory_order_relaxed);
     p.published_ns.store(realtime_ns(), std::memory_order_relaxed);
     p.complete.store(info.complete ? 1 : 0, std::memory_order_relaxed);
+    h.ranges[b] = BufferRanges{seq + 1, info.owned_range, info.ghost_range};
     // Values, ages and fields before the even seq that makes them visible.
     p.seq.store(seq + 1, std::memory_order_release);
     h.live.publications.fetch_add(1, std::memory_order_release);

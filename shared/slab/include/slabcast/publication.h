@@ -29,6 +29,10 @@ struct Publication {
     std::uint64_t holes = 0;
     std::int64_t published_ns = 0;
     bool complete = false;
+    // The receiver's measure of the buffer's owned and ghost planes (known 0:
+    // none, the reader measures them itself).
+    PartRange owned_range{};
+    PartRange ghost_range{};
     double completeness() const {
         return expected ? static_cast<double>(records) / static_cast<double>(expected) : 0.0;
     }
@@ -102,6 +106,8 @@ struct PublishInfo {
     std::uint64_t expected = 0;
     std::uint64_t holes = 0;
     bool complete = false;
+    PartRange owned_range{};  // known 0: not measured
+    PartRange ghost_range{};
 };
 // Publishes buffer b (taken with take_buffer and written): fills in its
 // publication, makes its seq even, and counts it in live.publications.

@@ -102,6 +102,25 @@ struct BufferPublication {
 };
 static_assert(sizeof(BufferPublication) == 64);
 
+// What the receiver measured of a published buffer as it placed its values:
+// the range of its owned planes and of its ghost planes, each with their ages'
+// range, so that a reader need not read the step once more for them (ParaView
+// asks for every array's range on every new step). Written with the
+// publication, under its seqlock, with the publication's `seq`: a record whose
+// seq is not the publication's (an older receiver's, which wrote none) is not
+// used.
+struct PartRange {
+    float lo, hi;               // NaN left out; lo > hi: no value but NaN
+    std::uint8_t age_lo, age_hi;
+    std::uint8_t known;         // 1: measured, and no value is an infinity
+    std::uint8_t reserved;
+};
+struct BufferRanges {
+    std::uint64_t seq;
+    PartRange owned, ghost;
+};
+static_assert(sizeof(PartRange) == 12 && sizeof(BufferRanges) == 32);
+
 struct SlabHeader {
     char magic[8];
     std::uint32_t version;
@@ -122,6 +141,7 @@ struct SlabHeader {
     SlabLive live;
     std::uint8_t reserved_live[512 - 256 - sizeof(SlabLive)];
     BufferPublication publication[kMaxBuffers];
+    BufferRanges ranges[kMaxBuffers];
 };
 static_assert(sizeof(SlabHeader) <= static_cast<std::size_t>(kPinLockOffset));
 // The byte offsets are a contract with other readers (docs/shared-memory.md, the
@@ -130,7 +150,8 @@ static_assert(offsetof(SlabHeader, data_bytes) == 16 && offsetof(SlabHeader, nx)
               offsetof(SlabHeader, stored_z_begin) == 52 && offsetof(SlabHeader, field) == 60 &&
               offsetof(SlabHeader, buffers) == 124 && offsetof(SlabHeader, buffer_stride) == 128 &&
               offsetof(SlabHeader, ages_offset) == 136 && offsetof(SlabHeader, age_stride) == 144 &&
-              offsetof(SlabHeader, live) == 256 && offsetof(SlabHeader, publication) == 512);
+              offsetof(SlabHeader, live) == 256 && offsetof(SlabHeader, publication) == 512 &&
+              offsetof(SlabHeader, ranges) == 1536);
 static_assert(offsetof(SlabLive, step) == 16 && offsetof(SlabLive, last_step_loss_ppm) == 56 &&
               offsetof(SlabLive, packets) == 64 && offsetof(SlabLive, heartbeat_ns) == 104 &&
               offsetof(SlabLive, foreign) == 112 && offsetof(SlabLive, writing_buffer) == 120 &&

@@ -1,0 +1,180 @@
+// A step's range as VTK reports an array's (NaN left out; the finite range
+// leaves out infinities too), measured in one SSE2 pass over any length and
+// alignment, and found for a reader's extent from the receiver's measure of
+// each slab's owned and ghost planes where the extent takes them whole, the
+// rest read from real slabs in /dev/shm.
+#include "slab_volume.h"
+
+#include "slabcast/extent_values.h"
+#include "slabcast/slab_selection.h"
+#include "slabcast/step_choice.h"
+#include "slabcast/step_ranges.h"
+#include "slabcast/value_range.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace slabcast;
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// The ranges one value at a time, as VTK's own pass finds them.
+ValueRanges reference(const std::vector<float>& v, std::size_t from, std::size_t n) {
+    ValueRanges r;
+    for (std::size_t i = from; i < from + n; ++i) {
+        const float x = v[i];
+        if (std::isnan(x)) continue;
+        r.values.merge(MinMax{x, x});
+        if (std::isfinite(x)) r.finite.merge(MinMax{x, x});
+    }
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("value ranges match a value-at-a-time pass at every length and alignment, NaN and infinities included") {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-100.f, 100.f);
+    std::vector<float> v(300);
+    for (float& x : v) x = u(rng);
+    v[17] = std::nanf("");
+    v[40] = kInf;
+    v[41] = -kInf;
+    v[99] = std::nanf("");
+    for (std::size_t from : {0u, 1u, 3u, 42u}) {
+        for (std::size_t n : {0u, 1u, 3u, 7u, 8u, 9u, 33u, 200u}) {
+            INFO("from " << from << " n " << n);
+            const ValueRanges want = reference(v, from, n);
+            const ValueRanges got = value_ranges(v.data() + from, n);
+            CHECK(got.values.empty() == want.values.empty());
+            CHECK(got.finite.empty() == want.finite.empty());
+            if (!want.values.empty()) {
+                CHECK(got.values.lo == want.values.lo);
+                CHECK(got.values.hi == want.values.hi);
+            }
+            if (!want.finite.empty()) {
+                CHECK(got.finite.lo == want.finite.lo);
+                CHECK(got.finite.hi == want.finite.hi);
+            }
+            const MinMax m = min_max(v.data() + from, n);
+            CHECK(m.empty() == want.values.empty());
+            if (!m.empty()) {
+                CHECK(m.lo == want.values.lo);
+                CHECK(m.hi == want.values.hi);
+                CHECK(m.infinite() == (from <= 41 && from + n > 40));
+            }
+        }
+    }
+}
+
+TEST_CASE("values at any byte offset or stride, as a packet holds them, measure the same") {
+    const std::vector<float> v = {3.f, -2.f, std::nanf(""), 8.5f, 0.f, 1.f, 7.f, -9.f, 4.f, 2.f, 6.f};
+    std::vector<std::uint8_t> bytes(1 + 4 * v.size());
+    std::memcpy(bytes.data() + 1, v.data(), 4 * v.size());  // not 4-byte aligned
+    const MinMax packed = min_max_strided(bytes.data() + 1, 4, v.size());
+    CHECK(packed.lo == -9.f);
+    CHECK(packed.hi == 8.5f);
+    // Quad records: 12 bytes of coordinates, then the value.
+    std::vector<std::uint8_t> records(16 * v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) std::memcpy(records.data() + 16 * i + 12, &v[i], 4);
+    const MinMax quads = min_max_strided(records.data() + 12, 16, v.size());
+    CHECK(quads.lo == -9.f);
+    CHECK(quads.hi == 8.5f);
+    CHECK(min_max(v.data(), 0).empty());
+}
+
+TEST_CASE("age ranges at every length") {
+    std::vector<std::uint8_t> a(70, 3);
+    a[5] = 1;
+    a[66] = 254;
+    CHECK(age_range(a.data(), 70).lo == 1);
+    CHECK(age_range(a.data(), 70).hi == 254);
+    CHECK(age_range(a.data() + 6, 60).lo == 3);
+    CHECK(age_range(a.data() + 6, 60).hi == 3);
+    CHECK(age_range(a.data(), 0).empty());
+}
+
+namespace {
+
+const Dims kDims{8, 4, 12};  // three slabs of depth 4: planes 0-3, 4-7, 8-11
+
+struct Shown {
+    SlabPool pool;
+    SlabSelection selection;
+    StepChoice choice;
+    std::vector<float> values;
+};
+
+// `extent` of the volume as a reader shows it: its choice of buffers, and its
+// values assembled (what a pass over the output array would measure).
+void show(Shown& s, const SlabVolume& v, const int extent[6]) {
+    s.selection = select_slabs(v.descriptor, v.descriptor_path, extent);
+    const ExtentSources sources = open_extent_sources(s.pool, v.descriptor, v.descriptor_path, s.selection);
+    s.choice = choose_whole_step(sources.by_slab);
+    REQUIRE(s.choice.whole);
+    s.values.assign(static_cast<std::size_t>(extent_value_count(extent)), 0.f);
+    if (s.selection.zero_copy_slab < 0) {
+        assemble_extent(s.selection, s.choice.buffers, kDims, extent, s.values.data());
+        return;
+    }
+    const SlabBuffer& b = s.choice.buffers.at(s.selection.zero_copy_slab);  // the piece in place
+    const float* first = zero_copy_values(b, kDims, extent[4]);
+    s.values.assign(first, first + s.values.size());
+}
+
+void check_same(const StepRanges& got, const std::vector<float>& values) {
+    const ValueRanges want = reference(values, 0, values.size());
+    CHECK(got.values.values.lo == want.values.lo);
+    CHECK(got.values.values.hi == want.values.hi);
+    CHECK(got.values.finite.lo == want.finite.lo);
+    CHECK(got.values.finite.hi == want.finite.hi);
+    CHECK(got.ages.lo == 0);
+    CHECK(got.ages.hi == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a step's range comes from the receiver's measure of the planes it takes whole, the rest read") {
+    // Each slab's ghost plane holds other values than its owner's (value_at
+    // adds 1000 per slab): a range that took a plane from the wrong part
+    // would show it.
+    const SlabVolume measured(kDims, 4, {0, 1, 2}, true);
+    Shown s;
+    // The values read for `extent`'s ranges, which match a pass over its values.
+    auto values_read = [&](const int extent[6]) {
+        show(s, measured, extent);
+        const auto r = published_ranges(s.selection, s.choice.buffers, kDims, extent, true);
+        REQUIRE(r);
+        check_same(*r, s.values);
+        return r->values_read;
+    };
+    const int whole[6] = {0, 7, 0, 3, 0, 11};
+    CHECK(values_read(whole) == 0);
+    const int piece[6] = {0, 7, 0, 3, 3, 7};  // one slab with its ghost plane, as one rank maps it
+    CHECK(values_read(piece) == 0);
+    CHECK(s.selection.zero_copy_slab == 1);
+    const int part[6] = {0, 7, 0, 3, 2, 9};  // part of the edge slabs: only their planes read
+    CHECK(values_read(part) == kDims.plane() * (2 + 2));
+    // Part rows are not the receiver's measure at all.
+    const int rows[6] = {0, 7, 1, 2, 0, 11};
+    show(s, measured, rows);
+    CHECK_FALSE(published_ranges(s.selection, s.choice.buffers, kDims, rows, true));
+}
+
+TEST_CASE("a step whose writer measured nothing is read whole") {
+    const SlabVolume unmeasured(kDims, 4, {0, 1, 2});
+    Shown s;
+    const int whole[6] = {0, 7, 0, 3, 0, 11};
+    show(s, unmeasured, whole);
+    const auto r = published_ranges(s.selection, s.choice.buffers, kDims, whole, true);
+    REQUIRE(r);
+    CHECK(r->values_read == kDims.plane() * 12);
+    check_same(*r, s.values);
+}
