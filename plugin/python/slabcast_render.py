@@ -478,6 +478,7 @@ def main(argv):
             reader.UpdatePipeline()
             text = step_caption(reader, frame_ms, level if progressive and args.coarsest > 1 else None)
             caption.Text = text
+        t_read = time.monotonic()
         if wall:
             wall.show(view)
         else:
@@ -499,9 +500,11 @@ def main(argv):
             if progressive:
                 display.UpdatePropertyInformation()
                 drawn = display.GetPropertyValue("SlabcastRenderedLevel")
-            print("frame %d: step %d, %.1f ms%s%s%s" % (
+            # Read: the reader's update and the caption's field data; draw:
+            # the render and composite.
+            print("frame %d: step %d, %.1f ms%s%s, read %.0f ms, draw %.0f ms%s" % (
                 frame, step, frame_ms, " (new step)" if new and frame else "",
-                "" if drawn is None else ", level %d" % drawn,
+                "" if drawn is None else ", level %d" % drawn, 1000 * (t_read - t0), 1000 * (t1 - t_read),
                 " | caption: " + text.replace("\n", " / ") if text else ""), flush=True)
         frame += 1
         reason = stop_reason(args, frame, step, start)

@@ -158,12 +158,12 @@ def per_step(out_dir, n, streams):
         for line in f:
             if line.startswith("slabcast_render: ") and ", mapper " in line:
                 mapper = line.split(", mapper ", 1)[1].strip()  # "stride:4 (auto, ...)"
-            # "frame 3: step 5, 3343.1 ms[, level 1] | caption ..."
+            # "frame 3: step 5, 3343.1 ms[, level 1], read 120 ms, draw 3200 ms | caption ..."
             if line.startswith("frame ") and ": step " in line:
                 index = int(line.split(":")[0].split()[1])
                 step = int(line.split(": step ")[1].split(",")[0])
                 seconds = float(line.split(", ")[1].split(" ms")[0]) / 1000
-                level = int(line.split(", level ")[1].split()[0]) if ", level " in line else 1
+                level = int(line.split(", level ")[1].split(",")[0]) if ", level " in line else 1
                 if index == 0:
                     first = (step, seconds)
                 else:

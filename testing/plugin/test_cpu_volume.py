@@ -56,7 +56,7 @@ def body():
 
         # One step, four frames: 1/4, 1/2, then full resolution, the caption saying so.
         _, out = render(descriptor, display, d, "slabcast", frames=4, extra=["--coarsest", "4"])
-        frames = re.findall(r"^frame \d+: step \d+, [\d.]+ ms.*?, level (\d+) \| caption: (.*)$", out, re.M)
+        frames = re.findall(r"^frame \d+: step \d+, [\d.]+ ms.*?, level (\d+),.*? \| caption: (.*)$", out, re.M)
         t.log("levels and captions: %s" % frames)
         t.check([int(level) for level, _ in frames] == [4, 2, 1, 1], "levels not 4, 2, 1, 1:\n" + out)
         t.check(["1/4 resolution, refining" in frames[0][1], "1/2 resolution, refining" in frames[1][1],

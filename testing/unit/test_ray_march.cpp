@@ -219,3 +219,31 @@ TEST_CASE("the picture does not depend on threads, empty-space skipping or how t
         CHECK(largest_difference(one, over) <= 2);  // 8-bit rounding of the two parts
     }
 }
+
+TEST_CASE("a coarse frame of a new step marches without measuring its bricks; a frame that may measure does, once") {
+    const std::int64_t nx = 20, ny = 18, nz = 33;
+    const std::vector<float> v = sparse_volume(nx, ny, nz, 5);
+    const Piece piece{v.data(), nx, ny, nz};
+    const TransferTable table = ramp(0, 1, 0.2f, 0.4f, 0.7, 2.0);
+    WorkerPool pool(2);
+    RayMarcher marcher;
+    Image coarse, fine;
+    coarse.resize(48, 48);
+    fine.resize(48, 48);
+    March march;
+    march.sample_distance = 0.7;
+    march.may_measure = false;
+    marcher.render(piece, table, down_z(33.0), march, coarse, pool);
+    CHECK_FALSE(marcher.measured());
+    march.may_measure = true;
+    marcher.render(piece, table, down_z(33.0), march, fine, pool);
+    CHECK(marcher.measured());
+    // Skipping or not, the same picture.
+    CHECK(largest_difference(coarse, fine) == 0);
+    // Measured once for these values, a coarse frame skips by them too.
+    march.may_measure = false;
+    marcher.render(piece, table, down_z(33.0), march, coarse, pool);
+    CHECK(marcher.measured());
+    marcher.new_values();
+    CHECK_FALSE(marcher.measured());
+}

@@ -19,13 +19,13 @@ using namespace slabcast;
 namespace {
 
 std::shared_ptr<const StitchedPlanes> stitch(const SlabVolume& v, const Dims& dims, const int extent[6],
-                                            StitchedPlanes::Kind kind, SlabPool& pool) {
+                                            StitchedPlanes::Kind kind, SlabPool& pool, StitchCache* cache = nullptr) {
     const SlabSelection selection = select_slabs(v.descriptor, v.descriptor_path, extent);
     const ExtentSources sources = open_extent_sources(pool, v.descriptor, v.descriptor_path, selection);
     const StepChoice choice = choose_whole_step(sources.by_slab);
     REQUIRE(choice.whole);
     (void)dims;
-    return StitchedPlanes::map(kind, selection, choice.buffers, v.descriptor.dims, extent);
+    return StitchedPlanes::map(kind, selection, choice.buffers, v.descriptor.dims, extent, cache);
 }
 
 }  // namespace
@@ -54,6 +54,30 @@ TEST_CASE("an extent across slabs is their planes mapped back to back, where pla
     CHECK(ages->bytes() == 8u * 64 * 64);
     const auto* a = static_cast<const std::uint8_t*>(ages->data());
     CHECK(std::all_of(a, a + ages->bytes(), [](std::uint8_t age) { return age == 0; }));
+}
+
+TEST_CASE("a step shown again from the same buffers reuses its stitched range; a replaced slab file's is let go") {
+    const Dims dims{64, 64, 12};
+    SlabVolume v(dims, 4, {0, 1, 2});
+    SlabPool pool;
+    StitchCache cache;
+    const int extent[6] = {0, 63, 0, 63, 3, 10};
+    const void* first = stitch(v, dims, extent, StitchedPlanes::Kind::Values, pool, &cache)->data();
+    CHECK(cache.size() == 1);
+    CHECK(stitch(v, dims, extent, StitchedPlanes::Kind::Values, pool, &cache)->data() == first);
+    // A new step in other buffers: another range, the first kept for when they come round again.
+    for (int k : {0, 1, 2}) v.write_slab(k, v.slab_file(k), 0.5f, 1);
+    const auto next = stitch(v, dims, extent, StitchedPlanes::Kind::Values, pool, &cache);
+    CHECK(next->data() != first);
+    CHECK(cache.size() == 2);
+    CHECK(static_cast<const float*>(next->data())[0] == SlabVolume::value_at(0, 0, 0, 3, dims) + 0.5f);
+    // Slab 1's file replaced (a new inode): every range over the old one goes.
+    REQUIRE(::unlink(v.slab_file(1).c_str()) == 0);
+    v.write_slab(1, v.slab_file(1), 0.25f, 1);
+    const auto replaced = stitch(v, dims, extent, StitchedPlanes::Kind::Values, pool, &cache);
+    CHECK(cache.size() == 1);
+    const auto* f = static_cast<const float*>(replaced->data());
+    CHECK(f[dims.plane()] == SlabVolume::value_at(1, 0, 0, 4, dims) + 0.25f);
 }
 
 TEST_CASE("planes that are not whole pages, or part planes, are not stitched") {

@@ -72,10 +72,11 @@ namespace
 {
 template <class ArrayT, class T>
 ArrayT* Stitched(slabcast::StitchedPlanes::Kind kind, const slabcast::SlabSelection& selection,
-  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6])
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
+  slabcast::StitchCache* cache)
 {
   std::shared_ptr<const slabcast::StitchedPlanes> planes =
-    slabcast::StitchedPlanes::map(kind, selection, bySlab, dims, extent);
+    slabcast::StitchedPlanes::map(kind, selection, bySlab, dims, extent, cache);
   if (!planes)
   {
     return nullptr;
@@ -91,16 +92,19 @@ ArrayT* Stitched(slabcast::StitchedPlanes::Kind kind, const slabcast::SlabSelect
 } // namespace
 
 vtkFloatArray* NewStitchedValues(const slabcast::SlabSelection& selection,
-  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6])
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
+  slabcast::StitchCache* cache)
 {
-  return Stitched<vtkFloatArray, float>(slabcast::StitchedPlanes::Kind::Values, selection, bySlab, dims, extent);
+  return Stitched<vtkFloatArray, float>(
+    slabcast::StitchedPlanes::Kind::Values, selection, bySlab, dims, extent, cache);
 }
 
 vtkUnsignedCharArray* NewStitchedAges(const slabcast::SlabSelection& selection,
-  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6])
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
+  slabcast::StitchCache* cache)
 {
   return Stitched<vtkUnsignedCharArray, std::uint8_t>(
-    slabcast::StitchedPlanes::Kind::Ages, selection, bySlab, dims, extent);
+    slabcast::StitchedPlanes::Kind::Ages, selection, bySlab, dims, extent, cache);
 }
 
 vtkFloatArray* NewAssembledValues(const slabcast::SlabSelection& selection,
@@ -157,7 +161,7 @@ bool CanHoldAcrossFrames(const std::map<int, slabcast::SlabBuffer>& bySlab)
 
 StepArrays NewStepArrays(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
-  const slabcast::FilledSlabs& filled, int stride, bool ages, bool stitch)
+  const slabcast::FilledSlabs& filled, int stride, bool ages, bool stitch, slabcast::StitchCache* stitches)
 {
   StepArrays a;
   try
@@ -173,10 +177,11 @@ StepArrays NewStepArrays(const slabcast::SlabSelection& selection,
     }
     // Several slabs' planes mapped back to back (stitched), their pins held
     // until the next frame where the caller says they may be (`stitch`).
-    else if (asStored && stitch && (a.Values = NewStitchedValues(selection, bySlab, dims, extent)) != nullptr)
+    else if (asStored && stitch &&
+      (a.Values = NewStitchedValues(selection, bySlab, dims, extent, stitches)) != nullptr)
     {
       // The ages too where their planes are whole pages, else copied.
-      a.Ages = ages ? NewStitchedAges(selection, bySlab, dims, extent) : nullptr;
+      a.Ages = ages ? NewStitchedAges(selection, bySlab, dims, extent, stitches) : nullptr;
       if (ages && !a.Ages)
       {
         a.Ages = NewAssembledAges(selection, bySlab, dims, extent);

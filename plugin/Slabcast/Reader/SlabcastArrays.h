@@ -13,6 +13,7 @@
 #include "slabcast/slab_file.h"
 #include "slabcast/slab_selection.h"
 #include "slabcast/step_choice.h"
+#include "slabcast/stitched_planes.h"
 
 #include "vtkType.h"
 
@@ -40,7 +41,8 @@ bool CanHoldAcrossFrames(const std::map<int, slabcast::SlabBuffer>& bySlab);
 // ages (where `ages`), and ZeroCopy 1 when they point into one slab's mapping
 // (Mapping), 2 when several slabs' planes are mapped back to back (only with
 // `stitch`), 0 when assembled (a stride, the nearest fill's copies in
-// `filled`, part planes, planes that are not whole pages, or no `stitch`).
+// `filled`, part planes, planes that are not whole pages, or no `stitch`);
+// stitched ranges from `stitches` where it holds them (slabcast/stitched_planes.h).
 struct StepArrays
 {
   vtkFloatArray* Values = nullptr;
@@ -50,7 +52,8 @@ struct StepArrays
 };
 StepArrays NewStepArrays(const slabcast::SlabSelection& selection,
   const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
-  const slabcast::FilledSlabs& filled, int stride, bool ages, bool stitch = false);
+  const slabcast::FilledSlabs& filled, int stride, bool ages, bool stitch = false,
+  slabcast::StitchCache* stitches = nullptr);
 
 // Arrays over planes z0..z1 of buffer `buffer`, whose slab stores them all:
 // they point into the read-only mapping and keep the mapping and the buffer's
@@ -65,9 +68,11 @@ vtkUnsignedCharArray* NewZeroCopyAges(
 // buffers' mappings and pins kept until VTK frees them. nullptr where the
 // planes are not whole pages or the extent not whole planes: assemble then.
 vtkFloatArray* NewStitchedValues(const slabcast::SlabSelection& selection,
-  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6]);
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
+  slabcast::StitchCache* cache = nullptr);
 vtkUnsignedCharArray* NewStitchedAges(const slabcast::SlabSelection& selection,
-  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6]);
+  const std::map<int, slabcast::SlabBuffer>& bySlab, const slabcast::Dims& dims, const int extent[6],
+  slabcast::StitchCache* cache = nullptr);
 
 // Arrays holding `extent` assembled from each plane's slab buffer (or its
 // copy in `filled`), in memory of their own (slabcast::map_values) that VTK

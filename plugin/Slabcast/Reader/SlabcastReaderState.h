@@ -17,6 +17,7 @@
 #include "slabcast/slab_figures.h"
 #include "slabcast/slab_pool.h"
 #include "slabcast/step_choice.h"
+#include "slabcast/stitched_planes.h"
 
 #include <cstdint>
 #include <map>
@@ -46,6 +47,8 @@ public:
   std::map<int, slabcast::PinnedPublicationPtr> AgreedPins;
   // How long the step shown may keep its buffers pinned in place.
   slabcast::InPlaceHold Hold;
+  // The stitched ranges of its last steps, for the next ones from the same buffers.
+  slabcast::StitchCache Stitches;
   // What the last Refresh looked at, and the digest taken before it looked:
   // news from then on (a slab publishing while the ranks agreed included) is
   // news to the next poll.

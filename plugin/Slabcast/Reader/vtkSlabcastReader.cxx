@@ -312,7 +312,7 @@ int vtkSlabcastReader::RequestData(
     refilled = !filled.empty();
     const slabcast_vtk::StepArrays arrays =
       slabcast_vtk::NewStepArrays(sel, choice.buffers, d.dims, ext, filled, this->Stride, this->AgeArray,
-        slabcast_vtk::CanHoldAcrossFrames(choice.buffers) && in.Hold.may_hold(choice.buffers));
+        slabcast_vtk::CanHoldAcrossFrames(choice.buffers) && in.Hold.may_hold(choice.buffers), &in.Stitches);
     values = arrays.Values;
     ages = arrays.Ages;
     this->ZeroCopy = arrays.ZeroCopy;

@@ -166,6 +166,7 @@ void vtkSlabcastVolumeMapper::Render(vtkRenderer* ren, vtkVolume* vol)
   const double voxel = std::min({ spacing[0], spacing[1], spacing[2] });
   march.sample_distance = (this->SampleDistance > 0 ? this->SampleDistance : voxel) * level;
   march.linear = property->GetInterpolationType() != VTK_NEAREST_INTERPOLATION;
+  march.may_measure = level == 1;
 
   vtkColorTransferFunction* colour = property->GetRGBTransferFunction(0);
   vtkPiecewiseFunction* opacity = property->GetScalarOpacity(0);

@@ -249,9 +249,10 @@ private:
         } else {
             argv.push_back(script("slabcast_render.py"));
             argv.push_back(descriptor(sides_[0]));
-            // A new step's first frame at 1/4 of the pixels, then refined (the CPU path only).
+            // A new step's first frame at 1/4 of the pixels (1/8 past 512^3: 0.03 s of a rank's
+            // core at 1024^3, 1/4 0.1 s; docs/performance.md, section 16), refined (CPU path only).
             argv.push_back("--coarsest");
-            argv.push_back("4");
+            argv.push_back(dims_.count() > std::int64_t{512} * 512 * 512 ? "8" : "4");
             if (memory_.max_points) {  // a ceiling: the default path may render fewer (slabcast_mappers.py)
                 argv.push_back("--max-points");
                 argv.push_back(std::to_string(memory_.max_points));

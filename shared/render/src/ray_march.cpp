@@ -223,7 +223,7 @@ void RayMarcher::render(const Piece& given, const TransferTable& table, const Ra
         image.width <= 0 || image.height <= 0)
         return;
     March how = march;
-    how.skip_empty = march.skip_empty && table.transparent_share() >= kSkipFrom;
+    how.skip_empty = march.skip_empty && table.transparent_share() >= kSkipFrom && (measured_ || march.may_measure);
     if (how.skip_empty) {
         if (!measured_) measure(piece, pool);
         bricks_.classify(table);

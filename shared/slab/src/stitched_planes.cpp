@@ -20,24 +20,32 @@ std::uint64_t plane_bytes(StitchedPlanes::Kind kind, const Dims& dims) {
 
 bool StitchedPlanes::possible(Kind kind, const Dims& dims) { return plane_bytes(kind, dims) % page_bytes() == 0; }
 
+StitchCache::Region::~Region() {
+    if (base) ::munmap(base, length);
+}
+
+std::size_t StitchCache::size() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return entries_.size();
+}
+
 std::shared_ptr<const StitchedPlanes> StitchedPlanes::map(Kind kind, const SlabSelection& selection,
                                                           const std::map<int, SlabBuffer>& by_slab,
-                                                          const Dims& dims, const int extent[6]) {
+                                                          const Dims& dims, const int extent[6], StitchCache* cache) {
     const bool whole_planes = extent[0] == 0 && extent[1] == dims.nx - 1 && extent[2] == 0 && extent[3] == dims.ny - 1;
     const std::int64_t planes = std::int64_t{extent[5]} - extent[4] + 1;
     if (!whole_planes || !possible(kind, dims) || planes < 1 ||
         selection.planes.size() != static_cast<std::size_t>(planes))
         return nullptr;
     const std::uint64_t plane = plane_bytes(kind, dims);
-    std::shared_ptr<StitchedPlanes> s(new StitchedPlanes);
-    s->length_ = static_cast<std::size_t>(plane * static_cast<std::uint64_t>(planes));
-    // Address space only, until each slab's planes are mapped over it.
-    void* base = ::mmap(nullptr, s->length_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED)
-        throw std::runtime_error("cannot reserve " + std::to_string(s->length_ >> 20) + " MiB of address space for "
-                                 "the extent: " + std::strerror(errno));
-    s->base_ = base;
     // Runs of consecutive planes from one slab, each mapped at once.
+    struct Run {
+        std::int64_t first_plane, planes;
+        const SlabBuffer* source;
+        std::uint64_t offset;
+    };
+    std::vector<Run> runs;
+    StitchCache::Key key{kind == Kind::Values ? 0u : 1u};
     for (std::int64_t i = 0; i < planes;) {
         const int slab = selection.planes[static_cast<std::size_t>(i)].slab;
         std::int64_t n = 1;
@@ -50,19 +58,56 @@ std::shared_ptr<const StitchedPlanes> StitchedPlanes::map(Kind kind, const SlabS
         const std::uint64_t offset = (kind == Kind::Values ? b.mapping->values_offset(b.buffer)
                                                            : b.mapping->ages_offset(b.buffer)) +
                                      static_cast<std::uint64_t>(first) * plane;
-        void* at = static_cast<std::uint8_t*>(base) + static_cast<std::uint64_t>(i) * plane;
-        if (::mmap(at, static_cast<std::size_t>(plane * static_cast<std::uint64_t>(n)), PROT_READ,
-                   MAP_SHARED | MAP_FIXED, b.mapping->fd(), static_cast<off_t>(offset)) == MAP_FAILED)
-            throw std::runtime_error(b.mapping->path() + ": cannot map its planes into the extent: " +
-                                     std::strerror(errno));
-        s->held_.push_back(b);
+        runs.push_back(Run{i, n, &b, offset});
+        for (std::uint64_t k : {static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(n),
+                                static_cast<std::uint64_t>(slab), static_cast<std::uint64_t>(b.mapping->device()),
+                                static_cast<std::uint64_t>(b.mapping->inode()), offset})
+            key.push_back(k);
         i += n;
     }
+    std::shared_ptr<StitchedPlanes> s(new StitchedPlanes);
+    for (const Run& r : runs) s->held_.push_back(*r.source);
+    if (cache) {
+        std::lock_guard<std::mutex> lock(cache->mutex_);
+        // Let go of ranges over a slab file since replaced: they would keep its pages.
+        cache->entries_.remove_if([&](const auto& e) {
+            for (std::size_t k = 1; k + 6 <= e.first.size(); k += 6) {
+                const auto open = by_slab.find(static_cast<int>(e.first[k + 2]));
+                if (open != by_slab.end() && (open->second.mapping->device() != e.first[k + 3] ||
+                                              open->second.mapping->inode() != e.first[k + 4]))
+                    return true;
+            }
+            return false;
+        });
+        for (auto e = cache->entries_.begin(); e != cache->entries_.end(); ++e) {
+            if (e->first != key) continue;
+            cache->entries_.splice(cache->entries_.begin(), cache->entries_, e);
+            s->region_ = e->second;
+            return s;
+        }
+    }
+    auto region = std::make_shared<StitchCache::Region>();
+    region->length = static_cast<std::size_t>(plane * static_cast<std::uint64_t>(planes));
+    // Address space only, until each slab's planes are mapped over it.
+    void* base = ::mmap(nullptr, region->length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED)
+        throw std::runtime_error("cannot reserve " + std::to_string(region->length >> 20) + " MiB of address space "
+                                 "for the extent: " + std::strerror(errno));
+    region->base = base;
+    for (const Run& r : runs) {
+        void* at = static_cast<std::uint8_t*>(base) + static_cast<std::uint64_t>(r.first_plane) * plane;
+        if (::mmap(at, static_cast<std::size_t>(plane * static_cast<std::uint64_t>(r.planes)), PROT_READ,
+                   MAP_SHARED | MAP_FIXED, r.source->mapping->fd(), static_cast<off_t>(r.offset)) == MAP_FAILED)
+            throw std::runtime_error(r.source->mapping->path() + ": cannot map its planes into the extent: " +
+                                     std::strerror(errno));
+    }
+    s->region_ = region;
+    if (cache) {
+        std::lock_guard<std::mutex> lock(cache->mutex_);
+        cache->entries_.emplace_front(std::move(key), std::move(region));
+        while (cache->entries_.size() > cache->capacity_) cache->entries_.pop_back();
+    }
     return s;
-}
-
-StitchedPlanes::~StitchedPlanes() {
-    if (base_) ::munmap(base_, length_);
 }
 
 }  // namespace slabcast

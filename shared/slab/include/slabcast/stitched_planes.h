@@ -16,11 +16,42 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace slabcast {
+
+// The stitched ranges a reader made for its last few steps, kept mapped
+// (without their pins) so that a step shown again from the same buffers, as
+// the receiver cycles its K buffers, reuses one: a fresh range's first frame
+// faulted in its pages, 32 thousand faults and about 0.1 s a rank for 2 GiB
+// (docs/performance.md, section 16). A range whose slab file was replaced (a
+// new inode) is let go at the next map().
+class StitchCache {
+public:
+    explicit StitchCache(std::size_t capacity = 8) : capacity_(capacity) {}
+    std::size_t size() const;
+
+private:
+    friend class StitchedPlanes;
+    struct Region {
+        void* base = nullptr;
+        std::size_t length = 0;
+        Region() = default;
+        Region(const Region&) = delete;
+        Region& operator=(const Region&) = delete;
+        ~Region();
+    };
+    // Per run of planes: its first plane, count, slab, file (device, inode)
+    // and offset; and the kind.
+    using Key = std::vector<std::uint64_t>;
+    std::size_t capacity_;
+    mutable std::mutex mutex_;
+    std::list<std::pair<Key, std::shared_ptr<const Region>>> entries_;  // the most recently used first
+};
 
 class StitchedPlanes {
 public:
@@ -30,24 +61,23 @@ public:
     // where that is not possible here (see above). Holds every source buffer,
     // its mapping and pin, for its own life. Throws std::runtime_error when a
     // file no longer covers its buffer, or the kernel refuses a mapping.
+    // With `cache`, a range it holds for the same runs is used again.
     static std::shared_ptr<const StitchedPlanes> map(Kind kind, const SlabSelection& selection,
                                                      const std::map<int, SlabBuffer>& by_slab, const Dims& dims,
-                                                     const int extent[6]);
+                                                     const int extent[6], StitchCache* cache = nullptr);
     // Whether map() can stitch `kind` for an extent of whole planes of `dims`.
     static bool possible(Kind kind, const Dims& dims);
 
-    ~StitchedPlanes();
     StitchedPlanes(const StitchedPlanes&) = delete;
     StitchedPlanes& operator=(const StitchedPlanes&) = delete;
 
-    const void* data() const { return base_; }
-    std::size_t bytes() const { return length_; }
+    const void* data() const { return region_->base; }
+    std::size_t bytes() const { return region_->length; }
 
 private:
     StitchedPlanes() = default;
-    void* base_ = nullptr;
-    std::size_t length_ = 0;
-    std::vector<SlabBuffer> held_;  // declared after the range: unmapped before the pins go
+    std::shared_ptr<const StitchCache::Region> region_;
+    std::vector<SlabBuffer> held_;  // declared after the range: unmapped (where not cached) before the pins go
 };
 
 }  // namespace slabcast

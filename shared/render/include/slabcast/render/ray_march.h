@@ -44,6 +44,12 @@ struct March {
     bool linear = true;            // trilinear interpolation, else the nearest point
     float opaque = 0.99f;          // a ray stops once this opaque
     bool skip_empty = true;        // step over bricks with no opacity (off: to measure what it saves)
+    // Measure the bricks for this frame where they are not yet. Off for a
+    // new step's coarse frames: measuring reads every value of the piece,
+    // several times what a frame at 1/4 of the pixels and 4x the sample
+    // distance costs, so those march without skipping and the first frame at
+    // full resolution measures.
+    bool may_measure = true;
     bool vectorised = true;        // eight rays at once where the CPU has AVX2 (off: one at a time)
 };
 
@@ -64,12 +70,14 @@ public:
     // The piece's values changed (a new step): its bricks are measured again
     // when a frame next skips by them.
     void new_values() { measured_ = false; }
+    bool measured() const { return measured_; }
     // Measures the piece's bricks now, on every thread of `pool`.
     void measure(const Piece& piece, WorkerPool& pool);
     const BrickGrid& bricks() const { return bricks_; }
 
     // Renders the piece as `image` (its size set by the caller) sees it,
-    // measuring its bricks first where skipping pays and they are not yet.
+    // measuring its bricks first where skipping pays, they are not yet and
+    // `march` may.
     void render(const Piece& piece, const TransferTable& table, const Rays& rays, const March& march, Image& image,
                 WorkerPool& pool);
 
