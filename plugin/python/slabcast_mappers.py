@@ -80,7 +80,7 @@ def add_mapper_option(p):
     p.add_argument("--coarsest", type=int, default=1, choices=(1, 2, 4, 8, 16),
                    help="slabcast, live: a new step's first frame at 1/N of the pixels along each axis (and samples "
                         "N voxels apart), each next frame at half that down to full resolution; the caption names "
-                        "the level (default 1: every frame in full; slabcast demo takes 4)")
+                        "the level (default 1: every frame in full; slabcast demo takes 4, 8 past 512^3 points)")
     p.add_argument("--max-points", type=int, default=0, metavar="N",
                    help="render at most N points along the longest axis, whatever the path (every K-th point above "
                         "it): a memory ceiling; 0 = none")
