@@ -90,6 +90,41 @@ TEST_CASE("values at any byte offset or stride, as a packet holds them, measure 
     CHECK(min_max(v.data(), 0).empty());
 }
 
+TEST_CASE("copying values, packed or out of quad records, measures them in the same pass") {
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(-50.f, 50.f);
+    std::vector<float> v(97);
+    for (float& x : v) x = u(rng);
+    v[10] = std::nanf("");
+    v[60] = kInf;
+    std::vector<std::uint8_t> packed(1 + 4 * v.size());  // not 4-byte aligned
+    std::memcpy(packed.data() + 1, v.data(), 4 * v.size());
+    std::vector<std::uint8_t> records(16 * v.size(), 0xee);  // {x, y, z, v}: coordinates never copied
+    for (std::size_t i = 0; i < v.size(); ++i) std::memcpy(records.data() + 16 * i + 12, &v[i], 4);
+    for (std::size_t at : {0u, 1u, 3u}) {       // out's offset from a 16-byte boundary
+        for (std::size_t n : {0u, 3u, 4u, 9u, 97u}) {
+            INFO("at " << at << " n " << n);
+            const ValueRanges want = reference(v, 0, n);
+            for (std::size_t stride : {4u, 16u, 8u}) {
+                std::vector<std::uint8_t> in(stride * n + 16, 0);
+                const std::uint8_t* from = stride == 4 ? packed.data() + 1 : records.data() + 12;
+                if (stride == 8)
+                    for (std::size_t i = 0; i < n; ++i) std::memcpy(in.data() + 8 * i, &v[i], 4);
+                alignas(16) float out[112];
+                std::fill(out, out + 112, -1.f);
+                const MinMax got = copy_min_max(out + at, stride == 8 ? in.data() : from, stride, n);
+                CHECK(std::memcmp(out + at, v.data(), 4 * n) == 0);  // NaN compared bit for bit
+                CHECK(out[at + n] == -1.f);
+                CHECK(got.empty() == want.values.empty());
+                if (!want.values.empty()) {
+                    CHECK(got.lo == want.values.lo);
+                    CHECK(got.hi == want.values.hi);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("age ranges at every length") {
     std::vector<std::uint8_t> a(70, 3);
     a[5] = 1;

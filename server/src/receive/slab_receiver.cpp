@@ -9,25 +9,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 
 namespace slabcast {
-namespace {
-
-// The slab is read by the renderer after publication, not by this thread
-// now: stores that bypass the cache (SSE2's, in every x86-64) save reading
-// each destination line first. A progressive order's rows of 1 KiB went in at
-// 0.42x scan order's rate through memcpy, 0.72-0.77x with these stores
-// (bench_packet_paths; docs/performance.md, section 13).
-// publish_step fences them before the step is published.
-void copy_past_cache(float* out, const std::uint8_t* values, std::int64_t n) {
-    std::int64_t i = 0;
-    for (; i < n && (reinterpret_cast<std::uintptr_t>(out + i) & 15); ++i) std::memcpy(out + i, values + 4 * i, 4);
-    for (; i + 4 <= n; i += 4) _mm_stream_ps(out + i, _mm_loadu_ps(reinterpret_cast<const float*>(values + 4 * i)));
-    for (; i < n; ++i) std::memcpy(out + i, values + 4 * i, 4);
-}
-
-}  // namespace
 
 SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished, std::int64_t stale_window_ns,
                            std::int64_t step_timeout_ns)
@@ -142,6 +125,9 @@ void SlabReceiver::count(std::uint64_t fresh, std::uint64_t fresh_ghost, std::ui
 void SlabReceiver::store_scattered(const std::uint8_t* packet, int n) {
     const std::int64_t owned_from = geometry_.z_begin;
     std::uint64_t fresh = 0, fresh_ghost = 0, dups = 0;
+    // Ranges kept apart from the members while values are stored: a float
+    // store could alias them, and each would be written back every time.
+    MinMax owned, ghost;
     for (int i = 0; i < n; ++i) {
         const quad::Record r = quad::read_record(packet, i);
         const std::int64_t at = slab_offset(dims_, geometry_, r.x, r.y, r.z);
@@ -149,8 +135,10 @@ void SlabReceiver::store_scattered(const std::uint8_t* packet, int n) {
         else if (r.z >= owned_from) ++fresh;
         else ++fresh_ghost;
         values_[at] = r.v;
-        (r.z >= owned_from ? owned_seen_ : ghost_seen_).merge(MinMax{r.v, r.v});
+        (r.z >= owned_from ? owned : ghost).merge(MinMax{r.v, r.v});
     }
+    owned_seen_.merge(owned);
+    ghost_seen_.merge(ghost);
     count(fresh, fresh_ghost, dups);
     // Values anywhere: nothing may land for the rest of the step.
     furthest_ = static_cast<std::int64_t>(slab_.value_count());
@@ -194,26 +182,27 @@ void SlabReceiver::store_run(const Arrival& a) {
 }
 
 void SlabReceiver::store_range(std::int64_t first, const std::uint8_t* values, std::size_t stride, std::int64_t n) {
-    float* out = values_ + first;
-    if (values == reinterpret_cast<const std::uint8_t*>(out)) {
-        // Landed where it belongs: the kernel's copy was the only one.
-    } else if (stride == sizeof(float)) {
-        copy_past_cache(out, values, n);
-    } else {
-        for (std::int64_t i = 0; i < n; ++i) std::memcpy(out + i, values + stride * static_cast<std::size_t>(i), 4);
-    }
     const std::int64_t end = first + n;
     // Ghost planes come first in the slab, then the owned ones.
     const std::int64_t split = std::clamp(owned_begin_, first, end);
-    // Measured where they are in cache: the packet (the slab's copy went
-    // past the cache), or the slab where they landed.
-    const bool landed = values == reinterpret_cast<const std::uint8_t*>(out);
-    const std::uint8_t* seen = landed ? reinterpret_cast<const std::uint8_t*>(out) : values;
-    const std::size_t seen_stride = landed ? sizeof(float) : stride;
-    if (split > first) ghost_seen_.merge(min_max_strided(seen, seen_stride, static_cast<std::size_t>(split - first)));
-    if (end > split)
-        owned_seen_.merge(min_max_strided(seen + seen_stride * static_cast<std::size_t>(split - first), seen_stride,
-                                          static_cast<std::size_t>(end - split)));
+    // Copied and measured in one pass with stores that bypass the cache:
+    // the slab is read by the renderer after publication, not by this thread
+    // now, and those stores save reading each destination line first (a
+    // progressive order's rows of 1 KiB went in at 0.42x scan order's rate
+    // through memcpy, 0.72-0.77x with them: bench_packet_paths;
+    // docs/performance.md, section 13). publish_step fences them. Values
+    // that landed where they belong (the kernel's copy was the only one) are
+    // measured where they lie, in cache.
+    auto place = [&](std::int64_t from, std::int64_t to, MinMax& seen) {
+        if (from == to) return;
+        float* out = values_ + from;
+        const std::uint8_t* in = values + stride * static_cast<std::size_t>(from - first);
+        const auto count = static_cast<std::size_t>(to - from);
+        seen.merge(in == reinterpret_cast<const std::uint8_t*>(out) ? min_max(out, count)
+                                                                     : copy_min_max(out, in, stride, count));
+    };
+    place(first, split, ghost_seen_);
+    place(split, end, owned_seen_);
     const std::uint64_t ghost_dups = holes_.mark_range(first, split);
     const std::uint64_t owned_dups = holes_.mark_range(split, end);
     count(static_cast<std::uint64_t>(end - split) - owned_dups, static_cast<std::uint64_t>(split - first) - ghost_dups,
@@ -288,7 +277,7 @@ void SlabReceiver::publish_step() {
             return !holes_.arrived(ghost_plane + static_cast<std::int64_t>(i));
         });
     }
-    _mm_sfence();  // the stores that bypassed the cache (copy_past_cache) before the step is seen
+    _mm_sfence();  // the stores that bypassed the cache (copy_min_max) before the step is seen
     publish_buffer(slab_, w, PublishInfo{current_.step, current_.records, current_.expected, current_.holes,
                                          current_.records == current_.expected, owned_range(),
                                          ghost_range(values, ages)});

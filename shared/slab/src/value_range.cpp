@@ -55,6 +55,60 @@ MinMax min_max_strided(const std::uint8_t* v, std::size_t stride, std::size_t n)
     return r;
 }
 
+MinMax copy_min_max(float* out, const std::uint8_t* in, std::size_t stride, std::size_t n) {
+    MinMax r;
+    std::size_t i = 0;
+    auto one = [&](std::size_t k) {
+        float x;
+        std::memcpy(&x, in + stride * k, 4);
+        out[k] = x;
+        add(r, x);
+    };
+    // Up to a 16-byte boundary of `out`, where the stores past the cache go.
+    for (; i < n && (reinterpret_cast<std::uintptr_t>(out + i) & 15); ++i) one(i);
+    const float inf = std::numeric_limits<float>::infinity();
+    __m128 lo = _mm_set1_ps(inf), hi = _mm_set1_ps(-inf);
+    if (stride == sizeof(float)) {
+        // Eight at a time into two pairs of accumulators, as min_max.
+        __m128 lo1 = lo, hi1 = hi;
+        for (; i + 8 <= n; i += 8) {
+            const __m128 a = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 4 * i)));
+            const __m128 b = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 4 * i + 16)));
+            _mm_stream_ps(out + i, a);
+            _mm_stream_ps(out + i + 4, b);
+            lo = _mm_min_ps(a, lo);
+            hi = _mm_max_ps(a, hi);
+            lo1 = _mm_min_ps(b, lo1);
+            hi1 = _mm_max_ps(b, hi1);
+        }
+        lo = _mm_min_ps(lo1, lo);
+        hi = _mm_max_ps(hi1, hi);
+        for (; i + 4 <= n; i += 4) {
+            const __m128 a = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 4 * i)));
+            _mm_stream_ps(out + i, a);
+            lo = _mm_min_ps(a, lo);
+            hi = _mm_max_ps(a, hi);
+        }
+    } else if (stride == 16) {
+        // Four records {x, y, z, v} at once: their values gathered by two unpacks and a move.
+        const std::uint8_t* record = in - 12;
+        for (; i + 4 <= n; i += 4) {
+            auto load = [&](std::size_t k) {
+                return _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(record + 16 * (i + k))));
+            };
+            const __m128 low = _mm_unpackhi_ps(load(0), load(1));   // z0 z1 v0 v1
+            const __m128 high = _mm_unpackhi_ps(load(2), load(3));  // z2 z3 v2 v3
+            const __m128 x = _mm_movehl_ps(high, low);              // v0 v1 v2 v3
+            _mm_stream_ps(out + i, x);
+            lo = _mm_min_ps(x, lo);
+            hi = _mm_max_ps(x, hi);
+        }
+    }
+    r.merge(reduce(lo, hi));
+    for (; i < n; ++i) one(i);
+    return r;
+}
+
 ValueRanges value_ranges(const float* v, std::size_t n) {
     const float inf = std::numeric_limits<float>::infinity();
     const __m128 pinf = _mm_set1_ps(inf), ninf = _mm_set1_ps(-inf);

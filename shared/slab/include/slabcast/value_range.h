@@ -39,6 +39,14 @@ struct ValueRanges {
 MinMax min_max(const float* v, std::size_t n);
 // `n` values `stride` bytes apart from `v` (unaligned), NaN left out.
 MinMax min_max_strided(const std::uint8_t* v, std::size_t stride, std::size_t n);
+// Copies `n` values to `out` and returns their range (NaN left out), in one
+// pass, storing past the cache (the receiver's slab is read by another
+// process after publication, not by this thread now; the caller fences with
+// _mm_sfence before publishing). `stride` 4: packed values at `in`, any
+// alignment; 16: the last 4 bytes of 16-byte records (quad records), `in`
+// pointing at the first record's value, whose 12 bytes before are readable;
+// any other stride: one value at a time.
+MinMax copy_min_max(float* out, const std::uint8_t* in, std::size_t stride, std::size_t n);
 // Both ranges of `n` values from `v`, in one pass.
 ValueRanges value_ranges(const float* v, std::size_t n);
 
