@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <vector>
@@ -37,17 +38,20 @@ ValueRanges reference(const std::vector<float>& v, std::size_t from, std::size_t
     return r;
 }
 
+// Random values with NaN and infinities at `specials`.
+std::vector<float> values_with(std::size_t n, unsigned seed, std::initializer_list<std::pair<std::size_t, float>> specials) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-100.f, 100.f);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    for (const auto& [at, x] : specials) v[at] = x;
+    return v;
+}
+
 }  // namespace
 
 TEST_CASE("value ranges match a value-at-a-time pass at every length and alignment, NaN and infinities included") {
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<float> u(-100.f, 100.f);
-    std::vector<float> v(300);
-    for (float& x : v) x = u(rng);
-    v[17] = std::nanf("");
-    v[40] = kInf;
-    v[41] = -kInf;
-    v[99] = std::nanf("");
+    const std::vector<float> v = values_with(300, 7, {{17, std::nanf("")}, {40, kInf}, {41, -kInf}, {99, std::nanf("")}});
     for (std::size_t from : {0u, 1u, 3u, 42u}) {
         for (std::size_t n : {0u, 1u, 3u, 7u, 8u, 9u, 33u, 200u}) {
             INFO("from " << from << " n " << n);
@@ -91,12 +95,7 @@ TEST_CASE("values at any byte offset or stride, as a packet holds them, measure 
 }
 
 TEST_CASE("copying values, packed or out of quad records, measures them in the same pass") {
-    std::mt19937 rng(3);
-    std::uniform_real_distribution<float> u(-50.f, 50.f);
-    std::vector<float> v(97);
-    for (float& x : v) x = u(rng);
-    v[10] = std::nanf("");
-    v[60] = kInf;
+    const std::vector<float> v = values_with(97, 3, {{10, std::nanf("")}, {60, kInf}});
     std::vector<std::uint8_t> packed(1 + 4 * v.size());  // not 4-byte aligned
     std::memcpy(packed.data() + 1, v.data(), 4 * v.size());
     std::vector<std::uint8_t> records(16 * v.size(), 0xee);  // {x, y, z, v}: coordinates never copied
