@@ -78,22 +78,6 @@ TEST_CASE("value ranges match a value-at-a-time pass at every length and alignme
     }
 }
 
-TEST_CASE("values at any byte offset or stride, as a packet holds them, measure the same") {
-    const std::vector<float> v = {3.f, -2.f, std::nanf(""), 8.5f, 0.f, 1.f, 7.f, -9.f, 4.f, 2.f, 6.f};
-    std::vector<std::uint8_t> bytes(1 + 4 * v.size());
-    std::memcpy(bytes.data() + 1, v.data(), 4 * v.size());  // not 4-byte aligned
-    const MinMax packed = min_max_strided(bytes.data() + 1, 4, v.size());
-    CHECK(packed.lo == -9.f);
-    CHECK(packed.hi == 8.5f);
-    // Quad records: 12 bytes of coordinates, then the value.
-    std::vector<std::uint8_t> records(16 * v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) std::memcpy(records.data() + 16 * i + 12, &v[i], 4);
-    const MinMax quads = min_max_strided(records.data() + 12, 16, v.size());
-    CHECK(quads.lo == -9.f);
-    CHECK(quads.hi == 8.5f);
-    CHECK(min_max(v.data(), 0).empty());
-}
-
 TEST_CASE("copying values, packed or out of quad records, measures them in the same pass") {
     const std::vector<float> v = values_with(97, 3, {{10, std::nanf("")}, {60, kInf}});
     std::vector<std::uint8_t> packed(1 + 4 * v.size());  // not 4-byte aligned

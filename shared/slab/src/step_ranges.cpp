@@ -30,9 +30,9 @@ std::optional<StepRanges> published_ranges(const SlabSelection& selection, const
     }
     StepRanges r;
     const std::int64_t plane = dims.plane();
-    auto read = [&](const SlabBuffer& b, const SlabGeometry& g, bool owned) {
+    auto read = [&](int slab, const SlabBuffer& b, const SlabGeometry& g, bool owned) {
         for (const PlaneSource& p : selection.planes) {
-            if (&by_slab.at(source(p)) != &b || (p.z >= g.z_begin) != owned) continue;
+            if (source(p) != slab || (p.z >= g.z_begin) != owned) continue;
             const std::int64_t at = (p.z - g.stored_z_begin) * plane;
             if (at < 0 || at + plane > static_cast<std::int64_t>(b.mapping->value_count()))
                 throw std::logic_error("published_ranges: a plane outside its slab");
@@ -46,9 +46,9 @@ std::optional<StepRanges> published_ranges(const SlabSelection& selection, const
         const SlabGeometry& g = b.mapping->geometry();
         const Publication* shown = b.pin ? &b.pin->publication() : nullptr;
         if (shown && use.owned == g.owned_planes() && shown->owned_range.known) take(r, shown->owned_range);
-        else if (use.owned) read(b, g, true);
+        else if (use.owned) read(slab, b, g, true);
         if (shown && use.ghost == g.ghost_planes() && shown->ghost_range.known) take(r, shown->ghost_range);
-        else if (use.ghost) read(b, g, false);
+        else if (use.ghost) read(slab, b, g, false);
     }
     return r;
 }

@@ -38,14 +38,10 @@ std::shared_ptr<const StitchedPlanes> StitchedPlanes::map(Kind kind, const SlabS
         selection.planes.size() != static_cast<std::size_t>(planes))
         return nullptr;
     const std::uint64_t plane = plane_bytes(kind, dims);
-    // Runs of consecutive planes from one slab, each mapped at once.
-    struct Run {
-        std::int64_t first_plane, planes;
-        const SlabBuffer* source;
-        std::uint64_t offset;
-    };
-    std::vector<Run> runs;
-    StitchCache::Key key{kind == Kind::Values ? 0u : 1u};
+    // Runs of consecutive planes from one slab, each mapped at once; their
+    // buffers held (s->held_, one a run) for the range's life.
+    std::shared_ptr<StitchedPlanes> s(new StitchedPlanes);
+    StitchCache::Key key{kind == Kind::Values, {}};
     for (std::int64_t i = 0; i < planes;) {
         const int slab = selection.planes[static_cast<std::size_t>(i)].slab;
         std::int64_t n = 1;
@@ -58,23 +54,18 @@ std::shared_ptr<const StitchedPlanes> StitchedPlanes::map(Kind kind, const SlabS
         const std::uint64_t offset = (kind == Kind::Values ? b.mapping->values_offset(b.buffer)
                                                            : b.mapping->ages_offset(b.buffer)) +
                                      static_cast<std::uint64_t>(first) * plane;
-        runs.push_back(Run{i, n, &b, offset});
-        for (std::uint64_t k : {static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(n),
-                                static_cast<std::uint64_t>(slab), static_cast<std::uint64_t>(b.mapping->device()),
-                                static_cast<std::uint64_t>(b.mapping->inode()), offset})
-            key.push_back(k);
+        key.runs.push_back(StitchCache::Run{i, n, slab, b.mapping->device(), b.mapping->inode(), offset});
+        s->held_.push_back(b);
         i += n;
     }
-    std::shared_ptr<StitchedPlanes> s(new StitchedPlanes);
-    for (const Run& r : runs) s->held_.push_back(*r.source);
     if (cache) {
         std::lock_guard<std::mutex> lock(cache->mutex_);
         // Let go of ranges over a slab file since replaced: they would keep its pages.
         cache->entries_.remove_if([&](const auto& e) {
-            for (std::size_t k = 1; k + 6 <= e.first.size(); k += 6) {
-                const auto open = by_slab.find(static_cast<int>(e.first[k + 2]));
-                if (open != by_slab.end() && (open->second.mapping->device() != e.first[k + 3] ||
-                                              open->second.mapping->inode() != e.first[k + 4]))
+            for (const StitchCache::Run& r : e.first.runs) {
+                const auto open = by_slab.find(r.slab);
+                if (open != by_slab.end() &&
+                    (open->second.mapping->device() != r.device || open->second.mapping->inode() != r.inode))
                     return true;
             }
             return false;
@@ -94,12 +85,13 @@ std::shared_ptr<const StitchedPlanes> StitchedPlanes::map(Kind kind, const SlabS
         throw std::runtime_error("cannot reserve " + std::to_string(region->length >> 20) + " MiB of address space "
                                  "for the extent: " + std::strerror(errno));
     region->base = base;
-    for (const Run& r : runs) {
+    for (std::size_t k = 0; k < key.runs.size(); ++k) {
+        const StitchCache::Run& r = key.runs[k];
+        const SlabMapping& m = *s->held_[k].mapping;
         void* at = static_cast<std::uint8_t*>(base) + static_cast<std::uint64_t>(r.first_plane) * plane;
         if (::mmap(at, static_cast<std::size_t>(plane * static_cast<std::uint64_t>(r.planes)), PROT_READ,
-                   MAP_SHARED | MAP_FIXED, r.source->mapping->fd(), static_cast<off_t>(r.offset)) == MAP_FAILED)
-            throw std::runtime_error(r.source->mapping->path() + ": cannot map its planes into the extent: " +
-                                     std::strerror(errno));
+                   MAP_SHARED | MAP_FIXED, m.fd(), static_cast<off_t>(r.offset)) == MAP_FAILED)
+            throw std::runtime_error(m.path() + ": cannot map its planes into the extent: " + std::strerror(errno));
     }
     s->region_ = region;
     if (cache) {

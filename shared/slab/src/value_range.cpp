@@ -26,32 +26,20 @@ void add(MinMax& r, float x) {
 
 }  // namespace
 
-MinMax min_max(const float* v, std::size_t n) { return min_max_strided(reinterpret_cast<const std::uint8_t*>(v), 4, n); }
-
-MinMax min_max_strided(const std::uint8_t* v, std::size_t stride, std::size_t n) {
-    MinMax r;
+MinMax min_max(const float* v, std::size_t n) {
+    // Two accumulators each: the loop is bound by the compares' latency otherwise.
+    const float inf = std::numeric_limits<float>::infinity();
+    __m128 lo0 = _mm_set1_ps(inf), lo1 = lo0, hi0 = _mm_set1_ps(-inf), hi1 = hi0;
     std::size_t i = 0;
-    if (stride == sizeof(float)) {
-        // Unaligned loads (a packet's payload need not be 4-byte aligned);
-        // two accumulators each: the loop is bound by the compares' latency
-        // otherwise.
-        const float inf = std::numeric_limits<float>::infinity();
-        __m128 lo0 = _mm_set1_ps(inf), lo1 = lo0, hi0 = _mm_set1_ps(-inf), hi1 = hi0;
-        for (; i + 8 <= n; i += 8) {
-            const __m128 a = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 4 * i)));
-            const __m128 b = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 4 * i + 16)));
-            lo0 = _mm_min_ps(a, lo0);
-            hi0 = _mm_max_ps(a, hi0);
-            lo1 = _mm_min_ps(b, lo1);
-            hi1 = _mm_max_ps(b, hi1);
-        }
-        r = reduce(_mm_min_ps(lo0, lo1), _mm_max_ps(hi0, hi1));
+    for (; i + 8 <= n; i += 8) {
+        const __m128 a = _mm_loadu_ps(v + i), b = _mm_loadu_ps(v + i + 4);
+        lo0 = _mm_min_ps(a, lo0);
+        hi0 = _mm_max_ps(a, hi0);
+        lo1 = _mm_min_ps(b, lo1);
+        hi1 = _mm_max_ps(b, hi1);
     }
-    for (; i < n; ++i) {
-        float x;
-        std::memcpy(&x, v + stride * i, 4);
-        add(r, x);
-    }
+    MinMax r = reduce(_mm_min_ps(lo0, lo1), _mm_max_ps(hi0, hi1));
+    for (; i < n; ++i) add(r, v[i]);
     return r;
 }
 

@@ -45,9 +45,24 @@ private:
         Region& operator=(const Region&) = delete;
         ~Region();
     };
-    // Per run of planes: its first plane, count, slab, file (device, inode)
-    // and offset; and the kind.
-    using Key = std::vector<std::uint64_t>;
+    // A run of planes mapped at once: where it lies in the range and where
+    // in which slab file it comes from.
+    struct Run {
+        std::int64_t first_plane = 0, planes = 0;
+        int slab = 0;
+        unsigned long long device = 0, inode = 0;
+        std::uint64_t offset = 0;
+        bool operator==(const Run& o) const {
+            return first_plane == o.first_plane && planes == o.planes && slab == o.slab && device == o.device &&
+                   inode == o.inode && offset == o.offset;
+        }
+    };
+    struct Key {
+        bool values = true;  // else ages
+        std::vector<Run> runs;
+        bool operator==(const Key& o) const { return values == o.values && runs == o.runs; }
+        bool operator!=(const Key& o) const { return !(*this == o); }
+    };
     std::size_t capacity_;
     mutable std::mutex mutex_;
     std::list<std::pair<Key, std::shared_ptr<const Region>>> entries_;  // the most recently used first

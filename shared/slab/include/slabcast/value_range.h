@@ -37,8 +37,6 @@ struct ValueRanges {
 
 // `n` values from `v`, NaN left out.
 MinMax min_max(const float* v, std::size_t n);
-// `n` values `stride` bytes apart from `v` (unaligned), NaN left out.
-MinMax min_max_strided(const std::uint8_t* v, std::size_t stride, std::size_t n);
 // Copies `n` values to `out` and returns their range (NaN left out), in one
 // pass, storing past the cache (the receiver's slab is read by another
 // process after publication, not by this thread now; the caller fences with
