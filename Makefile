@@ -30,17 +30,12 @@ soak: build
 scale: build
 	cd $(BUILD) && ctest --output-on-failure -L scale -V
 
-bench: build
+# The benchmarks are ctest tests labelled benchmark (testing/bench/CMakeLists.txt):
+# this is `ctest -L benchmark` once their extra tools are installed.
+bench: deps
 	bash testing/install-deps.sh --bench
+	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -L benchmark -V
-	$(BUILD)/testing/bench_packet_paths
-	for b in loopback_vs_iperf3 sender_vs_iperf3 pacing_accuracy step_latency wire_formats sender_library mover_vs_peers progressive_cut render_paths; do \
-	  SLABCAST_BUILD=$(BUILD) python3 testing/bench/$$b.py || exit 1; done
-	SLABCAST_BUILD=$(BUILD) python3 testing/bench/pacing_accuracy.py --wire quad --rates 10G,20G
-	SLABCAST_BUILD=$(BUILD) python3 testing/bench/stager_vs_cp.py
-	$(BUILD)/testing/bench_run_codecs --step data/cache/bench-256x256x256/step_00003.raw
-	SLABCAST_BUILD=$(BUILD) python3 testing/bench/zfp_image_error.py
-	SLABCAST_BUILD=$(BUILD) python3 testing/bench/mover_vs_peers.py --wan
 
 # The live demo: ParaView's GUI when there is a display, else frames in demo-output/.
 # Pass options through DEMO_ARGS, e.g. make demo DEMO_ARGS="--head-to-head --forever".

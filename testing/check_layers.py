@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The tree's shape, checked: each folder of the data path includes only the
-folders below it, the include graph has no loops, and no source file grows past
+folders below it, neither the include graph nor the graph of components (a
+source file and its header, as one) has a loop, and no source file grows past
 ~400 lines without saying why at its top.
 
     python3 testing/check_layers.py     (ctest: check_layers)
@@ -20,21 +21,23 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 LAYERS = {
     "shared/slab": [],
     "shared/packets": ["shared/slab"],
-    "server/src/host": ["shared/slab", "shared/packets"],
-    "server/src/control": ["shared/slab", "shared/packets", "server/src/host"],
-    "server/src/mover": ["shared/slab", "shared/packets", "server/src/host"],
-    "server/src/stage": ["shared/slab", "shared/packets", "server/src/host", "server/src/control",
+    "shared/render": [],
+    "server/src/base": ["shared/slab", "shared/packets"],
+    "server/src/control": ["shared/slab", "shared/packets", "server/src/base"],
+    "server/src/mover": ["shared/slab", "shared/packets", "server/src/base"],
+    "server/src/stage": ["shared/slab", "shared/packets", "server/src/base", "server/src/control",
                          "server/src/mover"],
-    "server/src/shuffle": ["shared/slab", "shared/packets", "server/src/host", "server/src/control",
+    "server/src/shuffle": ["shared/slab", "shared/packets", "server/src/base", "server/src/control",
                            "server/src/stage"],
-    "server/src/receive": ["shared/slab", "shared/packets", "server/src/host"],
-    "server/src/deploy": ["shared/slab", "shared/packets", "server/src/host"],
-    "server/src": ["shared/slab", "shared/packets", "server/src/host", "server/src/control",
+    "server/src/receive": ["shared/slab", "shared/packets", "server/src/base"],
+    "server/src/setup": ["shared/slab", "shared/packets", "server/src/base"],
+    "server/src/demo": ["shared/slab", "shared/packets", "server/src/base", "server/src/setup"],
+    "server/src": ["shared/slab", "shared/packets", "server/src/base", "server/src/control",
                    "server/src/mover", "server/src/stage", "server/src/shuffle", "server/src/receive",
-                   "server/src/deploy"],
+                   "server/src/setup", "server/src/demo"],
     # libslabcast sends with the shuffler's sending side, and nothing above it.
-    "server/lib": ["shared/slab", "shared/packets", "server/src/host", "server/src/shuffle"],
-    "plugin": ["shared/slab"],
+    "server/lib": ["shared/slab", "shared/packets", "server/src/base", "server/src/shuffle"],
+    "plugin": ["shared/slab", "shared/render"],
     "data": ["shared/slab"],
 }
 SOURCE = re.compile(r"\.(h|cpp|cxx)$")
@@ -71,6 +74,28 @@ def resolve(including, name, by_suffix):
     return hits[0] if len(hits) == 1 else None
 
 
+def loops(graph, what):
+    """Every cycle a depth-first search of `graph` (node -> nodes) meets, each as one line."""
+    found = []
+    state = {}
+
+    def visit(node, stack):
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                found.append(what + ": " + " -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    return found
+
+
 def main():
     files = sorted(sources())
     by_suffix = {}
@@ -96,23 +121,16 @@ def main():
         if lines > LONG_LINES and not LONG_REASON.search("\n".join(text.splitlines()[:15])):
             problems.append("%s has %d lines and does not say at its top why it is over %d"
                             % (f, lines, LONG_LINES))
-    # Loops among files: depth-first search, reporting each cycle once.
-    state = {}
-
-    def visit(node, stack):
-        state[node] = 1
-        stack.append(node)
-        for nxt in graph.get(node, []):
-            if state.get(nxt) == 1:
-                problems.append("include loop: " + " -> ".join(stack[stack.index(nxt):] + [nxt]))
-            elif nxt not in state:
-                visit(nxt, stack)
-        stack.pop()
-        state[node] = 2
-
-    for f in files:
-        if f not in state:
-            visit(f, [])
+    problems += loops(graph, "include loop")
+    # A component is a header with its source file: foo.cpp including bar.h
+    # while bar.cpp includes foo.h is a loop between two components, which
+    # the file graph alone does not show.
+    components = {}
+    for f, targets in graph.items():
+        mine = os.path.splitext(f)[0]
+        components.setdefault(mine, set()).update(
+            os.path.splitext(t)[0] for t in targets if os.path.splitext(t)[0] != mine)
+    problems += loops({k: sorted(v) for k, v in components.items()}, "component loop")
     for p in problems:
         print("check_layers: " + p)
     print("check_layers: %d files, %d includes within the repository, %d problem(s)"

@@ -1,6 +1,6 @@
 // slabcast: stream a simulation's volume over UDP into shared memory for ParaView.
-#include "host/roles.h"
-#include "host/stop_signal.h"
+#include "base/roles.h"
+#include "base/stop_signal.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>

@@ -101,7 +101,7 @@ void receiver_handle(benchmark::State& state, SendOrder order, WireFormat wire) 
             std::memcpy(p.data() + step_at, &step, 4);
             receiver.handle(p.data(), p.size(), 0);
         }
-        receiver.publish();
+        receiver.post_counters();
     }
     if (completed != static_cast<std::uint64_t>(step)) state.SkipWithError("a step did not complete");
     state.SetBytesProcessed(state.iterations() * packet_bytes(packets));

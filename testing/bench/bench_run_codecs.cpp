@@ -136,7 +136,7 @@ void receive(benchmark::State& state, const char* codec) {
             std::memcpy(p.data() + 8, &step, 4);
             receiver.handle(p.data(), p.size(), 0);
         }
-        receiver.publish();
+        receiver.post_counters();
     }
     if (completed != static_cast<std::uint64_t>(step)) state.SkipWithError("a step did not complete");
     state.SetItemsProcessed(state.iterations() * w.slab_values());

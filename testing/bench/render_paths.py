@@ -88,7 +88,7 @@ def rendered_voxels(path, n):
 def memory_estimate(path, n, ranks):
     """Bytes a run needs: the reader's copy of the values, and for the GPU
     ray caster 1.5 more of what it renders (its texture and what it is made
-    from: 2.5 copies in all, server/src/deploy/demo_plan.cpp's measure), for
+    from: 2.5 copies in all, server/src/demo/demo_plan.cpp's measure), for
     the CPU one an unsigned short copy; 0.6 GiB a rank besides."""
     copies = 1 + (0.6 if path == "raycast" else 0.0 if path == "slabcast" else 1.5 * rendered_voxels(path, n) / n ** 3)
     return int(copies * 4 * n ** 3) + ranks * (600 << 20)

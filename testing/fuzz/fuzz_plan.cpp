@@ -2,7 +2,7 @@
 // throw std::runtime_error that names the file, or print commands whose every
 // line is a comment or a `slabcast` command made of safe words (no text from
 // the file can reach a shell as anything but one plain word).
-#include "deploy/deploy_plan.h"
+#include "setup/deploy_plan.h"
 
 #include <cstring>
 #include <stdexcept>

@@ -145,7 +145,7 @@ def check_reader():
 
 def check_demo():
     """The installed `slabcast demo` finds its plugin, programs and generator
-    under the prefix (server/src/deploy/install_layout.h) and renders frames.
+    under the prefix (server/src/setup/install_layout.h) and renders frames.
     It streams (--forever) until the renderer has logged a frame, then is
     stopped with Ctrl-C as a user does: a fixed count of steps could all be
     sent, and the demo end, before pvbatch's first frame on a busy machine."""

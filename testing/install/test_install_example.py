@@ -1,14 +1,17 @@
 """ctest install_example: a simulation's side, built against the installed
 sender library and run against the installed receiver, read back through the
-installed plugin. examples/c/stream_slab.c is built twice against the scratch
-root install_deb unpacked the .deb into (ctest fixture slabcast_deb): as its
-own CMake project (find_package(slabcast), slabcast::slabcast) and with
-`pkg-config --cflags --libs slabcast`, PKG_CONFIG_SYSROOT_DIR at the root so
-that the .pc file's own paths are what is tested. The CMake build streams
-steps 0-2 of its slab to the installed `slabcast receive` on loopback, the
-pkg-config build step 3; after each, pvpython with PV_PLUGIN_PATH at the
-installed plugin reads the slab and every value must equal the example's,
-bit for bit. Skipped (77) while this build tree has no libslabcast."""
+installed plugin. examples/c/stream_slab.c is built four times: against the
+scratch root install_deb unpacked the .deb into (ctest fixture slabcast_deb)
+and against this build tree installed with `cmake --install --prefix` into
+another folder (as a user without root installs it), each as its own CMake
+project (find_package(slabcast), slabcast::slabcast) and with `pkg-config
+--cflags --libs slabcast`. Neither place is the prefix the package was
+configured for, so the .pc file and the CMake package must find themselves
+where they lie. The builds stream steps 0-2, 3, 4 and 5 of their slab to the
+installed `slabcast receive` on loopback; after each, pvpython with
+PV_PLUGIN_PATH at the installed plugin reads the slab and every value must
+equal the example's, bit for bit. Skipped (77) while this build tree has no
+libslabcast."""
 import glob
 import os
 import shutil
@@ -28,27 +31,32 @@ def run(cmd, env=None, timeout=300):
     return p.stdout
 
 
-def build_with_cmake(source):
-    build = os.path.join(lib.SCRATCH, "example-cmake")
+def build_with_cmake(source, prefix, name):
+    build = os.path.join(lib.SCRATCH, "example-cmake-" + name)
     shutil.rmtree(build, ignore_errors=True)
     cmake = t.env_path("CMAKE")
-    # Only the scratch root may provide slabcast: no package registries.
-    run([cmake, "-S", source, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_PREFIX_PATH=" + lib.ROOT + lib.PREFIX,
+    # Only `prefix` may provide slabcast: no package registries.
+    run([cmake, "-S", source, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_PREFIX_PATH=" + prefix,
          "-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF", "-DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF"])
     found = [line for line in open(os.path.join(build, "CMakeCache.txt")) if line.startswith("slabcast_DIR:")]
-    t.check(found and found[0].split("=", 1)[1].strip().startswith(lib.ROOT),
-            "find_package(slabcast) did not take the installed package: %s" % found)
+    t.check(found and found[0].split("=", 1)[1].strip().startswith(prefix),
+            "find_package(slabcast) did not take the package installed in %s: %s" % (prefix, found))
     run([cmake, "--build", build])
     t.log("ok: examples/c built with find_package(slabcast) from %s" % found[0].split("=", 1)[1].strip())
     return os.path.join(build, "stream_slab")
 
 
-def build_with_pkg_config(source):
-    env = dict(os.environ, PKG_CONFIG_LIBDIR=installed("lib", "pkgconfig"), PKG_CONFIG_SYSROOT_DIR=lib.ROOT)
+def build_with_pkg_config(source, prefix, name):
+    """pkg-config run as a user would (PKG_CONFIG_PATH at the installed .pc,
+    no sysroot): the flags must lead into `prefix`, wherever it lies."""
+    pc_dirs = [os.path.join(d, "pkgconfig") for d in glob.glob(os.path.join(prefix, "lib*")) +
+               glob.glob(os.path.join(prefix, "lib", "*-linux-gnu*"))]
+    env = dict(os.environ, PKG_CONFIG_LIBDIR=":".join(d for d in pc_dirs if os.path.isdir(d)))
     flags = run(["pkg-config", "--cflags", "--libs", "slabcast"], env=env).split()
-    t.check(any(f.startswith("-L" + lib.ROOT) for f in flags) and any(f.startswith("-I" + lib.ROOT) for f in flags),
-            "pkg-config's flags do not lead into the installed files: %s" % flags)
-    program = os.path.join(lib.SCRATCH, "stream_slab-pkg-config")
+    leads_in = [f for f in flags if f[:2] in ("-L", "-I") and os.path.realpath(f[2:]).startswith(
+        os.path.realpath(prefix) + os.sep) and os.path.isdir(f[2:])]
+    t.check(len(leads_in) == 2, "pkg-config's flags do not lead into the files installed in %s: %s" % (prefix, flags))
+    program = os.path.join(lib.SCRATCH, "stream_slab-pkg-config-" + name)
     run(["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", os.path.join(source, "stream_slab.c")] + flags +
         ["-o", program])
     t.log("ok: examples/c built with pkg-config: " + " ".join(flags))
@@ -72,8 +80,17 @@ def body():
             % lib.ROOT)
     t.check(glob.glob(installed("lib", "libslabcast.so.*")), "the .deb holds no libslabcast, the build tree does")
     source = os.path.join(lib.SOURCE, "examples", "c")
-    with_cmake = build_with_cmake(source)
-    with_pkg_config = build_with_pkg_config(source)
+    deb = lib.ROOT + lib.PREFIX
+    with_cmake = build_with_cmake(source, deb, "deb")
+    with_pkg_config = build_with_pkg_config(source, deb, "deb")
+    # The library as `cmake --install build --prefix ~/opt/slabcast` puts it.
+    elsewhere = os.path.join(lib.SCRATCH, "elsewhere")
+    shutil.rmtree(elsewhere, ignore_errors=True)
+    run([t.env_path("CMAKE"), "--install", lib.BUILD, "--prefix", elsewhere, "--component", "library"])
+    t.check(elsewhere != lib.PREFIX, "the test's other prefix is the configured one")
+    moved_cmake = build_with_cmake(source, elsewhere, "elsewhere")
+    moved_pkg_config = build_with_pkg_config(source, elsewhere, "elsewhere")
+    moved_lib = os.path.dirname(glob.glob(os.path.join(elsewhere, "lib*", "**", "libslabcast.so.*"), recursive=True)[0])
     server = installed("bin", "slabcast")  # the installed receiver
     with t.shm_dir("example") as d, lib.receiver(d, "example", DIMS, DEPTH, [0], server=server) as (ports, desc):
         to = "127.0.0.1:%d" % ports[0]
@@ -83,6 +100,11 @@ def body():
         env = dict(os.environ, LD_LIBRARY_PATH=installed("lib"))
         t.log(run([with_pkg_config, to, "3", "1"], env=env).strip())
         read_back(desc, 3)
+        env = dict(os.environ, LD_LIBRARY_PATH=moved_lib)
+        t.log(run([moved_pkg_config, to, "4", "1"], env=env).strip())
+        read_back(desc, 4)
+        t.log(run([moved_cmake, to, "5", "1"]).strip())  # the CMake build's run path leads to the library
+        read_back(desc, 5)
 
 
 t.main(body)

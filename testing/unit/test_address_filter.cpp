@@ -1,6 +1,6 @@
 // The receiver's sender allowlist: CIDR parsing (and its errors), matching of
 // IPv4, IPv6 and IPv4-mapped IPv6 sources.
-#include "host/address_filter.h"
+#include "base/address_filter.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,7 +1,7 @@
 // Real UDP sockets on loopback: GSO super-datagrams out, GRO in, and the
 // receiver hands back exactly the sender's datagrams.
 #include "receive/batch_receiver.h"
-#include "host/udp.h"
+#include "base/udp.h"
 
 #include "slabcast/quad_packet.h"
 

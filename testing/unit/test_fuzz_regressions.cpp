@@ -1,6 +1,6 @@
 // Inputs the fuzzers (testing/fuzz/) once crashed on, kept as plain tests so a
 // normal build catches a regression. Each must now fail with a clear error.
-#include "deploy/deploy_plan.h"
+#include "setup/deploy_plan.h"
 #include "mover/manifest.h"
 #include "slabcast/descriptor.h"
 #include "slabcast/json_file.h"

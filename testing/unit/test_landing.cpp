@@ -4,7 +4,7 @@
 // duplicated, mixed with quad packets, other codecs and bad packets, every
 // value shown is still exactly the one that belongs there, and a bad packet
 // leaves nothing that is ever shown.
-#include "host/udp.h"
+#include "base/udp.h"
 #include "receive/batch_receiver.h"
 #include "receive/slab_receiver.h"
 #include "shuffle/slab_walker.h"

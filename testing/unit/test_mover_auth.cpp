@@ -1,6 +1,7 @@
 // The data mover's handshake (mover/auth.h), both ends over a real socketpair:
 // the right key, a wrong one, none, a Hello replayed on a new connection or
 // changed on its way, a server without the key, a proof that is not the key's.
+#include "mover/channel.h"
 #include "mover/auth.h"
 #include "mover/stream_io.h"
 

@@ -5,6 +5,7 @@
 // would cut that connection. Each test opens unrelated descriptors after the
 // failure, on the numbers just freed, and checks that they still work once
 // every transfer object is gone, and that no descriptor is left behind.
+#include "mover/channel.h"
 #include "mover/auth.h"
 #include "mover/hello.h"
 #include "mover/manifest.h"

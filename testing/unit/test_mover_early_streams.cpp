@@ -4,6 +4,7 @@
 // come in time, and left when its Challenge is older than half the wait the
 // server named; a server that never sends its Challenge holds nothing once
 // the transfer stops; a port nobody listens on is named, as a connect now would.
+#include "mover/channel.h"
 #include "mover/auth.h"
 #include "mover/early_streams.h"
 #include "mover/stream_io.h"

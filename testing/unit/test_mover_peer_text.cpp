@@ -2,6 +2,7 @@
 // its text only as printable characters, its JSON named in slabcast's words.
 // A server's refusal, a client's Hello, a report and a path each get here over
 // the code that reads them from the network.
+#include "mover/channel.h"
 #include "mover/auth.h"
 #include "mover/hello.h"
 #include "mover/manifest.h"

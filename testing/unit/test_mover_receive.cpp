@@ -3,6 +3,7 @@
 // sender: every number it sends is checked before it sizes, indexes or
 // offsets anything, every frame must be legal where it comes, and what the
 // host can afford is enforced.
+#include "mover/channel.h"
 #include "mover/dest_tree.h"
 #include "mover/journal.h"
 #include "mover/manifest.h"

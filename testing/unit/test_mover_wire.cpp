@@ -1,4 +1,5 @@
 // The data mover's frame header, its file checksum and its resume journal.
+#include "mover/channel.h"
 #include "mover/dest_tree.h"
 #include "mover/journal.h"
 #include "mover/stream_io.h"

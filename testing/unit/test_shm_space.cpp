@@ -3,8 +3,8 @@
 // the SIGBUS a page faulted into it would be. Each case runs in a child
 // process with a private mount namespace holding a 1 MiB tmpfs (as root, or
 // in a user namespace otherwise): a SIGBUS kills the child, and the test says so.
-#include "host/host_checks.h"
-#include "host/numa_placement.h"
+#include "base/host_checks.h"
+#include "base/numa_placement.h"
 #include "stage/staging_ring.h"
 
 #include "slabcast/slab_file.h"

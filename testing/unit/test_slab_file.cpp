@@ -354,7 +354,7 @@ TEST_CASE("a receiver reshaping a slab replaces the file; a reader keeps its old
     const Dims other{16, 8, 64};
     SlabMapping reshaped = SlabMapping::create(path, other, 8, slab_geometry(other, 8, 1, 1), "density");
     // It used to truncate the same inode: the reader read zeros, or died of SIGBUS past the new end.
-    CHECK(reader.still_whole());
+    CHECK(reader.not_truncated());
     CHECK(reader.values(0)[0] == 3.f);
     CHECK(reader.values(0)[reader.value_count() - 1] == 3.f);
     CHECK(reader.header().nz == 32);
@@ -378,12 +378,12 @@ TEST_CASE("a slab cut short under a reader's mapping is told by pread and fstat,
     SlabHeader h{};
     CHECK(reader.read_header(h));
     CHECK(h.live.generation.load() == 7);
-    CHECK(reader.still_whole());
+    CHECK(reader.not_truncated());
     std::filesystem::resize_file(path, 4096 + 100);  // values cut: a read past the new end would be SIGBUS
-    CHECK_FALSE(reader.still_whole());
+    CHECK_FALSE(reader.not_truncated());
     CHECK(reader.read_header(h));
     std::filesystem::resize_file(path, 100);  // below the header: so would a read of the header
-    CHECK_FALSE(reader.still_whole());
+    CHECK_FALSE(reader.not_truncated());
     CHECK_FALSE(reader.read_header(h));
     CHECK_THROWS_WITH(SlabMapping::open_read_only(path), Catch::Contains("truncated: 100 bytes"));
 }

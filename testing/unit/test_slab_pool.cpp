@@ -49,7 +49,7 @@ TEST_CASE("a slab cut short is refused by name, also when the pool had it open")
     const SlabEntry& entry = v.descriptor.slabs[0];
     SlabMappingPtr held = pool.get(v.descriptor, v.descriptor_path, entry);
     std::filesystem::resize_file(v.slab_file(0), kSlabHeaderBytes + 8);
-    CHECK_FALSE(held->still_whole());
+    CHECK_FALSE(held->not_truncated());
     held.reset();  // never touch pages past the new end
     CHECK_THROWS_WITH(pool.get(v.descriptor, v.descriptor_path, entry),
                       Catch::StartsWith(v.slab_file(0)) && Catch::Contains("truncated"));

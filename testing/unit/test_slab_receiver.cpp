@@ -190,7 +190,7 @@ TEST_CASE_METHOD(Fixture, "every malformed packet is counted as rejected and wri
     CHECK(receiver.total_rejected() == 4 + outside.size() + 1);
     CHECK(receiver.total_packets() == 0);
     CHECK(slab.header().live.rejected == 0);  // published per batch
-    receiver.publish();
+    receiver.post_counters();
     CHECK(slab.header().live.rejected == receiver.total_rejected());
     CHECK(slab_is_all(0.f));
     CHECK(slab.header().live.step == -1);  // a rejected packet starts no step

@@ -1,6 +1,6 @@
 // The shuffler's and stager's gate for sync packets, with real key files:
 // authentication, the controller's address, replays, resends.
-#include "host/key_file.h"
+#include "base/key_file.h"
 #include "control/sync_gate.h"
 #include "temp_shm_dir.h"
 

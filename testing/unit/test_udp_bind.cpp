@@ -1,6 +1,6 @@
 // A role's UDP port is its own: a second bind to it fails, and the kernel never
-// hands a port-0 bind a port that a role holds (host/udp.cpp, bind_socket).
-#include "host/udp.h"
+// hands a port-0 bind a port that a role holds (base/udp.cpp, bind_socket).
+#include "base/udp.h"
 
 #include <catch2/catch.hpp>
 #include <netinet/in.h>

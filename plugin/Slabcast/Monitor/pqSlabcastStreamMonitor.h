@@ -1,5 +1,5 @@
 // The Slabcast Stream Monitor: a dock panel in ParaView's GUI that shows, for
-// the active slabcast source, what only the daemons' terminals showed before:
+// the active slabcast source, what otherwise only the daemons' terminals show:
 // per slab the step shown and the step being received, Gbit/s, the loss of the
 // last finished step, the step's age and the receiver's counters, an all-slabs
 // row, and a chart of the last minute. The SC11 booth showed the link's rate

@@ -3,6 +3,7 @@
 #include "vtkCommunicator.h"
 #include "vtkMultiProcessController.h"
 
+#include "slabcast/slab_figures_wire.h"
 #include "slabcast/slab_file.h"
 
 #include <algorithm>
@@ -110,45 +111,34 @@ std::vector<slabcast::SlabFigures> GatherFigures(const std::vector<slabcast::Sla
   {
     return mine;
   }
-  // Per slab on the wire: index, Gbit/s, loss of the last step, when the rate was measured.
-  constexpr int kFields = 4;
-  constexpr std::size_t kMaxPerRank = 65536; // what one host can list
-  const std::size_t count = std::min(mine.size(), kMaxPerRank);
-  std::vector<double> send;
-  for (std::size_t i = 0; i < count; ++i)
-  {
-    const slabcast::SlabFigures& f = mine[i];
-    send.insert(send.end(),
-      { static_cast<double>(f.slab), f.gbps, f.last_step_loss_percent, static_cast<double>(f.rate_ns) });
-  }
-  vtkIdType length = static_cast<vtkIdType>(send.size());
+  // Each rank's figures as bytes (slab_figures_wire.h), all-gathered: the
+  // lengths first, each checked like anything that arrives, then the bytes.
+  const std::string mine_bytes = slabcast::encode_figures(mine);
+  vtkIdType length = static_cast<vtkIdType>(mine_bytes.size());
   std::vector<vtkIdType> lengths(static_cast<std::size_t>(ranks), 0);
   Controller()->AllGather(&length, lengths.data(), 1);
   std::vector<vtkIdType> offsets(static_cast<std::size_t>(ranks), 0);
   vtkIdType total = 0;
   for (int r = 0; r < ranks; ++r)
   {
-    // Counts from other ranks are checked like anything that arrives.
-    if (lengths[r] < 0 || lengths[r] > static_cast<vtkIdType>(kMaxPerRank * kFields) ||
-      lengths[r] % kFields != 0)
+    if (lengths[r] < 0 || lengths[r] > static_cast<vtkIdType>(slabcast::kMaxFigureBytes))
     {
       return mine;
     }
     offsets[r] = total;
     total += lengths[r];
   }
-  std::vector<double> all(static_cast<std::size_t>(total));
+  std::vector<char> all(static_cast<std::size_t>(std::max<vtkIdType>(total, 1)));
+  std::vector<char> send(mine_bytes.begin(), mine_bytes.end());
   send.resize(std::max<std::size_t>(send.size(), 1)); // a valid pointer even for none
   Controller()->AllGatherV(send.data(), all.data(), length, lengths.data(), offsets.data());
   std::vector<slabcast::SlabFigures> merged;
-  for (vtkIdType i = 0; i + kFields <= total; i += kFields)
+  for (int r = 0; r < ranks; ++r)
   {
-    slabcast::SlabFigures f;
-    f.slab = static_cast<int>(all[i]);
-    f.gbps = all[i + 1];
-    f.last_step_loss_percent = all[i + 2];
-    f.rate_ns = static_cast<std::int64_t>(all[i + 3]);
-    slabcast::merge_figures(merged, { f });
+    if (auto theirs = slabcast::decode_figures(all.data() + offsets[r], static_cast<std::size_t>(lengths[r])))
+    {
+      slabcast::merge_figures(merged, *theirs);
+    }
   }
   return merged;
 }

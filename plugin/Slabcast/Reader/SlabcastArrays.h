@@ -106,9 +106,9 @@ ArrayRanges ComputeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages);
 // Fills VTK's range cache of both arrays with `r`. Call after the arrays'
 // last modification (SetName included): VTK trusts the cache while an
 // array's modification time is older. ParaView asks for the ranges of every
-// array on every new step, and VTK's own pass took 0.5 s for each of a 256^3
-// volume's two arrays on this project's machine; the reader knows them once
-// per published step (a published buffer never changes) instead.
+// array on every new step, and VTK's own pass reads every value of both
+// arrays to answer; the reader knows them once per published step (a
+// published buffer never changes) instead.
 void PrimeRanges(vtkFloatArray* values, vtkUnsignedCharArray* ages, const ArrayRanges& r);
 
 // The ranges of the last whole step a reader showed, and what it was made of

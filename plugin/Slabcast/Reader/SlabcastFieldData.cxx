@@ -44,7 +44,7 @@ void AddOne(vtkFieldData* fd, const char* name, typename ArrayT::ValueType v)
 } // namespace
 
 void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
-  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed, std::int64_t rangeValuesRead)
+  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, bool agreed, std::int64_t rangeValuesRead)
 {
   using B = slabcast::SlabBuffer;
   using H = slabcast::SlabHeader;

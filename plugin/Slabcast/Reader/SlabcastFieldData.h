@@ -22,7 +22,7 @@ namespace slabcast_vtk
 // "RangeValuesRead", the values read to find the step's ranges (0: the
 // receivers measured them all; -1: left to VTK).
 void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
-  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, int agreed, std::int64_t rangeValuesRead);
+  const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, bool agreed, std::int64_t rangeValuesRead);
 
 // The whole stream's figures (every slab of every rank): "StreamGbps", the
 // receivers' rate over their last status second, and "StreamLossPercent",

@@ -1,4 +1,4 @@
-// What a vtkSlabcastReader keeps between executions: the descriptor, the pool
+// What a vtkSlabcastReader keeps between executions (its Internals): the descriptor, the pool
 // of slab mappings, the ranks' last agreement with its pins, what the last
 // output shows, and the live state its modification time follows. Private to
 // the reader's files (vtkSlabcastReader.cxx).
@@ -7,7 +7,6 @@
 
 #include "SlabcastAgreement.h"
 #include "SlabcastArrays.h"
-#include "vtkSlabcastReader.h"
 #include "vtkTimeStamp.h"
 
 #include "slabcast/descriptor.h"
@@ -24,7 +23,7 @@
 #include <string>
 #include <vector>
 
-class vtkSlabcastReader::vtkInternals
+class SlabcastReaderState
 {
 public:
   slabcast::Descriptor Descriptor;
@@ -82,26 +81,30 @@ public:
     this->SignatureSeenByMTime = this->SignatureAtExecute;
   }
 
-  // The buffers an output shows: in Newest data each slab's newest writes;
-  // in whole steps with several ranks the ranks' step, still pinned since
-  // Refresh (or pinned now for a slab this rank did not see then; `agreed`
-  // set to 1), and when that is gone, or with one rank, this rank's newest.
-  slabcast::StepChoice Choose(bool newestData, std::int64_t agreedStep,
-    const std::map<int, slabcast::SlabMappingPtr>& bySlab, int& agreed)
+  // The buffers an output shows: following writes (Newest data), each slab's
+  // newest writes; following publications (whole steps) with several ranks,
+  // the ranks' step, still pinned since Refresh (or pinned now for a slab this
+  // rank did not see then: FromAgreement), and when that is gone, or with one
+  // rank, this rank's newest whole step.
+  struct ChosenStep
   {
-    if (newestData)
+    slabcast::StepChoice Choice;
+    bool FromAgreement = false;
+  };
+  ChosenStep Choose(std::int64_t agreedStep, const std::map<int, slabcast::SlabMappingPtr>& bySlab)
+  {
+    if (this->Follow == slabcast::LiveFollow::Writes)
     {
-      return slabcast::choose_newest_data(bySlab);
+      return { slabcast::choose_newest_data(bySlab), false };
     }
     if (this->HaveAgreement && slabcast_vtk::ProcessCount() > 1)
     {
       if (auto c = slabcast::choose_step(bySlab, agreedStep, this->AgreedPins))
       {
-        agreed = 1;
-        return *c;
+        return { *c, true };
       }
     }
-    return slabcast::choose_whole_step(bySlab);
+    return { slabcast::choose_whole_step(bySlab), false };
   }
 
   // Every slab of the descriptor this process can open, by index.

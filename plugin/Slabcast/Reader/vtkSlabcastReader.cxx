@@ -39,7 +39,7 @@ vtkStandardNewMacro(vtkSlabcastReader);
 
 //------------------------------------------------------------------------------
 vtkSlabcastReader::vtkSlabcastReader()
-  : Internals(new vtkInternals)
+  : Internals(new SlabcastReaderState)
 {
   this->SetNumberOfInputPorts(0);
   this->SetNumberOfOutputPorts(1);
@@ -66,7 +66,7 @@ bool vtkSlabcastReader::FollowsLiveData() const
 vtkMTimeType vtkSlabcastReader::GetMTime()
 {
   vtkMTimeType t = this->Superclass::GetMTime();
-  vtkInternals& in = *this->Internals;
+  SlabcastReaderState& in = *this->Internals;
   if (!this->Pause && in.Attempted && this->FollowsLiveData())
   {
     const std::uint64_t now = in.Signature();
@@ -84,7 +84,7 @@ vtkMTimeType vtkSlabcastReader::GetMTime()
 //------------------------------------------------------------------------------
 bool vtkSlabcastReader::GetNeedsUpdate()
 {
-  vtkInternals& in = *this->Internals;
+  SlabcastReaderState& in = *this->Internals;
   if (!this->FollowsLiveData())
   {
     // Several ranks, whole steps: news since the last Refresh, which the
@@ -120,7 +120,7 @@ bool vtkSlabcastReader::GetNeedsUpdate()
 //------------------------------------------------------------------------------
 std::vector<slabcast::SlabFigures> vtkSlabcastReader::StreamFigures()
 {
-  vtkInternals& in = *this->Internals;
+  SlabcastReaderState& in = *this->Internals;
   std::vector<slabcast::SlabFigures> figures;
   const std::string path = this->FileName ? this->FileName : "";
   slabcast::Descriptor d;
@@ -162,7 +162,7 @@ std::vector<slabcast::SlabFigures> vtkSlabcastReader::StreamFigures()
 //------------------------------------------------------------------------------
 void vtkSlabcastReader::Refresh()
 {
-  vtkInternals& in = *this->Internals;
+  SlabcastReaderState& in = *this->Internals;
   std::map<int, slabcast::SlabMappingPtr> slabs;
   try
   {
@@ -196,7 +196,7 @@ void vtkSlabcastReader::Refresh()
 int vtkSlabcastReader::RequestInformation(
   vtkInformation*, vtkInformationVector**, vtkInformationVector* outputVector)
 {
-  vtkInternals& in = *this->Internals;
+  SlabcastReaderState& in = *this->Internals;
   in.HaveDescriptor = false;
   in.DescriptorPath = this->FileName ? this->FileName : "";
   if (in.DescriptorPath.empty())
@@ -238,7 +238,7 @@ int vtkSlabcastReader::RequestInformation(
 int vtkSlabcastReader::RequestData(
   vtkInformation*, vtkInformationVector**, vtkInformationVector* outputVector)
 {
-  vtkInternals& in = *this->Internals;
+  SlabcastReaderState& in = *this->Internals;
   this->Step = -1;
   in.Shown.clear();
   this->ZeroCopy = 0;
@@ -278,7 +278,7 @@ int vtkSlabcastReader::RequestData(
   vtkUnsignedCharArray* ages = nullptr;
   slabcast::StepChoice choice;
   std::vector<slabcast::SlabHeader> headers;
-  int agreed = 0;
+  bool agreed = false;
   bool refilled = false;
   slabcast::SlabSelection sel;
   in.Follow = this->Completeness == NEWEST_DATA ? slabcast::LiveFollow::Writes
@@ -295,12 +295,13 @@ int vtkSlabcastReader::RequestData(
     // as news on the next poll instead of being lost.
     in.RecordExecution();
 
-    choice = in.Choose(this->Completeness == NEWEST_DATA, this->AgreedStep, sources.by_slab, agreed);
+    const SlabcastReaderState::ChosenStep chosen = in.Choose(this->AgreedStep, sources.by_slab);
+    choice = chosen.Choice;
+    agreed = chosen.FromAgreement;
     if (choice.buffers.size() != sources.by_slab.size())
     {
       // Nothing published yet (or, in whole steps, no step all slabs hold):
       // an empty piece now, the first step as soon as it is there.
-      in.Used = sources.used;
       output->Initialize();
       return 1;
     }

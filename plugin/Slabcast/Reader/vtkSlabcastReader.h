@@ -37,6 +37,7 @@ namespace slabcast
 {
 struct SlabFigures;
 }
+class SlabcastReaderState; // private to the reader's files (SlabcastReaderState.h)
 
 class SLABCASTREADER_EXPORT vtkSlabcastReader : public vtkImageAlgorithm
 {
@@ -170,8 +171,7 @@ private:
 
   bool FollowsLiveData() const;
 
-  class vtkInternals;
-  vtkInternals* Internals;
+  SlabcastReaderState* Internals;
 };
 
 #endif

@@ -1,12 +1,12 @@
 // `slabcast control`: tells every shuffler (and the stager) which step to send
 // next, with sync packets resent until each shuffler answers. Steps advance at
 // a fixed interval, or as soon as every shuffler has finished the step.
-#include "host/key_file.h"
-#include "host/option_checks.h"
-#include "host/roles.h"
-#include "host/status_reporter.h"
-#include "host/stop_signal.h"
-#include "host/udp.h"
+#include "base/key_file.h"
+#include "base/option_checks.h"
+#include "base/roles.h"
+#include "base/status_reporter.h"
+#include "base/stop_signal.h"
+#include "base/udp.h"
 
 #include "slabcast/control_packets.h"
 #include "slabcast/dataset.h"

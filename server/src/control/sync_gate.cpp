@@ -1,7 +1,7 @@
 #include "control/sync_gate.h"
 
-#include "host/key_file.h"
-#include "host/udp.h"
+#include "base/key_file.h"
+#include "base/udp.h"
 
 #include "slabcast/clock.h"
 

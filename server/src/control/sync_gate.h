@@ -4,7 +4,7 @@
 // al., 2012, section 4.3) were neither; see docs/wire-format.md.
 #pragma once
 
-#include "host/address_filter.h"
+#include "base/address_filter.h"
 #include "slabcast/control_packets.h"
 
 #include <sys/socket.h>

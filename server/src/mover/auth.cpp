@@ -1,5 +1,6 @@
 #include "mover/auth.h"
 
+#include "mover/channel.h"
 #include "mover/peer_text.h"
 #include "mover/stream_io.h"
 

@@ -17,8 +17,8 @@ BlockRing::BlockRing(std::size_t slots, std::size_t slot_bytes) : slot_bytes_(sl
     const std::size_t arena_bytes = slots * slot_bytes_;
     // One anonymous mapping of page-aligned slots, left to be faulted in as
     // slots are first used: populating it here would hold up the start of
-    // every transfer (256 MiB: 70-130 ms measured on this project's machine),
-    // on both ends, while the network waits. With free slots taken last in,
+    // every transfer on both ends, while the network waits (docs/mover.md,
+    // "Measured choices"). With free slots taken last in,
     // first out, a ring that is never full never touches most of its pages.
     arena_ = MappedRegion::map(arena_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
     if (!arena_.valid())

@@ -36,9 +36,8 @@ const char* to_string(Cipher c) {
 
 // One direction's AEAD: its key (expanded once) and the number of the next
 // record, which is that record's nonce. AES-256-GCM runs through OpenSSL's
-// EVP (AES-NI with carry-less multiply: 2.5 GB/s a core on this machine's
-// 256 KiB records, where libsodium 1.0.18's took 1.3, docs/performance.md
-// section 8); the records are the same bytes libsodium seals, so ends of
+// EVP (AES-NI with carry-less multiply), about twice libsodium 1.0.18's speed
+// (docs/mover.md, "Measured choices"); the records are the same bytes libsodium seals, so ends of
 // either build agree (test_mover_channel checks it). XChaCha20-Poly1305,
 // for CPUs without AES-NI, stays libsodium's.
 class Channel::Seal {
@@ -308,6 +307,16 @@ void write_frame(Channel& c, const Frame& f, const void* payload, std::size_t le
     encode_header(out, header);
     c.write_full(header, sizeof header);
     c.write_full(payload, length);
+}
+
+bool read_frame(int fd, Frame& f, std::string& payload, std::size_t max_payload) {
+    Channel plain(fd);
+    return read_frame(plain, f, payload, max_payload);
+}
+
+void write_frame(int fd, const Frame& f, const void* payload, std::size_t length) {
+    Channel plain(fd);
+    write_frame(plain, f, payload, length);
 }
 
 }  // namespace slabcast::mover

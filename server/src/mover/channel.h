@@ -83,8 +83,15 @@ private:
     std::size_t ahead_bytes_ = 0;  // held in ahead_, not read yet
 };
 
-// Whole frames through a channel: as read_frame/write_frame in stream_io.h,
-// which are these on a plaintext channel.
+// Whole frames on a plaintext socket (a channel without a seal).
+// Reads one frame: header (checked) and payload, at most `max_payload`. The
+// payload grows as its bytes arrive, so a header that declares 64 MiB and
+// sends nothing costs nothing. false on EOF at a frame boundary. Throws
+// std::runtime_error on anything else.
+bool read_frame(int fd, Frame& f, std::string& payload, std::size_t max_payload = kMaxPayload);
+void write_frame(int fd, const Frame& f, const void* payload = nullptr, std::size_t length = 0);
+
+// Whole frames through a channel, sealed or not.
 bool read_frame(Channel& c, Frame& f, std::string& payload, std::size_t max_payload = kMaxPayload);
 // read_frame in two steps, for a caller that judges the header (its kind and
 // length) before a byte of the payload is read: the header (false on an

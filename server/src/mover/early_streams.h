@@ -1,8 +1,7 @@
 // A move's TCP streams, opened while its sources are scanned: the connect
-// and the server's Challenge cost two crossings of the path each (65 ms on
-// the 32 ms testbed path), which a tree's scan then hides instead of
-// adding. Each stream's Hello waits for the manifest (its transfer, its
-// destination), as before; a connection whose Challenge is older than half
+// and the server's Challenge cost two crossings of the path each, which a
+// tree's scan then hides instead of adding. Each stream's Hello still waits
+// for the manifest (its transfer, its destination); a connection whose Challenge is older than half
 // the time the server waits for a Hello (the Challenge says how long) is
 // left, and the stream connects again.
 #pragma once

@@ -1,11 +1,11 @@
 // `slabcast move SRC... HOST:DEST`: the sending end of the data mover
 // (docs/mover.md). Files and directories go to a `slabcast serve` on HOST,
 // into DEST beneath its --root, as tagged blocks over several TCP streams.
-#include "host/key_file.h"
+#include "base/key_file.h"
 #include "mover/manifest.h"
 #include "mover/send_transfer.h"
-#include "host/roles.h"
-#include "host/stop_signal.h"
+#include "base/roles.h"
+#include "base/stop_signal.h"
 
 #include "slabcast/units.h"
 

@@ -3,11 +3,11 @@
 // written at its offset while the piece is still in the CPU's cache. The
 // block counts (journal line, the file's progress) only once the checksum of
 // what arrived is the sender's; until then its bytes sit in the hidden part
-// file, which nothing trusts. Before this the payload went socket -> ring
-// slot -> writer thread -> file: a 4 MiB slot per block, cold by the time a
-// writer copied it out, and a hand-over between threads for every block
-// (docs/performance.md, section 8: the receiving end was two thirds of the
-// mover's CPU). Zero blocks, file ends and failures still go through the ring.
+// file, which nothing trusts. Going through the ring instead (socket -> ring
+// slot -> writer thread -> file) would cost a 4 MiB slot per block, cold by
+// the time a writer copied it out, and a hand-over between threads for every
+// block (docs/performance.md, "Mover"). Zero blocks, file ends and failures
+// do go through the ring.
 //
 // What a hostile sender could do with bytes that land before they are checked:
 //   - a damaged block over a block the journal vouches for (sent twice): the

@@ -3,7 +3,7 @@
 // that name it in their Hello, and goes into a directory beneath --root.
 // What serve does with a connection is mover::Server (server.h); what one
 // transfer may ask of the host is ReceiveLimits (docs/mover.md, "Limits").
-#include "host/roles.h"
+#include "base/roles.h"
 #include "mover/server.h"
 
 #include <memory>

@@ -6,7 +6,7 @@
 // block tagged with its file: Balman et al., 2012, section 5.3.
 #pragma once
 
-#include "host/address_filter.h"
+#include "base/address_filter.h"
 #include "mover/auth.h"
 #include "mover/channel.h"
 #include "mover/hello.h"

@@ -6,8 +6,8 @@
 // silent for --idle-timeout (docs/mover.md, "Limits").
 #include "mover/server.h"
 
-#include "host/key_file.h"
-#include "host/stop_signal.h"
+#include "base/key_file.h"
+#include "base/stop_signal.h"
 #include "mover/peer_text.h"
 #include "mover/stream_io.h"
 

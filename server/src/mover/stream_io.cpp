@@ -1,7 +1,5 @@
 #include "mover/stream_io.h"
 
-#include "mover/channel.h"
-
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -206,16 +204,6 @@ void send_file(int fd, int file, std::uint64_t offset, std::size_t length) {
         sent += n;
         write_full(fd, buf.data(), n, sent < length);
     }
-}
-
-bool read_frame(int fd, Frame& f, std::string& payload, std::size_t max_payload) {
-    Channel plain(fd);
-    return read_frame(plain, f, payload, max_payload);
-}
-
-void write_frame(int fd, const Frame& f, const void* payload, std::size_t length) {
-    Channel plain(fd);
-    write_frame(plain, f, payload, length);
 }
 
 }  // namespace slabcast::mover

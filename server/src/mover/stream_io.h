@@ -2,7 +2,6 @@
 // and out of a socket.
 #pragma once
 
-#include "mover/wire.h"
 #include "slabcast/unique_fd.h"
 
 #include <sys/socket.h>
@@ -50,13 +49,5 @@ void write_full(int fd, const void* buf, std::size_t n, bool more = false);
 void send_file(int fd, int file, std::uint64_t offset, std::size_t length);
 // `n` bytes of `file` at `offset` into `buf`, zeros for any past its end.
 void read_or_zeros(int file, std::uint64_t offset, std::uint8_t* buf, std::size_t n);
-
-// Whole frames on a plaintext socket (channel.h has them through a seal).
-// Reads one frame: header (checked) and payload, at most `max_payload`. The
-// payload grows as its bytes arrive, so a header that declares 64 MiB and
-// sends nothing costs nothing. false on EOF at a frame boundary. Throws
-// std::runtime_error on anything else.
-bool read_frame(int fd, Frame& f, std::string& payload, std::size_t max_payload = kMaxPayload);
-void write_frame(int fd, const Frame& f, const void* payload = nullptr, std::size_t length = 0);
 
 }  // namespace slabcast::mover

@@ -3,7 +3,7 @@
 #include <xxhash.h>
 // XXH3 through xxhash's run-time dispatch: AVX2 (or AVX-512) where the CPU
 // has it, else SSE2. Debian's libxxhash is built for plain x86-64, whose
-// XXH3 ran at 7 GB/s here against 20-24 with AVX2 (a loop over 256 KiB).
+// SSE2 XXH3 is a third of the AVX2 one's speed (docs/mover.md, "Measured choices").
 #if defined(__x86_64__)
 #include <xxh_x86dispatch.h>
 #endif

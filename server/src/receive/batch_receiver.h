@@ -13,7 +13,7 @@
 // slab is a hole of the step being written, which is never shown.
 #pragma once
 
-#include "host/address_filter.h"
+#include "base/address_filter.h"
 #include "receive/landing_site.h"
 
 #include <sys/socket.h>

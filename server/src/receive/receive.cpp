@@ -3,13 +3,13 @@
 // and pre-faulted on that CPU's NUMA node; each thread drains its UDP port
 // with recvmmsg and places every value at its offset. Writes NAME.slabcast for
 // the ParaView reader.
-#include "host/host_checks.h"
-#include "host/numa_placement.h"
-#include "host/option_checks.h"
-#include "host/roles.h"
-#include "host/status_reporter.h"
-#include "host/stop_signal.h"
-#include "host/udp.h"
+#include "base/host_checks.h"
+#include "base/numa_placement.h"
+#include "base/option_checks.h"
+#include "base/roles.h"
+#include "base/status_reporter.h"
+#include "base/stop_signal.h"
+#include "base/udp.h"
 #include "receive/receive_stream.h"
 #include "receive/stream_allowlist.h"
 #include "receive/slab_directory.h"

@@ -1,7 +1,7 @@
 #include "receive/receive_stream.h"
 
-#include "host/numa_placement.h"
-#include "host/stop_signal.h"
+#include "base/numa_placement.h"
+#include "base/stop_signal.h"
 #include "receive/batch_receiver.h"
 
 #include "slabcast/clock.h"
@@ -50,7 +50,7 @@ void receive_loop(Stream& s, int batch, bool gro, bool land) {
         }
         s.receiver->tick(now ? now : monotonic_ns());  // step timeout, ghost plane handed over
         if (bytes == 0) continue;
-        s.receiver->publish();
+        s.receiver->post_counters();
         live.foreign.store(receiver.foreign(), std::memory_order_relaxed);
         s.counters.bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
         s.counters.landed.store(receiver.landed(), std::memory_order_relaxed);

@@ -3,9 +3,9 @@
 // 4.2: one receiving thread per stream, pinned near its NIC, section 4.5).
 #pragma once
 
-#include "host/address_filter.h"
-#include "host/status_reporter.h"
-#include "host/udp.h"
+#include "base/address_filter.h"
+#include "base/status_reporter.h"
+#include "base/udp.h"
 #include "receive/slab_receiver.h"
 
 #include "slabcast/slab_file.h"

@@ -1,6 +1,6 @@
 #include "receive/slab_directory.h"
 
-#include "host/host_checks.h"
+#include "base/host_checks.h"
 
 #include "slabcast/slab_file.h"
 

@@ -45,7 +45,7 @@ SlabReceiver::SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finish
             previous_ = b;
         }
     }
-    publish();
+    post_counters();
 }
 
 bool SlabReceiver::is_stale(std::int64_t batch, std::int64_t now_ns) const {
@@ -235,7 +235,7 @@ void SlabReceiver::begin_step(std::int64_t step, std::int64_t now_ns) {
     last_packet_ns_ = now_ns;
     live_.step.store(step);
     live_.generation.fetch_add(1);
-    publish();
+    post_counters();
 }
 
 void SlabReceiver::end_step(bool complete) {
@@ -253,7 +253,7 @@ void SlabReceiver::end_step(bool complete) {
         live_.last_step.store(current_.step);
     }
     live_.generation.fetch_add(1);
-    publish();
+    post_counters();
     if (on_finished_) on_finished_(current_);
 }
 
@@ -319,7 +319,7 @@ void SlabReceiver::finish_current() {
     if (active_) end_step(current_.records == current_.expected);
 }
 
-void SlabReceiver::publish() {
+void SlabReceiver::post_counters() {
     live_.step_records.store(current_.records, std::memory_order_relaxed);
     live_.packets.store(total_packets_, std::memory_order_relaxed);
     live_.rejected.store(total_rejected_, std::memory_order_relaxed);

@@ -80,8 +80,9 @@ public:
     Room landing_room() const override;
     bool landed_in_place(const std::uint8_t* header, std::size_t length, const std::uint8_t* payload) const override;
     void set_fill(FillRule fill) { fill_ = fill; }
-    // Called after a batch of packets: publishes counters to the slab header.
-    void publish();
+    // Called after a batch of packets: posts its counters to the slab header
+    // (a step is published by publish_step when it ends).
+    void post_counters();
     // Called at least every 100 ms: ends a step whose timeout passed, or whose
     // ghost plane from the neighbour has come.
     void tick(std::int64_t now_ns);

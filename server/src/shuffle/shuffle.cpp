@@ -1,17 +1,18 @@
 // `slabcast shuffle`: one stream. Waits for sync packets; for each new one it
-// maps the staged step, packs its slab into quad packets on the fly and sends
-// them at the set rate. A newer sync abandons the step in progress at once
+// maps the staged step, packs its slab into UDP packets on the fly (run
+// packets, or the paper's quad packets with --wire quad) and sends them at the
+// set rate. A newer sync abandons the step in progress at once
 // (Balman et al., 2012, sections 4.2 and 4.3, figures 4 and 5).
-#include "host/roles.h"
-#include "host/host_checks.h"
-#include "host/numa_placement.h"
-#include "host/option_checks.h"
+#include "base/roles.h"
+#include "base/host_checks.h"
+#include "base/numa_placement.h"
+#include "base/option_checks.h"
 #include "shuffle/slab_sender.h"
 #include "control/sync_gate.h"
 #include "stage/staged_step.h"
-#include "host/status_reporter.h"
-#include "host/stop_signal.h"
-#include "host/udp.h"
+#include "base/status_reporter.h"
+#include "base/stop_signal.h"
+#include "base/udp.h"
 
 #include "slabcast/control_packets.h"
 #include "slabcast/dataset.h"
@@ -310,7 +311,7 @@ int run_shuffle(const ShuffleOptions& o) {
 
 void register_shuffle(CLI::App& root, RoleMain& run) {
     auto o = std::make_shared<ShuffleOptions>();
-    CLI::App* c = root.add_subcommand("shuffle", "send one stream's slab of each synced step as UDP quad packets");
+    CLI::App* c = root.add_subcommand("shuffle", "send one stream's slab of each synced step as UDP packets (run or quad)");
     c->add_option("--stream", o->stream, "stream (slab) number")->required()->check(CLI::Range(std::int64_t{0}, kMaxAxis - 1));
     c->add_option("--to", o->to, "receiver HOST:PORT for this stream")->required();
     c->add_option("--bind", o->bind, "local HOST[:PORT] to send the data from (default: the route's address)");

@@ -5,7 +5,7 @@
 // steps with it; libslabcast sends a simulation's arrays with it.
 #pragma once
 
-#include "host/udp.h"
+#include "base/udp.h"
 #include "shuffle/datagram_batch.h"
 #include "shuffle/slab_walker.h"
 

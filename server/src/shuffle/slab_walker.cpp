@@ -56,12 +56,12 @@ SlabWalker::SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_en
     if (order == SendOrder::Progressive) {
         progressive_.emplace(dims.ny, z_end - z_begin - ghost_planes, ghost_planes);
         if (wire == WireFormat::Run && codec.codec != run::Codec::None)
-            gathered_.resize(static_cast<std::size_t>(encoder_->most_values()));
+            gathered_.resize(static_cast<std::size_t>(encoder_->max_values()));
     }
     if (order == SendOrder::Morton) {
         const auto cells = [](std::int64_t n) { return static_cast<std::int32_t>(n); };
         if (wire == WireFormat::Run) {
-            tiles_.emplace(dims, z_end - z_begin, encoder_->most_values());
+            tiles_.emplace(dims, z_end - z_begin, encoder_->max_values());
             morton_ = MortonWalk({cells(tiles_->pieces), cells(tiles_->groups), cells(tiles_->depth)});
         } else {
             morton_ = MortonWalk({cells(dims.nx), cells(dims.ny), cells(z_end - z_begin)});
@@ -96,7 +96,7 @@ run::RunEncoder::Packet SlabWalker::fill_run_planes(std::uint8_t* packet, const 
     const float* values = planes + i;
     run::RunEncoder::Packet p;
     if (progressive_ && encoder_->choice().codec == run::Codec::None) {
-        h.count = static_cast<std::int32_t>(std::min<std::int64_t>(left, encoder_->most_values()));
+        h.count = static_cast<std::int32_t>(std::min<std::int64_t>(left, encoder_->max_values()));
         gather_rows(planes, i, h.count, reinterpret_cast<float*>(run::write_header(packet, h)));
         p = {h.count, run::packet_bytes(h.count)};
     } else {
@@ -134,7 +134,7 @@ void SlabWalker::gather_rows(const float* planes, std::int64_t from, std::int64_
 std::uint64_t SlabWalker::total_packets() const {
     // lz4 packets carry at least as many values as raw ones (or are raw).
     const std::uint64_t per = wire_ == WireFormat::Quad ? quad::kMaxRecords
-                              : encoder_->fixed_packet_bytes() ? static_cast<std::uint64_t>(encoder_->most_values())
+                              : encoder_->fixed_packet_bytes() ? static_cast<std::uint64_t>(encoder_->max_values())
                                                                : run::kMaxValues;
     if (tiles_) return tiles_->packets(static_cast<std::int64_t>(per));
     return (total_ + per - 1) / per;

@@ -1,7 +1,7 @@
 // `slabcast stage`: its options and status line; the work is the Stager's
 // (stage/stager.h).
-#include "host/roles.h"
-#include "host/status_reporter.h"
+#include "base/roles.h"
+#include "base/status_reporter.h"
 #include "stage/stager.h"
 
 #include "slabcast/memory_info.h"

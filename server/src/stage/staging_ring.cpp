@@ -1,6 +1,6 @@
 #include "stage/staging_ring.h"
 
-#include "host/host_checks.h"
+#include "base/host_checks.h"
 
 #include "slabcast/units.h"
 

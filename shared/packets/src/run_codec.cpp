@@ -111,7 +111,7 @@ struct RunDecoder::Zfp : ZfpStream {
 };
 
 RunEncoder::RunEncoder(CodecChoice choice) : choice_(choice) {
-    if (max_values(choice.codec, choice.parameter) == 0) throw std::invalid_argument("codec " + to_string(choice) + " is not a codec");
+    if (run::max_values(choice.codec, choice.parameter) == 0) throw std::invalid_argument("codec " + to_string(choice) + " is not a codec");
     if (choice.codec == Codec::Zfp) zfp_ = std::make_unique<Zfp>(choice.parameter);
     if (choice.codec == Codec::Lz4) {
         lz4_bound_ = LZ4_compressBound(static_cast<int>(sizeof(float)) * kMaxLz4Values);
@@ -126,7 +126,7 @@ RunEncoder& RunEncoder::operator=(RunEncoder&&) noexcept = default;
 std::size_t RunEncoder::fixed_packet_bytes() const {
     switch (choice_.codec) {
     case Codec::None: return packet_bytes(kMaxValues);
-    case Codec::Zfp: return kHeaderBytes + zfp_payload_bytes(most_values(), choice_.parameter);
+    case Codec::Zfp: return kHeaderBytes + zfp_payload_bytes(max_values(), choice_.parameter);
     case Codec::Lz4: return 0;
     }
     return 0;
@@ -138,7 +138,7 @@ RunEncoder::Packet RunEncoder::encode(const float* values, std::int64_t availabl
     h.codec_parameter = choice_.parameter;
     switch (choice_.codec) {
     case Codec::Zfp: {
-        h.count = take(most_values());
+        h.count = take(max_values());
         const std::uint64_t bytes = zfp_payload_bytes(h.count, choice_.parameter);
         zfp_->attach(zfp_->words.data(), zfp_->words.size() * 8, const_cast<float*>(values),
                      static_cast<std::size_t>(h.count));

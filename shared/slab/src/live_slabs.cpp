@@ -38,7 +38,7 @@ std::uint64_t live_signature(const std::string& descriptor_path, const std::vect
             mix(header.live.generation.load(std::memory_order_acquire));
             mix(header.live.writes.load(std::memory_order_acquire));
         }
-        mix(m->still_whole() ? 1 : 2);
+        mix(m->not_truncated() ? 1 : 2);
         mix(::stat(m->path().c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0);
     }
     return h;

@@ -118,7 +118,7 @@ bool SlabMapping::read_header(SlabHeader& out) const {
     return fd_.valid() && ::pread(fd_.get(), &out, sizeof out, 0) == static_cast<ssize_t>(sizeof out);
 }
 
-bool SlabMapping::still_whole() const {
+bool SlabMapping::not_truncated() const {
     struct stat st {};
     return fd_.valid() && ::fstat(fd_.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) >= region_.length();
 }

@@ -78,7 +78,7 @@ SlabMappingPtr SlabPool::get(const Descriptor& d, const std::string& descriptor_
     if (it != cache_.end() && it->second.file == entry.file &&
         it->second.mapping->device() == static_cast<unsigned long long>(st.st_dev) &&
         it->second.mapping->inode() == static_cast<unsigned long long>(st.st_ino) &&
-        it->second.mapping->still_whole()) {
+        it->second.mapping->not_truncated()) {
         mapping = it->second.mapping;
     } else {
         cache_.erase(entry.index);

@@ -49,7 +49,7 @@ std::shared_ptr<const StitchedPlanes> StitchedPlanes::map(Kind kind, const SlabS
         const auto source = by_slab.find(slab);
         if (source == by_slab.end()) throw std::runtime_error("stitched extent: slab " + std::to_string(slab) + " not open");
         const SlabBuffer& b = source->second;
-        require_whole(*b.mapping);
+        require_not_truncated(*b.mapping);
         const std::int64_t first = selection.planes[static_cast<std::size_t>(i)].z - b.mapping->geometry().stored_z_begin;
         const std::uint64_t offset = (kind == Kind::Values ? b.mapping->values_offset(b.buffer)
                                                            : b.mapping->ages_offset(b.buffer)) +

@@ -78,6 +78,8 @@ def _library_path():
         from ._library_path import LIBRARY_PATH
     except ImportError:  # the source tree's copy: CMake writes the file only into the build and install trees
         LIBRARY_PATH = ""
+    if LIBRARY_PATH and not os.path.isabs(LIBRARY_PATH):  # installed: relative to this folder, whatever the prefix
+        LIBRARY_PATH = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_PATH))
     if LIBRARY_PATH and os.path.exists(LIBRARY_PATH):
         return LIBRARY_PATH, "_library_path.py"
     found = ctypes.util.find_library("slabcast")

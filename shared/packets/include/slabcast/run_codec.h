@@ -55,7 +55,7 @@ public:
     // (none, zfp: GSO can send them as one), 0 when sizes vary (lz4).
     std::size_t fixed_packet_bytes() const;
     // Values a packet carries at most.
-    int most_values() const { return max_values(choice_.codec, choice_.parameter); }
+    int max_values() const { return run::max_values(choice_.codec, choice_.parameter); }
 
 private:
     struct Zfp;

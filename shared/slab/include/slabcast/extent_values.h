@@ -40,7 +40,7 @@ struct SlabBuffer {
 
 // Throws std::runtime_error "<slab>: truncated under the reader" unless the
 // file still covers every mapped byte: pages past a file's end fault (SIGBUS).
-void require_whole(const SlabMapping& m);
+void require_not_truncated(const SlabMapping& m);
 
 // Number of values in the point extent {x0, x1, y0, y1, z0, z1}.
 std::int64_t extent_value_count(const int extent[6]);

@@ -3,8 +3,7 @@
 // whole slab at a coarser resolution and the picture refines as more arrives. The SC11 stream
 // sent each slab in scan order (Balman et al., 2012, section 4.2), so a step
 // cut short showed its first planes new and the rest old; hierarchical orders
-// exist in storage formats (ViSUS's HZ order) but not, before this, on a live
-// stream.
+// exist in storage formats (ViSUS's HZ order), here on a live stream.
 //
 // A row is the nx values of one (y, plane) of the slab's stored planes,
 // numbered as the slab stores them: row = (z - stored_z_begin) * ny + y. Each

@@ -177,7 +177,7 @@ bool slab_layout(std::uint64_t values, int buffers, SlabLayout& out);
 // header had when it was validated, kept here: the header in the mapping is
 // another process's memory and may change afterwards, so nothing that sizes,
 // indexes or offsets anything is read from it again. The file stays open so
-// that a reader can ask, with read_header() and still_whole(), without touching
+// that a reader can ask, with read_header() and not_truncated(), without touching
 // the mapping: a file truncated under a mapping makes a read of the pages past
 // its new end a SIGBUS.
 class SlabMapping {
@@ -249,7 +249,7 @@ public:
     // no longer holds a whole header. Never touches the mapping.
     bool read_header(SlabHeader& out) const;
     // True while the file still covers every mapped byte (fstat).
-    bool still_whole() const;
+    bool not_truncated() const;
 
 private:
     UniqueFd fd_;           // declared first: the mapping goes before the file closes
