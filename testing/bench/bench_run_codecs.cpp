@@ -33,7 +33,7 @@ namespace {
 
 using namespace slabcast;
 
-const char* const kCodecs[] = {"none", "lz4", "zfp:4", "zfp:8", "zfp:12", "zfp:16"};
+const char* const kCodecs[] = {"none", "lz4", "zfp:4", "zfp:8", "zfp:12", "zfp:16", "quant:8", "quant:10", "quant:12"};
 
 struct Workload {
     Dims dims{256, 256, 256};
@@ -188,7 +188,7 @@ void print_codec_table() {
     const std::int64_t n = w.slab_values();
     const auto [lo, hi] = std::minmax_element(truth, truth + n);
     std::printf("\nCodecs on slab 1 of the step (%lld values, range %.4g..%.4g)\n", static_cast<long long>(n), *lo, *hi);
-    std::printf("  %-7s %9s %11s %10s %12s %10s %9s\n", "codec", "packets", "values/pkt", "wire ratio",
+    std::printf("  %-8s %9s %11s %10s %12s %10s %9s\n", "codec", "packets", "values/pkt", "wire ratio",
                 "vs quad", "max abs", "PSNR dB");
     const double quad_bytes = static_cast<double>(n) * 16 + std::ceil(static_cast<double>(n) / 560) * 8;
     for (const char* codec : kCodecs) {
@@ -209,7 +209,7 @@ void print_codec_table() {
         const double bytes = static_cast<double>(bytes_of(w.packets[codec]));
         const double mse = squares / static_cast<double>(n);
         const double range = static_cast<double>(*hi) - *lo;
-        std::printf("  %-7s %9zu %11.0f %9.2fx %11.2fx %10.3g %9s\n", codec, w.packets[codec].size(),
+        std::printf("  %-8s %9zu %11.0f %9.2fx %11.2fx %10.3g %9s\n", codec, w.packets[codec].size(),
                     static_cast<double>(n) / static_cast<double>(w.packets[codec].size()), 4.0 * n / bytes,
                     quad_bytes / bytes, worst, mse == 0 ? "exact" : std::to_string(10 * std::log10(range * range / mse)).substr(0, 6).c_str());
     }
@@ -228,13 +228,13 @@ public:
     void Finalize() override {
         ConsoleReporter::Finalize();
         std::printf("\nOne core: Mvoxel/s, output Gbit/s, and against a memcpy of the same output bytes\n");
-        std::printf("  %-7s | %-34s | %-34s | %s\n", "codec", "encode (output: packet bytes)", "decode (output: values)",
+        std::printf("  %-8s | %-34s | %-34s | %s\n", "codec", "encode (output: packet bytes)", "decode (output: values)",
                     "receive path (decode+store)");
         const double values_floor = bytes_["memcpy_values"];
         for (const char* codec : kCodecs) {
             const std::string c = codec;
             const double enc_floor = bytes_["memcpy_packet_bytes/" + c];
-            std::printf("  %-7s | %8.0f Mvox/s %6.2f Gbit/s %5.3fx | %8.0f Mvox/s %6.2f Gbit/s %5.3fx | %8.0f Mvox/s %5.3fx\n",
+            std::printf("  %-8s | %8.0f Mvox/s %6.2f Gbit/s %5.3fx | %8.0f Mvox/s %6.2f Gbit/s %5.3fx | %8.0f Mvox/s %5.3fx\n",
                         codec, items_["encode/" + c] * 1e-6, bytes_["encode/" + c] * 8e-9,
                         enc_floor > 0 ? bytes_["encode/" + c] / enc_floor : 0.0, items_["decode/" + c] * 1e-6,
                         bytes_["decode/" + c] * 8e-9, values_floor > 0 ? bytes_["decode/" + c] / values_floor : 0.0,

@@ -6,6 +6,7 @@
 // whose packet does not come back.
 #include "slabcast/run_codec.h"
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -26,14 +27,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
 
     // 2. The input's bytes as float32 values through each encoder: every
-    // packet parses, fits a datagram, and lz4 and none come back exact.
+    // packet parses, fits a datagram, lz4 and none come back exact, and quant
+    // within its bound.
     if (size < 5) return 0;
     std::vector<float> values((size - 1) / sizeof(float));
     std::memcpy(values.data(), data + 1, values.size() * sizeof(float));
     const int rate = run::kMinZfpRate + data[0] % (run::kMaxZfpRate - run::kMinZfpRate + 1);
+    const int bits = run::kMinQuantBits + data[0] % (run::kMaxQuantBits - run::kMinQuantBits + 1);
     for (const run::CodecChoice choice :
          {run::CodecChoice{run::Codec::None, 0}, run::CodecChoice{run::Codec::Lz4, 0},
-          run::CodecChoice{run::Codec::Zfp, static_cast<std::uint16_t>(rate)}}) {
+          run::CodecChoice{run::Codec::Zfp, static_cast<std::uint16_t>(rate)},
+          run::CodecChoice{run::Codec::Quant, static_cast<std::uint16_t>(bits)}}) {
         run::RunEncoder encoder(choice);
         std::vector<std::uint8_t> packet(run::kMaxPacketBytes);
         std::size_t done = 0;
@@ -47,9 +51,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 __builtin_trap();
             const float* back = decoder.decode(got, run::payload(packet.data()));
             if (!back) __builtin_trap();
-            if (got.codec != run::Codec::Zfp &&
+            if ((got.codec == run::Codec::None || got.codec == run::Codec::Lz4) &&
                 std::memcmp(back, values.data() + done, sizeof(float) * static_cast<std::size_t>(p.count)) != 0)
                 __builtin_trap();
+            if (got.codec == run::Codec::Quant) {
+                // Within its stated bound: half a level, plus float32's half ulp of the result.
+                float q = 0;
+                std::memcpy(&q, run::payload(packet.data()) + 4, 4);
+                for (int i = 0; i < p.count; ++i) {
+                    const float x = values[done + static_cast<std::size_t>(i)], y = back[i];
+                    const double ulp = std::nextafter(std::fabs(y), HUGE_VALF) - std::fabs(y);
+                    if (!(std::fabs(static_cast<double>(y) - x) <= 0.5 * q + 0.5 * ulp)) __builtin_trap();
+                }
+            }
             done += static_cast<std::size_t>(p.count);
         }
     }

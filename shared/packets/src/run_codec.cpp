@@ -13,17 +13,20 @@ namespace slabcast::run {
 CodecChoice parse_codec(const std::string& text) {
     if (text == "none") return {Codec::None, 0};
     if (text == "lz4") return {Codec::Lz4, 0};
-    if (text.rfind("zfp:", 0) == 0) {
-        const char* begin = text.data() + 4;
+    // NAME:N with N a whole number in [lo, hi], or why not.
+    const auto numbered = [&](const char* name, Codec codec, int lo, int hi, const char* what) -> CodecChoice {
+        const char* begin = text.data() + std::strlen(name) + 1;
         const char* end = text.data() + text.size();
-        int rate = 0;
-        const auto [at, error] = std::from_chars(begin, end, rate);
-        if (error == std::errc() && at == end && rate >= kMinZfpRate && rate <= kMaxZfpRate)
-            return {Codec::Zfp, static_cast<std::uint16_t>(rate)};
-        throw std::invalid_argument("codec '" + text + "': zfp's rate is a whole number of bits a value, " +
-                                    std::to_string(kMinZfpRate) + " to " + std::to_string(kMaxZfpRate));
-    }
-    throw std::invalid_argument("codec '" + text + "': expected none, lz4 or zfp:RATE (e.g. zfp:8)");
+        int n = 0;
+        const auto [at, error] = std::from_chars(begin, end, n);
+        if (error == std::errc() && at == end && n >= lo && n <= hi) return {codec, static_cast<std::uint16_t>(n)};
+        throw std::invalid_argument("codec '" + text + "': " + name + "'s " + what + " is a whole number, " +
+                                    std::to_string(lo) + " to " + std::to_string(hi));
+    };
+    if (text.rfind("zfp:", 0) == 0) return numbered("zfp", Codec::Zfp, kMinZfpRate, kMaxZfpRate, "rate (bits a value)");
+    if (text.rfind("quant:", 0) == 0)
+        return numbered("quant", Codec::Quant, kMinQuantBits, kMaxQuantBits, "precision (bits of levels)");
+    throw std::invalid_argument("codec '" + text + "': expected none, lz4, zfp:RATE (e.g. zfp:8) or quant:BITS (e.g. quant:10)");
 }
 
 std::string to_string(const CodecChoice& c) {
@@ -31,6 +34,7 @@ std::string to_string(const CodecChoice& c) {
     case Codec::None: return "none";
     case Codec::Lz4: return "lz4";
     case Codec::Zfp: return "zfp:" + std::to_string(c.parameter);
+    case Codec::Quant: return "quant:" + std::to_string(c.parameter);
     }
     return "unknown";
 }
@@ -127,7 +131,8 @@ std::size_t RunEncoder::fixed_packet_bytes() const {
     switch (choice_.codec) {
     case Codec::None: return packet_bytes(kMaxValues);
     case Codec::Zfp: return kHeaderBytes + zfp_payload_bytes(max_values(), choice_.parameter);
-    case Codec::Lz4: return 0;
+    case Codec::Lz4:
+    case Codec::Quant: return 0;
     }
     return 0;
 }
@@ -137,6 +142,17 @@ RunEncoder::Packet RunEncoder::encode(const float* values, std::int64_t availabl
     h.codec = choice_.codec;
     h.codec_parameter = choice_.parameter;
     switch (choice_.codec) {
+    case Codec::Quant: {
+        std::uint8_t* payload = packet + kHeaderBytes;
+        const QuantPacket q = quant_encode(values, available, choice_.parameter, payload, kMaxPayloadBytes);
+        if (q.count > 0) {
+            h.count = q.count;
+            h.payload_bytes = static_cast<std::uint32_t>(q.bytes);
+            write_header(packet, h);
+            return {q.count, kHeaderBytes + q.bytes};
+        }
+        break;  // a first value that is not finite: raw, below
+    }
     case Codec::Zfp: {
         h.count = take(max_values());
         const std::uint64_t bytes = zfp_payload_bytes(h.count, choice_.parameter);
@@ -184,24 +200,23 @@ RunEncoder::Packet RunEncoder::encode(const float* values, std::int64_t availabl
             return {best_count, kHeaderBytes + static_cast<std::size_t>(best_size)};
         }
         lz4_ratio_ = 1.0;
-        [[fallthrough]];
+        break;
     }
-    case Codec::None: {
-        h.codec = Codec::None;
-        h.codec_parameter = 0;
-        h.count = take(kMaxValues);
-        h.payload_bytes = 0;
-        const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(h.count);
-        std::memcpy(write_header(packet, h), values, bytes);
-        return {h.count, kHeaderBytes + bytes};
+    case Codec::None: break;
     }
-    }
-    throw std::logic_error("unknown codec");
+    h.codec = Codec::None;
+    h.codec_parameter = 0;
+    h.count = take(kMaxValues);
+    h.payload_bytes = 0;
+    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(h.count);
+    std::memcpy(write_header(packet, h), values, bytes);
+    return {h.count, kHeaderBytes + bytes};
 }
 
 RunDecoder::RunDecoder()
     : zfp_(std::make_unique<Zfp>()),
-      values_(static_cast<std::size_t>(std::max(max_values(Codec::Zfp, kMinZfpRate), kMaxLz4Values))),
+      values_(static_cast<std::size_t>(
+          std::max({max_values(Codec::Zfp, kMinZfpRate), kMaxLz4Values, kMaxQuantValues}))),
       bytes_(std::max<std::size_t>(sizeof(float) * kMaxLz4Values, kMaxPayloadBytes + 16)) {}
 RunDecoder::~RunDecoder() = default;
 RunDecoder::RunDecoder(RunDecoder&&) noexcept = default;
@@ -237,6 +252,9 @@ const float* RunDecoder::decode(const Header& h, const std::uint8_t* payload) {
         if (zfp_decompress(zfp_->stream, zfp_->field) == 0) return nullptr;
         return values_.data();
     }
+    case Codec::Quant:
+        return quant_decode(payload, h.payload_bytes, h.count, h.codec_parameter, values_.data()) ? values_.data()
+                                                                                                  : nullptr;
     }
     return nullptr;
 }

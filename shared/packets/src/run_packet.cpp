@@ -53,7 +53,7 @@ ParseResult parse_header(const std::uint8_t* packet, std::size_t length, Header&
     out.progressive = (codec & kProgressiveBit) != 0;
     codec &= static_cast<std::uint8_t>(~kProgressiveBit);
     out.codec = static_cast<Codec>(codec);
-    const int most = codec <= static_cast<std::uint8_t>(Codec::Zfp) ? max_values(out.codec, out.codec_parameter) : 0;
+    const int most = codec <= static_cast<std::uint8_t>(kLastCodec) ? max_values(out.codec, out.codec_parameter) : 0;
     if (most == 0) return ParseResult::BadCodec;
     if (out.count < 1 || out.count > most) return ParseResult::BadCount;
     // 64-bit sums: a hostile payload_bytes cannot wrap the comparison.
@@ -62,7 +62,8 @@ ParseResult parse_header(const std::uint8_t* packet, std::size_t length, Header&
     bool size_ok = false;
     switch (out.codec) {
     case Codec::None: size_ok = payload == sizeof(float) * static_cast<std::uint64_t>(out.count); break;
-    case Codec::Lz4: size_ok = payload >= 1 && payload <= kMaxPayloadBytes; break;
+    case Codec::Lz4:
+    case Codec::Quant: size_ok = payload >= 1 && payload <= kMaxPayloadBytes; break;
     case Codec::Zfp: size_ok = payload == zfp_payload_bytes(out.count, out.codec_parameter); break;
     }
     if (!size_ok) return ParseResult::BadLength;

@@ -10,6 +10,9 @@
 //   zfp:RATE  lossy, ZFP fixed rate: RATE bits a value, 1-D blocks of 4 values
 //             along the run, so a packet is still one range of the slab's
 //             linear index and its size is known from its count.
+//   quant:BITS lossy, fast: 2^BITS levels over the packet's range, differences
+//             bit-packed (slabcast/quant_codec.h); within half a level of
+//             the original. A run with a NaN or an infinity goes out raw.
 #pragma once
 
 #include "slabcast/run_packet.h"
@@ -24,11 +27,11 @@ namespace slabcast::run {
 
 struct CodecChoice {
     Codec codec = Codec::None;
-    std::uint16_t parameter = 0;  // zfp: bits a value
+    std::uint16_t parameter = 0;  // zfp: bits a value; quant: bits of levels
 };
 
-// "none", "lz4" or "zfp:RATE" (RATE 4..32); throws std::invalid_argument
-// naming what is wrong.
+// "none", "lz4", "zfp:RATE" (RATE 4..32) or "quant:BITS" (BITS 4..16);
+// throws std::invalid_argument naming what is wrong.
 CodecChoice parse_codec(const std::string& text);
 std::string to_string(const CodecChoice& c);
 
@@ -47,12 +50,13 @@ public:
     // Writes one packet holding as many of `values[0..available)` as fit
     // (`available` >= 1) into `packet` (room for kMaxPacketBytes). `h` gives
     // step, slab and the first voxel; count, codec and payload size are the
-    // encoder's. An lz4 run that does not compress goes out as codec none.
+    // encoder's. An lz4 run that does not compress goes out as codec none, as
+    // does a quant run that begins with a value that is not finite.
     Packet encode(const float* values, std::int64_t available, Header h, std::uint8_t* packet);
 
     CodecChoice choice() const { return choice_; }
     // The size of a full packet when every full packet has the same size
-    // (none, zfp: GSO can send them as one), 0 when sizes vary (lz4).
+    // (none, zfp: GSO can send them as one), 0 when sizes vary (lz4, quant).
     std::size_t fixed_packet_bytes() const;
     // Values a packet carries at most.
     int max_values() const { return run::max_values(choice_.codec, choice_.parameter); }

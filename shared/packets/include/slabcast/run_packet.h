@@ -16,6 +16,7 @@
 #pragma once
 
 #include "slabcast/quad_packet.h"  // the little-endian guard, the datagram size
+#include "slabcast/quant_codec.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -32,8 +33,10 @@ constexpr int kMaxValues = static_cast<int>((kMaxPacketBytes - kHeaderBytes) / s
 static_assert(kMaxValues == 2233);
 
 // The payload's encoding (docs/wire-format.md, "Codecs"); codec_parameter is
-// zfp's rate in bits a value and 0 for the others.
-enum class Codec : std::uint8_t { None = 0, Lz4 = 1, Zfp = 2 };
+// zfp's rate in bits a value, quant's bits of levels (slabcast/quant_codec.h),
+// and 0 for the others.
+enum class Codec : std::uint8_t { None = 0, Lz4 = 1, Zfp = 2, Quant = 3 };
+constexpr Codec kLastCodec = Codec::Quant;
 // Bit 7 of the codec byte: the run goes on, past the end of its first voxel's
 // row, at the start of the next row in the slab's progressive order
 // (slabcast/progressive_rows.h) rather than of the next row in the slab.
@@ -66,6 +69,7 @@ constexpr int max_values(Codec codec, std::uint16_t parameter) {
     case Codec::Zfp:
         if (parameter < kMinZfpRate || parameter > kMaxZfpRate) return 0;
         return static_cast<int>(kMaxPayloadBytes * 8 / (4 * std::uint64_t{parameter}) * 4);  // whole blocks
+    case Codec::Quant: return parameter >= kMinQuantBits && parameter <= kMaxQuantBits ? kMaxQuantValues : 0;
     }
     return 0;
 }
@@ -107,8 +111,8 @@ std::uint8_t* write_header(std::uint8_t* packet, const Header& h);
 // Checks the framing: magic, version, a known codec and parameter, 1 <= count
 // <= max_values(codec, parameter), a step >= 0, length == 36 + payload_bytes,
 // and the payload's size as the codec fixes it: 4 * count (none), exactly
-// zfp_payload_bytes (zfp), 1..8932 bytes (lz4; whether it decodes to `count`
-// values is the decoder's check). Where the run lies is the receiver's
+// zfp_payload_bytes (zfp), 1..8932 bytes (lz4, quant; whether it decodes to
+// `count` values is the decoder's check). Where the run lies is the receiver's
 // business: only it knows which slab the stream may touch.
 ParseResult parse_header(const std::uint8_t* packet, std::size_t length, Header& out);
 

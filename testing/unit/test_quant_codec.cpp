@@ -1,0 +1,180 @@
+// The quant codec (slabcast/quant_codec.h): every value within its stated
+// bound, half a level plus float32's rounding, whatever the values (NaN,
+// infinities, denormals, a constant run, thirty decades); golden bytes of one
+// packet; and every payload that is not exactly one encoding refused.
+#include "slabcast/run_codec.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace slabcast;
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+struct Coded {
+    std::vector<std::uint8_t> packet;
+    run::Header header;
+    const float* values = nullptr;  // decoded, valid while the decoder lives
+};
+
+Coded code(run::RunEncoder& e, run::RunDecoder& d, const float* values, std::int64_t available) {
+    Coded c;
+    c.packet.resize(run::kMaxPacketBytes);
+    run::Header h;
+    h.step = 7;
+    const run::RunEncoder::Packet p = e.encode(values, available, h, c.packet.data());
+    c.packet.resize(p.bytes);
+    REQUIRE(run::parse_header(c.packet.data(), c.packet.size(), c.header) == run::ParseResult::Ok);
+    REQUIRE(c.header.count == p.count);
+    c.values = d.decode(c.header, run::payload(c.packet.data()));
+    REQUIRE(c.values);
+    return c;
+}
+
+// Every value of a run, packet by packet, within the bound its packet states.
+void check_round_trip(const std::vector<float>& v, int bits) {
+    run::RunEncoder e(run::CodecChoice{run::Codec::Quant, static_cast<std::uint16_t>(bits)});
+    run::RunDecoder d;
+    std::size_t done = 0;
+    while (done < v.size()) {
+        const Coded c = code(e, d, v.data() + done, static_cast<std::int64_t>(v.size() - done));
+        if (c.header.codec == run::Codec::Quant) {
+            float q = 0;
+            std::memcpy(&q, run::payload(c.packet.data()) + 4, 4);
+            for (int i = 0; i < c.header.count; ++i) {
+                const float x = v[done + static_cast<std::size_t>(i)], y = c.values[i];
+                const double bound = 0.5 * q + 0.5 * (std::nextafter(std::fabs(y), kInf) - std::fabs(y));
+                INFO("bits " << bits << ", value " << done + i << ": " << x << " came back " << y << ", q " << q);
+                REQUIRE(std::fabs(static_cast<double>(y) - x) <= bound);
+            }
+        } else {
+            REQUIRE(c.header.codec == run::Codec::None);  // a run that begins with a value not finite
+            REQUIRE(std::memcmp(c.values, v.data() + done, sizeof(float) * static_cast<std::size_t>(c.header.count)) == 0);
+        }
+        done += static_cast<std::size_t>(c.header.count);
+    }
+}
+
+std::vector<float> density(std::size_t n) {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> noise(0.0f, 0.01f);
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i)
+        v[i] = static_cast<float>(std::exp(2.0 * std::sin(static_cast<double>(i) * 0.002))) + noise(rng);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("quant:BITS is a codec, BITS 4 to 16") {
+    const run::CodecChoice c = run::parse_codec("quant:10");
+    CHECK((c.codec == run::Codec::Quant && c.parameter == 10));
+    CHECK(run::to_string(c) == "quant:10");
+    CHECK_THROWS_WITH(run::parse_codec("quant:3"), Catch::Contains("4 to 16"));
+    CHECK_THROWS_WITH(run::parse_codec("quant:17"), Catch::Contains("4 to 16"));
+    CHECK_THROWS_WITH(run::parse_codec("quant:"), Catch::Contains("4 to 16"));
+    CHECK(run::max_values(run::Codec::Quant, 3) == 0);
+    CHECK(run::max_values(run::Codec::Quant, 16) == run::kMaxQuantValues);
+}
+
+TEST_CASE("quant values come back within half a level, at every precision") {
+    const std::vector<float> v = density(50000);
+    for (int bits = run::kMinQuantBits; bits <= run::kMaxQuantBits; ++bits) check_round_trip(v, bits);
+}
+
+TEST_CASE("quant keeps its bound on hostile values") {
+    std::vector<float> v = density(20000);
+    SECTION("NaN and infinities: raw from each, quant up to it") {
+        v[0] = kNaN;
+        v[5000] = kInf;
+        v[12345] = -kInf;
+        v[12346] = kNaN;
+        check_round_trip(v, 8);
+    }
+    SECTION("denormals") {
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::numeric_limits<float>::denorm_min() * static_cast<float>(i % 97);
+        check_round_trip(v, 6);
+    }
+    SECTION("a constant run codes in a byte a block, exactly") {
+        std::fill(v.begin(), v.end(), 3.25f);
+        run::RunEncoder e(run::parse_codec("quant:12"));
+        run::RunDecoder d;
+        const Coded c = code(e, d, v.data(), static_cast<std::int64_t>(v.size()));
+        CHECK(c.header.count == run::kMaxQuantValues);
+        CHECK(c.header.payload_bytes == run::kQuantHeaderBytes + run::kMaxQuantValues / run::kQuantBlock);
+        for (int i = 0; i < c.header.count; ++i) REQUIRE(c.values[i] == 3.25f);
+    }
+    SECTION("thirty decades, both signs, the float range's ends") {
+        std::mt19937 rng(9);
+        std::uniform_real_distribution<double> decade(-15.0, 15.0);
+        for (float& x : v) x = static_cast<float>(std::pow(10.0, decade(rng)) * (rng() % 2 ? 1 : -1));
+        check_round_trip(v, 16);
+        v[100] = std::numeric_limits<float>::max();
+        v[200] = -std::numeric_limits<float>::max();
+        check_round_trip(v, 4);
+    }
+}
+
+TEST_CASE("a quant run packet matches golden bytes") {
+    run::RunEncoder e(run::parse_codec("quant:4"));
+    run::RunDecoder d;
+    const float values[4] = {0.0f, 1.0f, 2.0f, 3.0f};
+    const Coded c = code(e, d, values, 4);
+    // Levels over [0, 3]: q = 0.2 (as float32, 0x3e4ccccd), levels 0, 5, 10, 15; differences 0, 5, 5, 5,
+    // zigzagged 0, 10, 10, 10 at 4 bits (10 = 0b1010), first value in the lowest bits.
+    const std::vector<std::uint8_t> payload = {0x00, 0x00, 0x00, 0x00, 0xcd, 0xcc, 0x4c, 0x3e, 0x04, 0xa0, 0xaa};
+    CHECK(c.packet[5] == static_cast<std::uint8_t>(run::Codec::Quant));
+    CHECK(c.packet[6] == 4);
+    CHECK(std::vector<std::uint8_t>(c.packet.begin() + run::kHeaderBytes, c.packet.end()) == payload);
+    for (int i = 0; i < 4; ++i) CHECK(c.values[i] == values[i]);
+}
+
+TEST_CASE("a quant payload that is not exactly one encoding is refused") {
+    const std::vector<float> v = density(3000);
+    run::RunEncoder e(run::parse_codec("quant:10"));
+    run::RunDecoder d;
+    const Coded c = code(e, d, v.data(), 100);  // 100 values: three full blocks and one of four
+    const std::uint8_t* payload = run::payload(c.packet.data());
+    const std::size_t bytes = c.header.payload_bytes;
+    std::vector<float> out(run::kMaxQuantValues);
+    REQUIRE(run::quant_decode(payload, bytes, 100, 10, out.data()));
+    for (std::size_t n = 0; n < bytes; ++n) CHECK_FALSE(run::quant_decode(payload, n, 100, 10, out.data()));
+    std::vector<std::uint8_t> longer(payload, payload + bytes);
+    longer.push_back(0);
+    CHECK_FALSE(run::quant_decode(longer.data(), longer.size(), 100, 10, out.data()));
+    CHECK_FALSE(run::quant_decode(payload, bytes, 101, 10, out.data()));  // more values than coded
+    CHECK_FALSE(run::quant_decode(payload, bytes, 99, 10, out.data()));   // fewer: bytes left over
+    const auto altered = [&](std::size_t at, std::uint8_t value) {
+        std::vector<std::uint8_t> p(payload, payload + bytes);
+        p[at] = value;
+        return run::quant_decode(p.data(), p.size(), 100, 10, out.data());
+    };
+    CHECK_FALSE(altered(8, 12));  // the first block's width past BITS + 1
+    // One value at 4 bits (levels 0..15), lo and q as given (0 and 1 unless
+    // said): its 5-bit zigzagged difference, then bits past it.
+    const auto one = [&](std::uint8_t width, std::uint8_t packed, float lo = 0.0f, float q = 1.0f) {
+        std::vector<std::uint8_t> p(run::kQuantHeaderBytes + 2);
+        std::memcpy(p.data(), &lo, 4);
+        std::memcpy(p.data() + 4, &q, 4);
+        p[8] = width;
+        p[9] = packed;
+        return run::quant_decode(p.data(), p.size(), 1, 4, out.data());
+    };
+    CHECK_FALSE(one(5, 30, kNaN));
+    CHECK_FALSE(one(5, 30, -kInf));
+    CHECK_FALSE(one(5, 30, 0.0f, kInf));
+    CHECK_FALSE(one(5, 30, 0.0f, -1.0f));
+    CHECK(one(5, 30));               // +15: the last level
+    CHECK(out[0] == 15.0f);
+    CHECK_FALSE(one(5, 31));         // -16: below the first level
+    CHECK_FALSE(one(5, 30 | 0x80));  // a bit set past the value
+    CHECK_FALSE(one(6, 30));         // a width past BITS + 1
+}
