@@ -2,6 +2,7 @@
 loopback, real /dev/shm. Standard library only."""
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -330,6 +331,17 @@ def zfp_bounds(want, rate):
         block = want[b:b + 4]
         bounds.extend([max(abs(v) for v in block) * scale] * len(block))
     return bounds
+
+
+def quant_bound(want, bits):
+    """The quant codec's error bound for any value of `want` (as sent) once it
+    came through quant:BITS run packets, `want` holding every value of those
+    packets (a slab's stored values): half a level, a level being at most the
+    range of `want` over 2^BITS - 1 (each packet's range lies inside it), plus
+    float32's half ulp of the result (docs/wire-format.md, "Codecs"; the bound
+    test_quant_codec.cpp holds the codec to). A function of the value."""
+    level = (max(want) - min(want)) / (2 ** bits - 1) * (1 + 2.0 ** -22)
+    return lambda v: level / 2 + math.ulp(abs(v))
 
 
 def source_planes(dataset_dir, step_file, dims, z0, z1):

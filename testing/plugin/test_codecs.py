@@ -1,9 +1,9 @@
 """ctest plugin_codecs: the real roles stream each slab in another data packet
-format into one receiver (quad packets; run packets raw, lz4 and zfp:12;
-docs/wire-format.md), in scan order, then in Morton order, then in the
-progressive order (coarse first, runs across rows of that order), and the
+format into one receiver (quad packets; run packets raw, lz4, zfp:12 and
+quant:10; docs/wire-format.md), in scan order, then in Morton order, then in
+the progressive order (coarse first, runs across rows of that order), and the
 ParaView reader shows the step: bit for bit where the format is lossless,
-within zfp's error where it is not."""
+within the codec's error where it is not."""
 import array
 import math
 import os
@@ -12,12 +12,13 @@ import sys
 import plugin_testlib as t
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from slabcast_testlib import zfp_bounds  # noqa: E402
+from slabcast_testlib import quant_bound, zfp_bounds  # noqa: E402
 
-DIMS, DEPTH = (48, 40, 32), 8
+DIMS, DEPTH = (48, 40, 40), 8
 FORMATS = [["--wire", "quad"], ["--wire", "run"], ["--wire", "run", "--codec", "lz4"],
-           ["--wire", "run", "--codec", "zfp:12"]]
+           ["--wire", "run", "--codec", "zfp:12"], ["--wire", "run", "--codec", "quant:10"]]
 ZFP_SLAB, ZFP_RATE = 3, 12
+QUANT_SLAB, QUANT_BITS = 4, 10
 LAST = 2
 
 
@@ -76,6 +77,15 @@ def stream_and_check(order):
         worst = 0.0
         for k, fmt in enumerate(FORMATS):
             lo, hi = k * DEPTH * plane, (k + 1) * DEPTH * plane
+            if k == QUANT_SLAB:
+                # Within half a level of the slab's range (its ghost plane included).
+                bound = quant_bound(want[(QUANT_SLAB * DEPTH - 1) * plane:hi], QUANT_BITS)
+                bad = [i for i in range(lo, hi) if not abs(got[i] - want[i]) <= bound(want[i])]
+                t.check(not bad, "slab %d (quant:%d): %d values past the bound, first at %d: %r against %r" % (
+                    k, QUANT_BITS, len(bad), bad[0] if bad else 0, got[bad[0]] if bad else 0,
+                    want[bad[0]] if bad else 0))
+                t.check(any(got[i] != want[i] for i in range(lo, hi)), "the quant slab came through exact")
+                continue
             if k != ZFP_SLAB:
                 bad = [i for i in range(lo, hi) if got[i] != want[i]]
                 t.check(not bad, "slab %d (%s): %d values differ, first at %d: %r != %r" % (
@@ -98,8 +108,8 @@ def stream_and_check(order):
                 worst = max(worst, err / max(abs(want[i]), 1e-30))
                 differs += got[i] != want[i]
             t.check(differs > 0, "the zfp slab came through exact: was it encoded at all?")
-        t.log("PLUGIN_CODECS_OK (%s order): quad, run, run/lz4 exact; run/zfp:%d worst relative error %.3g" % (
-            order, ZFP_RATE, worst))
+        t.log("PLUGIN_CODECS_OK (%s order): quad, run, run/lz4 exact; run/zfp:%d worst relative error %.3g; "
+              "run/quant:%d within half a level" % (order, ZFP_RATE, worst, QUANT_BITS))
 
 
 t.main(body)

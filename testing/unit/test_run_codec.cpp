@@ -54,7 +54,7 @@ Encoded encode(run::RunEncoder& e, const float* values, std::int64_t available) 
 
 }  // namespace
 
-TEST_CASE("codecs are named none, lz4 and zfp:RATE") {
+TEST_CASE("codecs are named none, lz4, zfp:RATE and quant:BITS") {
     CHECK(run::parse_codec("none").codec == run::Codec::None);
     CHECK(run::parse_codec("lz4").codec == run::Codec::Lz4);
     const run::CodecChoice z = run::parse_codec("zfp:8");

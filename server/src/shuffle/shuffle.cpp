@@ -333,8 +333,9 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
         ->check(CLI::IsMember({"quad", "run"}))
         ->capture_default_str();
     c->add_option("--codec", o->codec,
-                  "run packets' payload: none (raw float32), lz4 (lossless, byte-shuffled LZ4) or zfp:RATE "
-                  "(lossy ZFP fixed rate, RATE bits a value, 4..32); each packet decodes alone")
+                  "run packets' payload: none (raw float32), lz4 (lossless, byte-shuffled LZ4), zfp:RATE "
+                  "(lossy ZFP fixed rate, RATE bits a value, 4..32) or quant:BITS (lossy and fast, 2^BITS levels "
+                  "over each packet's range, 4..16); each packet decodes alone")
         ->check([](const std::string& text) {
             try {
                 run::parse_codec(text);

@@ -60,7 +60,7 @@ typedef struct slabcast_options {
     const char* bind;        /* local address to send from; NULL: the kernel's choice */
     const char* rate;        /* per stream, e.g. "2.81G", "500M"; "0": unpaced; NULL: "2.81G" */
     const char* wire;        /* "run" (NULL, the default) or "quad" */
-    const char* codec;       /* run packets: "none" (NULL, the default), "lz4" or "zfp:RATE" */
+    const char* codec;       /* run packets: "none" (NULL, the default), "lz4", "zfp:RATE", "quant:BITS" */
     const char* order;       /* "scan" (NULL, the default), "morton" or "progressive" (coarse first) */
     int queue_steps;         /* 0: send_step sends before it returns; N > 0: it copies the step
                                 into one of N buffers and returns, a thread sends them in order */

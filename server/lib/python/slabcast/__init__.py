@@ -179,7 +179,7 @@ class Sender:
 
     rate: per stream, "2.81G", "500M", ... or bits a second as a number
     ("0": unpaced). wire: "run" or
-    "quad". codec (run packets): "none", "lz4" or "zfp:RATE". order: "scan",
+    "quad". codec (run packets): "none", "lz4", "zfp:RATE" or "quant:BITS". order: "scan",
     "morton" or "progressive" (coarse first). bind: the local address to send from (None: the kernel's).
 
     queue_steps 0 (synchronous): send_step returns once the step is handed to
