@@ -62,8 +62,9 @@ def parse_route(text):
 RUN_MAGIC = struct.unpack("<i", b"SCR\x80")[0]
 RUN_HEADER_BYTES = 36
 RUN_PAYLOAD_MAX = 8972 - RUN_HEADER_BYTES  # a 9000-byte MTU's UDP payload, less the header
-CODEC_NONE, CODEC_LZ4, CODEC_ZFP = 0, 1, 2
+CODEC_NONE, CODEC_LZ4, CODEC_ZFP, CODEC_QUANT = 0, 1, 2, 3
 LZ4_MAX_VALUES = 8192
+QUANT_MAX_VALUES = 16384
 
 
 def run_values(data):
@@ -71,7 +72,7 @@ def run_values(data):
     run_packet.h, docs/wire-format.md "Codecs"): magic, version, codec,
     codec_parameter, step, slab, x, y, z, count, payload_bytes, then the
     payload, whose size the codec fixes: 4 x count (none), zfp's fixed rate
-    (zfp), anything up to the datagram (lz4). 0 when the framing is wrong."""
+    (zfp), anything up to the datagram (lz4, quant). 0 when the framing is wrong."""
     if len(data) < RUN_HEADER_BYTES:
         return 0
     version, codec, parameter = struct.unpack_from("<BBH", data, 4)
@@ -82,6 +83,8 @@ def run_values(data):
         fits = count <= RUN_PAYLOAD_MAX // 4 and payload == 4 * count
     elif codec == CODEC_LZ4 and parameter == 0:
         fits = count <= LZ4_MAX_VALUES and 1 <= payload <= RUN_PAYLOAD_MAX
+    elif codec == CODEC_QUANT and 4 <= parameter <= 16:
+        fits = count <= QUANT_MAX_VALUES and 1 <= payload <= RUN_PAYLOAD_MAX
     elif codec == CODEC_ZFP and 4 <= parameter <= 32:
         fits = (count <= RUN_PAYLOAD_MAX * 8 // (4 * parameter) * 4
                 and payload == ((count + 3) // 4 * 4 * parameter + 7) // 8)

@@ -7,9 +7,9 @@ the receiver accepts data only from the sender's host.
 
 Each stream sends another data packet format (docs/wire-format.md): stream 0
 the paper's quad packets, 1 run packets (codec none), 2 run packets in lz4,
-3 run packets in zfp:12. Shows: every value that arrived is the right one at
-the right place, bit for bit where the format is lossless and within zfp's
-error where it is not, and every value that was lost holds the step before,
+3 run packets in zfp:12, 4 in quant:10. Shows: every value that arrived is the
+right one at the right place, bit for bit where the format is lossless and
+within the codec's error where it is not, and every value that was lost holds the step before,
 bit for bit; the loss the receiver reports is within 0.1 percentage point of
 what the relay dropped, in values, whatever a packet holds (and the relay
 dropped exactly what its blocks of 100 datagrams ask for); a packet from
@@ -35,12 +35,13 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
 import netns_testbed as tb  # noqa: E402
 from slabcast_testlib import (SLABCAST, Workspace, read_json_lines, read_slab_ages, read_slab_header,  # noqa: E402
-                              read_slab_values, source_planes, wait_for, unittest_main, zfp_bounds)
+                              read_slab_values, source_planes, wait_for, unittest_main, zfp_bounds,
+                              quant_bound)
 
-DIMS, DEPTH, STREAMS = (128, 128, 64), 16, 4
+DIMS, DEPTH, STREAMS = (128, 128, 80), 16, 5
 DATA_PORT, SYNC_PORT, STAGER_PORT = 9000, 9100, 9200
 # (wire, codec) of each stream: every data packet format through the same lossy WAN, into one receiver.
-FORMATS = (("quad", "none"), ("run", "none"), ("run", "lz4"), ("run", "zfp:12"))
+FORMATS = (("quad", "none"), ("run", "none"), ("run", "lz4"), ("run", "zfp:12"), ("run", "quant:10"))
 RATE = "50M"  # per stream: 200 Mbit/s through the relay, well within what it forwards without loss
 LOSS_LEVELS = (0.01, 0.05, 0.10)
 STEPS_PER_LEVEL = 2
@@ -56,9 +57,15 @@ STEP_TIMEOUT_MS = 1500
 WAIT_S = 120
 
 
-def zfp_rate(codec):
-    """RATE of "zfp:RATE"; None for a lossless codec."""
-    return int(codec.split(":")[1]) if codec.startswith("zfp:") else None
+def lossy_bounds(codec, want):
+    """Each value's error bound through `codec`, as sent in `want` (a slab's
+    stored values); None for a lossless codec."""
+    if codec.startswith("zfp:"):
+        return zfp_bounds(want, int(codec.split(":")[1]))
+    if codec.startswith("quant:"):
+        bound = quant_bound(want, int(codec.split(":")[1]))
+        return [bound(w) for w in want]
+    return None
 
 
 def label(k):
@@ -177,13 +184,12 @@ class NetnsTest(unittest.TestCase):
             self.assertEqual(len(got), len(want))
             self.assertEqual(len(ages), len(got))
             below = before[k - 1][-plane:] if before and k > 0 else []
-            rate = zfp_rate(FORMATS[k][1])
-            if rate is None:
+            bounds = lossy_bounds(FORMATS[k][1], want)
+            if bounds is None:
                 bad = [i for i, (g, w, o) in enumerate(zip(got, want, old))
                        if g != w and g != o and not (i < len(below) and g == below[i])]
                 arrived = sum(1 for g, w in zip(got, want) if g == w)
             else:
-                bounds = zfp_bounds(want, rate)
                 bad = [i for i, (g, w, o, a, b) in enumerate(zip(got, want, old, ages, bounds))
                        if not (abs(g - w) <= b if a == 0 else g == o) and not (i < len(below) and g == below[i])]
                 arrived = sum(1 for a in ages if a == 0)
@@ -193,7 +199,7 @@ class NetnsTest(unittest.TestCase):
             if bad:  # what a person needs to tell which rule broke
                 detail = ["value %d (plane %d, y %d, x %d): got %r, this step %r, last %r, age %d%s" % (
                     i, h["stored_z_begin"] + i // plane, (i % plane) // DIMS[0], i % DIMS[0], got[i], want[i], old[i],
-                    ages[i], "" if rate is None else ", zfp bound %g" % bounds[i]) for i in bad[:8]]
+                    ages[i], "" if bounds is None else ", bound %g" % bounds[i]) for i in bad[:8]]
                 self.fail("slab %d (%s), step %d: %d values are neither this step's nor the last:\n%s\n"
                           "publications: %s\nreceiver log:\n%s" % (
                               k, label(k), step, len(bad), "\n".join(detail), h["publications_of"],
@@ -299,12 +305,11 @@ class NetnsTest(unittest.TestCase):
                 got, ages = floats(read_slab_values(path)), read_slab_ages(path)
                 want = floats(source_planes(self.dataset, self.files[step], DIMS, h["stored_z_begin"], h["z_end"]))
                 ghost = (h["z_begin"] - h["stored_z_begin"]) * plane
-                rate = zfp_rate(FORMATS[k][1])
-                bounds = zfp_bounds(want, rate) if rate else None
+                bounds = lossy_bounds(FORMATS[k][1], want)
                 coarse = older = 0
                 for i, a in enumerate(ages):
                     if a == 0:  # arrived: this step's value
-                        ok = abs(got[i] - want[i]) <= bounds[i] if rate else got[i] == want[i]
+                        ok = abs(got[i] - want[i]) <= bounds[i] if bounds else got[i] == want[i]
                     elif i < ghost:  # a ghost value lost: the slab below hands its own on
                         continue
                     elif a == 254:  # its parent row's value at the same x, itself of this step

@@ -1,17 +1,22 @@
 // Inputs the fuzzers (testing/fuzz/) once crashed on, kept as plain tests so a
-// normal build catches a regression. Each must now fail with a clear error.
+// normal build catches a regression. Each must now fail with a clear error,
+// or come through as its format promises.
 #include "setup/deploy_plan.h"
 #include "mover/manifest.h"
 #include "slabcast/descriptor.h"
 #include "slabcast/json_file.h"
+#include "slabcast/run_codec.h"
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #ifndef SLABCAST_FUZZ_REGRESSIONS
 #error "SLABCAST_FUZZ_REGRESSIONS must name testing/fuzz/regressions"
@@ -97,4 +102,33 @@ TEST_CASE("a deployment's slab_depth beyond any volume is an error naming the fi
     CHECK_THROWS_WITH(slabcast::plan_commands(regression("plan-slab-depth-too-deep"), "p.json", ""),
                       Catch::StartsWith("p.json: \"dims\" and \"slab_depth\": ") &&
                           Catch::Contains("slab depth 4000000 must be 1..1048576"));
+}
+
+TEST_CASE("quant values at the top of float32's range come back finite and within the bound") {
+    // fuzz_run_decode's input: a byte choosing BITS, then float32 values
+    // from about -3.2e38 to float32's largest, whose top level lies past it.
+    const std::string input = regression("run-decode-quant-top-level-past-float-max");
+    REQUIRE(input.size() > 5);
+    std::vector<float> values((input.size() - 1) / sizeof(float));
+    std::memcpy(values.data(), input.data() + 1, values.size() * sizeof(float));
+    const int bits = slabcast::run::kMinQuantBits + static_cast<std::uint8_t>(input[0]) %
+                                                        (slabcast::run::kMaxQuantBits - slabcast::run::kMinQuantBits + 1);
+    slabcast::run::RunEncoder encoder(slabcast::run::CodecChoice{slabcast::run::Codec::Quant,
+                                                                 static_cast<std::uint16_t>(bits)});
+    slabcast::run::RunDecoder decoder;
+    std::vector<std::uint8_t> packet(slabcast::run::kMaxPacketBytes);
+    const slabcast::run::RunEncoder::Packet p =
+        encoder.encode(values.data(), static_cast<std::int64_t>(values.size()), {}, packet.data());
+    slabcast::run::Header h;
+    REQUIRE(slabcast::run::parse_header(packet.data(), p.bytes, h) == slabcast::run::ParseResult::Ok);
+    REQUIRE(h.codec == slabcast::run::Codec::Quant);
+    const float* back = decoder.decode(h, slabcast::run::payload(packet.data()));
+    REQUIRE(back);
+    float q = 0;
+    std::memcpy(&q, slabcast::run::payload(packet.data()) + 4, 4);
+    for (int i = 0; i < h.count; ++i) {
+        REQUIRE(std::isfinite(back[i]));
+        const double ulp = std::nextafter(std::fabs(back[i]), HUGE_VALF) - std::fabs(back[i]);
+        REQUIRE(std::fabs(static_cast<double>(back[i]) - values[static_cast<std::size_t>(i)]) <= 0.5 * q + 0.5 * ulp);
+    }
 }

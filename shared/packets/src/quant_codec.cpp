@@ -158,7 +158,10 @@ SLABCAST_QUANT_CLONES bool block_values(const std::uint32_t* z, int m, float lo,
     std::uint32_t out_of_range = 0;
     for (int j = 0; j < m; ++j) {
         out_of_range |= static_cast<std::uint32_t>(static_cast<std::uint32_t>(level_of[j]) > levels);
-        values[j] = static_cast<float>(static_cast<double>(lo) + static_cast<double>(level_of[j]) * q);
+        // Past float32's largest only where the top level overshoots a value
+        // at the top of the range: the largest is then nearer than the level.
+        values[j] = static_cast<float>(std::min(static_cast<double>(lo) + static_cast<double>(level_of[j]) * q,
+                                                static_cast<double>(std::numeric_limits<float>::max())));
     }
     return out_of_range == 0;
 }
