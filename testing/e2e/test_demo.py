@@ -144,15 +144,15 @@ class DemoTest(unittest.TestCase):
 
     def test_formats_compared_at_one_rate_show_what_each_delivers(self):
         """Quad packets (in scan and in the progressive order), raw runs and
-        zfp:8 runs of the same volume, 10 Mbit/s a stream, a step every 0.4 s,
+        quant:8 runs of the same volume, 10 Mbit/s a stream, a step every 0.4 s,
         the progressive one filling what a step lost from the step itself: quad
         packets carry about half of each step in that time, run packets all of
         it; the progressive quad stream's cut steps are filled from their own
         coarser samples; one frame shows the four."""
-        out, text = self.run_demo("--compare-formats", "quad,quad@progressive,run,run/zfp:8", rate="10M",
+        out, text = self.run_demo("--compare-formats", "quad,quad@progressive,run,run/quant:8", rate="10M",
                                   steps_logged=16)
         self.assertRegex(text, r"quad: step \d+ .* \| quad-progressive: step \d+ .* \| run: step \d+ .* \| "
-                               r"run-zfp-8: step \d+")
+                               r"run-quant-8: step \d+")
         with open(os.path.join(out, "logs", "render.log")) as f:
             shown = re.findall(r"frame \d+: step (\d+) \| step (\d+) \| step (\d+) \| step (\d+)", f.read())
         self.assertTrue(shown, "no frame lines with four volumes")
@@ -160,7 +160,7 @@ class DemoTest(unittest.TestCase):
         self.assertEqual((stats["width"], stats["height"]), (480, 360))
         self.assertGreater(stats["lit"], 0.02)
         arrived, coarse = {}, {}
-        for side in ("quad", "quad-progressive", "run", "run-zfp-8"):
+        for side in ("quad", "quad-progressive", "run", "run-quant-8"):
             with open(os.path.join(out, "logs", side + "-receive.json")) as f:
                 steps = [json.loads(l) for l in f if '"kind":"step"' in l]
             # Each stream's last step may be the one Ctrl-C cut short: not what the format delivers.
@@ -177,7 +177,7 @@ class DemoTest(unittest.TestCase):
         self.assertGreater(coarse["quad-progressive"], 0, coarse)  # its receiver fills nearest
         self.assertEqual(coarse["quad"], 0, coarse)  # scan order's, from the step before
         self.assertGreater(arrived["run"], 0.99, arrived)
-        self.assertGreater(arrived["run-zfp-8"], 0.99, arrived)
+        self.assertGreater(arrived["run-quant-8"], 0.99, arrived)
 
     def test_paraview_renders_while_the_receiver_writes_unpaced(self):
         """Unpaced senders, the next step as soon as the last is sent: the
