@@ -25,7 +25,10 @@ BlockRing::BlockRing(std::size_t slots, std::size_t slot_bytes) : slot_bytes_(sl
         throw std::runtime_error("cannot allocate a block ring of " + std::to_string(arena_bytes >> 20) +
                                  " MiB: " + std::strerror(errno));
     for (std::size_t i = 0; i < slots; ++i) {
-        slots_.push_back(Slot{arena_.base() + i * slot_bytes_, slot_bytes_});
+        Slot slot;
+        slot.data = arena_.base() + i * slot_bytes_;
+        slot.capacity = slot_bytes_;
+        slots_.push_back(std::move(slot));
         free_.push_back(&slots_.back());
     }
 }

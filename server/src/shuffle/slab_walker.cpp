@@ -48,7 +48,7 @@ std::uint64_t SlabWalker::RowTiles::packets(std::int64_t per_packet) const {
 
 SlabWalker::SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order, WireFormat wire,
                        run::CodecChoice codec, std::int64_t ghost_planes)
-    : dims_(dims), z_begin_(z_begin), z_end_(z_end), order_(order), wire_(wire),
+    : dims_(dims), z_begin_(z_begin), order_(order), wire_(wire),
       total_(static_cast<std::uint64_t>(dims.plane() * (z_end - z_begin))) {
     if (wire == WireFormat::Quad && codec.codec != run::Codec::None)
         throw std::invalid_argument("codec " + run::to_string(codec) + " needs run packets (--wire run)");

@@ -89,7 +89,7 @@ private:
     int fill_morton(std::uint8_t* packet, const float* planes);
 
     Dims dims_;
-    std::int64_t z_begin_, z_end_;
+    std::int64_t z_begin_;
     SendOrder order_;
     WireFormat wire_;
     std::optional<run::RunEncoder> encoder_;  // run packets
