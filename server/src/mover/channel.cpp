@@ -37,8 +37,8 @@ const char* to_string(Cipher c) {
 // One direction's AEAD: its key (expanded once) and the number of the next
 // record, which is that record's nonce. AES-256-GCM runs through OpenSSL's
 // EVP (AES-NI with carry-less multiply: 2.5 GB/s a core on this machine's
-// 256 KiB records, where libsodium 1.0.18's took 1.3, docs/performance.md
-// section 8); the records are the same bytes libsodium seals, so ends of
+// 256 KiB records, where libsodium 1.0.18's took 1.3, docs/performance.md,
+// "Authentication and encryption"); the records are the same bytes libsodium seals, so ends of
 // either build agree (test_mover_channel checks it). XChaCha20-Poly1305,
 // for CPUs without AES-NI, stays libsodium's.
 class Channel::Seal {

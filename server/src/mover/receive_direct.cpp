@@ -6,7 +6,7 @@
 // file, which nothing trusts. Before this the payload went socket -> ring
 // slot -> writer thread -> file: a 4 MiB slot per block, cold by the time a
 // writer copied it out, and a hand-over between threads for every block
-// (docs/performance.md, section 8: the receiving end was two thirds of the
+// (CHANGELOG.md, issue 22: the receiving end was two thirds of the
 // mover's CPU). Zero blocks, file ends and failures still go through the ring.
 //
 // What a hostile sender could do with bytes that land before they are checked:
