@@ -9,7 +9,7 @@
 #                                                          the sender library (server/lib/)
 #   share/doc/slabcast/help/*.txt, share/man/man1/*.1.gz   every command's --help (man pages
 #                                                          where help2man is installed)
-#   share/doc/slabcast/{README.md,docs/,plugin/,examples/} the guides, a config per daemon
+#   share/doc/slabcast/{README.md,CHANGELOG.md,docs/,plugin/,examples/} the guides, a config per daemon
 #   lib/systemd/system/slabcast-ROLE@.service              the daemons' unit templates
 #
 # Included from the top-level CMakeLists.txt after every folder, so that the
@@ -42,6 +42,7 @@ endif()
 
 # The guides, laid out as in the repository so that their links hold.
 install(FILES "${PROJECT_SOURCE_DIR}/README.md" DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES "${PROJECT_SOURCE_DIR}/CHANGELOG.md" DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/docs/" DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
         FILES_MATCHING PATTERN "*.md" PATTERN "*.png")
 install(FILES "${PROJECT_SOURCE_DIR}/plugin/README.md" DESTINATION ${CMAKE_INSTALL_DOCDIR}/plugin)

@@ -25,8 +25,8 @@ one it takes by default on a host without a GPU.
 (above it, stride:K): a memory ceiling, which `slabcast demo` sets where the
 full volume does not fit beside the slabs; slabcast copies nothing.
 
-Measured by testing/bench/render_paths.py (docs/performance.md, "Rendering
-(pvbatch, llvmpipe, 2 cores)"): speed against image difference from `smart`.
+Measured by testing/bench/render_paths.py (docs/performance.md, "Render paths"
+and "The CPU ray marcher"): speed against image difference from `smart`.
 """
 import argparse
 import importlib.util
@@ -52,7 +52,7 @@ SOFTWARE_LOD_FROM = 256
 # A software frame's cost grows with the points rendered, so auto renders no
 # more than this along the longest axis: a frame time near 256^3's however
 # large the volume. At 1024^3 on two ranks half the points (resample:512)
-# took 15-36 s a frame (docs/performance.md, "Rendering" and section 14).
+# took 15-36 s a frame (CHANGELOG.md, issue 22, "Rendering paths").
 SOFTWARE_MAX_POINTS = 256
 
 

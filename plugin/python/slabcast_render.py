@@ -235,7 +235,7 @@ class Wall:
     its own X screen (pvbatch --displays=A,B,..., or DISPLAY set per rank).
     pvserver's own tile-display mode renders each tile on its rank instead,
     but its mullions (--tmx/--tmy) do not show crops of one image in
-    ParaView 5.11 (README.md, "Wall displays")."""
+    ParaView 5.11 (plugin/README.md, "Wall displays")."""
 
     def __init__(self, tiles, tile, mullion):
         from paraview.modules.vtkRemotingCore import vtkProcessModule, vtkRemotingCoreConfiguration

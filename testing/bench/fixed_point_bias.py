@@ -8,7 +8,7 @@ Every sample with a non-zero opacity so adds at least 1/32767 to a colour
 channel and takes less than its share of the light. This composites the same
 rays of random samples both ways, with slabcast_render.py's opacity (0.6 t^3
 per 1/32 of the box, one sample a voxel) at N^3, and prints the mean
-difference in 0..255 (docs/performance.md, section 16).
+difference in 0..255 (docs/performance.md, "The CPU ray marcher").
 
 Usage: python3 testing/bench/fixed_point_bias.py [--sizes 256,1024] [--rays 200]
 """

@@ -11,7 +11,7 @@ bench-NxNxN for N <= 512) with slabcast_render.py's colour preset and camera,
 in pvbatch under a private Xvfb (`mpirun -np R` for R ranks, IceT
 compositing). The volume comes from ParaView's raw image reader over the step
 file (each rank reads its z-range): the reader is not what is measured here
-(docs/performance.md section 5: the slabcast reader renders at the same speed),
+(docs/performance.md, "Frame time": the slabcast reader renders at the same speed),
 and a 1024^3 step needs no copy in /dev/shm.
 
 - first frame: the first Render() after the data is read: the volume's upload

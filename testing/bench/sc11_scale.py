@@ -38,7 +38,7 @@ Beside them, the paper's figures: 16 GB a step (4 GB of values, sent as
 16-byte quad records) in ~1.4 s to 4 render hosts, rendered in ~2.5 s by
 4 x 8 cores (section 4.6); so 13.4 Mvoxel/s per core of rendering, and
 22.9 Gbit/s of quad records (5.7 of values) per receiving host.
-Figures: docs/performance.md, section 14. Not part of the default ctest run.
+Figures: docs/performance.md, "Scale". Not part of the default ctest run.
 """
 import argparse
 import json

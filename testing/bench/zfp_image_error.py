@@ -12,7 +12,7 @@ the run is repeated: a lossy step would mix the codec's error with loss.
 - Values: the ParaView reader's volume (testing/plugin/pv_dump_volume.py under
   pvpython, age array all 0) against the source raw step: max abs error, RMSE,
   and PSNR = 20 log10((max - min) / RMSE), max - min the source step's value
-  range (as in docs/performance.md section 11).
+  range (as in docs/performance.md, "Codecs").
 - Picture: plugin/python/slabcast_render.py under pvbatch (offscreen, a
   private Xvfb), one frame, --no-overlay, the same size, camera and colour
   range (the source step's min..max) for every codec; each image against the

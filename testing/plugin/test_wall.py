@@ -10,7 +10,7 @@ and colours (`mpirun -np 4 pvbatch slabcast_render.py`, no wall):
    rank renders its own tile. Against the 640x480 frame: mean difference <=
    0.2/255, and <= 8/255 everywhere but on at most 0.05% of a tile's pixels,
    none over 16/255. Both differences are ParaView 5.11's and out of a
-   client's reach (README.md, "Wall displays"): VTK 9.2's
+   client's reach (plugin/README.md, "Wall displays"): VTK 9.2's
    vtkMultiBlockVolumeMapper, behind ParaView's volume representation,
    forces ray jittering on, each ray starting late by a 64x64 noise texture
    read at its pixel's window coordinates, so a tile that does not start a

@@ -206,7 +206,7 @@ private:
         // A fixed mmap threshold: each new step's volume (8 MiB at 128^3 and up) is
         // then mapped and unmapped, not kept in the heap once glibc's adaptive
         // threshold grows, so a renderer that runs for days stays flat
-        // (docs/performance.md, section 7).
+        // (docs/performance.md, "Soak").
         std::vector<std::string> env = {"PV_PLUGIN_PATH=" + plugin_dir(), "MALLOC_MMAP_THRESHOLD_=1048576"};
         std::string labels;
         for (const DemoSide& s : sides_) labels += (labels.empty() ? "" : "|") + s.label;
@@ -250,7 +250,7 @@ private:
             argv.push_back(script("slabcast_render.py"));
             argv.push_back(descriptor(sides_[0]));
             // A new step's first frame at 1/4 of the pixels (1/8 past 512^3: 0.03 s of a rank's
-            // core at 1024^3, 1/4 0.1 s; docs/performance.md, section 16), refined (CPU path only).
+            // core at 1024^3, 1/4 0.1 s; docs/performance.md, "Scale"), refined (CPU path only).
             argv.push_back("--coarsest");
             argv.push_back(dims_.count() > std::int64_t{512} * 512 * 512 ? "8" : "4");
             if (memory_.max_points) {  // a ceiling: the default path may render fewer (slabcast_mappers.py)

@@ -77,7 +77,7 @@ bool demo_one_volume(const DemoOptions& o);
 // slabs it maps: per rank a base; with ParaView's GPU ray caster the
 // reader's copy of a rank's piece where it spans several slabs or is strided
 // (`max_points` along the longest axis, 0: all) and 1.5 times the values
-// rendered (docs/performance.md, section 14); with the plugin's CPU ray
+// rendered (docs/performance.md, "Scale"); with the plugin's CPU ray
 // marcher (`cpu`: pvbatch on the demo's own Xvfb, one volume) only the
 // reader's copy of a rank's piece that spans several slabs where it cannot
 // map their planes in place (`buffers` a slab; section 16).

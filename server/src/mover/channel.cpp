@@ -37,9 +37,9 @@ const char* to_string(Cipher c) {
 // One direction's AEAD: its key (expanded once) and the number of the next
 // record, which is that record's nonce. AES-256-GCM runs through OpenSSL's
 // EVP (AES-NI with carry-less multiply), about twice libsodium 1.0.18's speed
-// (docs/mover.md, "Measured choices"); the records are the same bytes libsodium seals, so ends of
-// either build agree (test_mover_channel checks it). XChaCha20-Poly1305,
-// for CPUs without AES-NI, stays libsodium's.
+// (docs/mover.md, "Measured choices"); the records are the same bytes
+// libsodium seals, so ends of either build agree (test_mover_channel checks
+// it). XChaCha20-Poly1305, for CPUs without AES-NI, stays libsodium's.
 class Channel::Seal {
 public:
     Seal(Cipher cipher, const std::array<std::uint8_t, 32>& key, bool sealing) : cipher_(cipher), key_(key) {

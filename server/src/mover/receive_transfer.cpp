@@ -144,7 +144,7 @@ void ReceiveTransfer::run_stream(Channel& c) {
 // 64 KiB through those round trips, and TCP's ramp on a long path (slow
 // start, the window's autotuning) began only then: on the 32 ms testbed
 // path the tree's move first kept the machine busy 0.52 s after its start,
-// 0.44 s with this (docs/performance.md, section 8). A piece at a time is
+// 0.44 s with this (CHANGELOG.md, issue 22). A piece at a time is
 // granted from the transfer's budget, so the streams together never hold
 // more than kReadAheadBytes.
 bool ReceiveTransfer::read_ahead(Channel& c) {

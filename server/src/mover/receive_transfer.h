@@ -127,7 +127,7 @@ private:
     // A part file while open, and the lock each write into it takes: streams
     // writing blocks of one file at once wait on it asleep, where the kernel's
     // inode lock would have them spin (15% of the receiving end's CPU on a
-    // 1 GiB file, docs/performance.md section 8).
+    // 1 GiB file; CHANGELOG.md, issue 22).
     struct PartFile {
         explicit PartFile(UniqueFd f) : fd(std::move(f)) {}
         int get() const { return fd.get(); }

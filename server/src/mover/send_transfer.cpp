@@ -106,8 +106,8 @@ void SendTransfer::add_stream(Channel& c) {
 void SendTransfer::begin(ClientHandshake* handshake, const std::string& text) {
     // The other streams connect and say Hello while stream 0 sends the
     // manifest and the server takes it, and carry blocks the moment the ring
-    // is ready: not two round trips after the Have (docs/performance.md
-    // section 8). Each checks the server's proof on its own. Stream 0's own
+    // is ready: not two round trips after the Have (CHANGELOG.md,
+    // issue 22). Each checks the server's proof on its own. Stream 0's own
     // thread is the first of the pool; it too waits for the ring.
     std::vector<std::future<void>> hellos;
     {

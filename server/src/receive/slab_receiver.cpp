@@ -190,7 +190,7 @@ void SlabReceiver::store_range(std::int64_t first, const std::uint8_t* values, s
     // now, and those stores save reading each destination line first (a
     // progressive order's rows of 1 KiB went in at 0.42x scan order's rate
     // through memcpy, 0.72-0.77x with them: bench_packet_paths;
-    // docs/performance.md, section 13). publish_step fences them. Values
+    // CHANGELOG.md, issue 21). publish_step fences them. Values
     // that landed where they belong (the kernel's copy was the only one) are
     // measured where they lie, in cache.
     auto place = [&](std::int64_t from, std::int64_t to, MinMax& seen) {

@@ -5,7 +5,7 @@
 // (StagingRing), which it rewrites step after step: a shuffler maps each slot
 // once and keeps the mapping, so the pages are set up in its page tables once,
 // not for every step (on a virtual machine that setup cost more than sending
-// the packets: docs/performance.md, section 11). While it sends a step it
+// the packets: docs/performance.md, "Run and quad packets"). While it sends a step it
 // holds a shared flock(2) on the slot, which keeps the stager from rewriting
 // it under the packets.
 #pragma once

@@ -291,8 +291,8 @@ private:
         const double gbytes_per_s = static_cast<double>(copier_->total()) / seconds * 1e-9;
         // The setup apart: reserving a new slot of 4 GiB of tmpfs (the ring's
         // first lap only) took 1.4-1.7 s on an idle machine and up to 11 s
-        // beside the receiver and the renderer (docs/performance.md, section
-        // 14), time the read rate does not show but the step's latency does.
+        // beside the receiver and the renderer (docs/performance.md,
+        // "Stager"), time the read rate does not show but the step's latency does.
         const double setup_seconds = static_cast<double>(setup_ns_) * 1e-9;
         spdlog::info("stage: step {} staged ({} MiB in {:.3f} s, {:.2f} GB/s, after {:.3f} s setting it up)", step.number,
                      copier_->total() >> 20, seconds, gbytes_per_s, setup_seconds);

@@ -4,7 +4,7 @@
 // a hard link, for the slot that holds it: shufflers find steps by name, as
 // the sync packet gives it (Balman et al., 2012, section 4.2), and map each
 // slot once. Memory created, first touched and freed for every step costs
-// more than the network on a virtual machine (docs/performance.md, section 11).
+// more than the network on a virtual machine (docs/performance.md, "Run and quad packets").
 //
 // A slot is rewritten only under an exclusive flock(2), which a shuffler's
 // shared lock on the slot, held while it sends a step from it, keeps off: a

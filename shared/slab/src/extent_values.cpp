@@ -63,7 +63,7 @@ const std::uint8_t* zero_copy_ages(const SlabBuffer& b, const Dims& dims, std::i
 // munmap. Through malloc, glibc's adaptive threshold moves such blocks (8 MiB
 // for a 128^3 volume, one per new step) from mmap into the heap after the
 // first few frees, and a renderer's private memory then rose by a block's size
-// during a soak (docs/performance.md, section 7). The first page holds the
+// during a soak (docs/performance.md, "Soak"). The first page holds the
 // mapping's length, so the values stay page-aligned.
 // Not a MappedRegion: the buffer's ownership passes to VTK, whose array free
 // function is handed the values' pointer alone, so the length travels in the

@@ -3,7 +3,7 @@
 // measured it as it placed the values (slab_file.h, BufferRanges). ParaView
 // asks for every array's range on every new step: at 1024^3 a rank's pass over
 // its 2 GiB took 1.7-2.4 s under the stream, four times the coarse frame it
-// held up (docs/performance.md, section 16).
+// held up (docs/performance.md, "Scale").
 #pragma once
 
 #include "slabcast/extent_values.h"

@@ -5,7 +5,7 @@
 // volume into one z-range a rank; with fewer ranks than slabs each range
 // spans several slabs, and a copy of it for every new step doubled a render
 // rank's memory at 1024^3 (2 GiB of slabs, 2 GiB of copy: docs/performance.md,
-// section 16). mmap places a file's pages only at page boundaries, so this is
+// "Scale"). mmap places a file's pages only at page boundaries, so this is
 // possible where a plane is a whole number of pages (nx*ny*4 bytes for the
 // values, nx*ny for the ages: 32x32 points and up for values, 64x64 for ages)
 // and the extent is whole planes; elsewhere the caller assembles a copy
@@ -28,7 +28,7 @@ namespace slabcast {
 // (without their pins) so that a step shown again from the same buffers, as
 // the receiver cycles its K buffers, reuses one: a fresh range's first frame
 // faulted in its pages, 32 thousand faults and about 0.1 s a rank for 2 GiB
-// (docs/performance.md, section 16). A range whose slab file was replaced (a
+// (docs/performance.md, "Scale"). A range whose slab file was replaced (a
 // new inode) is let go at the next map().
 class StitchCache {
 public:
