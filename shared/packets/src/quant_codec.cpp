@@ -158,11 +158,15 @@ SLABCAST_QUANT_CLONES bool block_values(const std::uint32_t* z, int m, float lo,
     std::uint32_t out_of_range = 0;
     for (int j = 0; j < m; ++j) {
         out_of_range |= static_cast<std::uint32_t>(static_cast<std::uint32_t>(level_of[j]) > levels);
-        // Past float32's largest only where the top level overshoots a value
-        // at the top of the range: the largest is then nearer than the level.
-        values[j] = static_cast<float>(std::min(static_cast<double>(lo) + static_cast<double>(level_of[j]) * q,
-                                                static_cast<double>(std::numeric_limits<float>::max())));
+        values[j] = static_cast<float>(static_cast<double>(lo) + static_cast<double>(level_of[j]) * q);
     }
+    // Where the top level lies past float32's largest (a range reaching it),
+    // a value rounded to infinity there is the largest, which is nearer than
+    // the level; tested once a block, so that the loop above stays vectorised.
+    constexpr double kLargest = std::numeric_limits<float>::max();
+    if (static_cast<double>(lo) + static_cast<double>(levels) * q > kLargest)
+        for (int j = 0; j < m; ++j)
+            if (std::isinf(values[j])) values[j] = std::numeric_limits<float>::max();
     return out_of_range == 0;
 }
 
