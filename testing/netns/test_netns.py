@@ -235,12 +235,13 @@ class NetnsTest(unittest.TestCase):
         self.render_last_step()
         self.assertEqual(self.receiver.stop(), 0)
         reports = [e for e in read_json_lines(self.recv_json) if e.get("kind") == "step"]
-        impaired = [{"duplicated": 0, "reordered": 0, "duplicates": 0} for _ in range(STREAMS)]
+        impaired = [{"duplicated": 0, "reordered": 0, "duplicates": 0, "full_blocks": 0} for _ in range(STREAMS)]
         for loss, steps, relay in relays:
             for k, route in enumerate(relay["routes"]):
                 self.assertEqual(route["kernel_dropped"], 0, "the relay itself lost datagrams: %s" % route)
                 impaired[k]["duplicated"] += route["duplicated"]
                 impaired[k]["reordered"] += route["reordered"]
+                impaired[k]["full_blocks"] += route["datagrams"] // BLOCK
             for k in range(STREAMS):
                 route = relay["routes"][k]
                 mine = [r for r in reports if r["stream"] == k and r["step"] in steps]
@@ -279,12 +280,16 @@ class NetnsTest(unittest.TestCase):
                 self.assertLess(abs(relay_loss - 100 * loss), asked, "the relay did not drop what it was asked to")
                 self.assertEqual(sum(r["rejected"] + r["stale"] for r in mine), 0)
                 impaired[k]["duplicates"] += sum(r["duplicates"] for r in mine)
-        # Over the three levels every route was duplicated and reordered, and the receiver saw the duplicates.
-        # The relay duplicates, and holds back, exactly 1 of every 100 datagrams it forwards: nine a level of
-        # a quad stream's ~930, two of a raw run stream's ~245, and one of the zfp stream's 84-93 unless
-        # that level's pick fell past its last datagram (7-16% a level; all three levels ~1 in 800, for
-        # duplication and reordering each).
+        # The relay duplicates, and holds back, exactly 1 of every 100 datagrams it forwards, at a random
+        # place in each block of 100: a route that forwarded a whole block in some level (quad ~930 a
+        # level, raw runs ~245) was duplicated and reordered for certain, and the receiver saw the
+        # duplicates. The compressed streams send fewer (zfp:12 84-93, quant:10 55-65 a level): their
+        # picks may all fall past their last datagram, so for them it is printed, not asserted.
         for k, seen in enumerate(impaired):
+            print("stream %d (%s): %d duplicated, %d reordered by the relay, %d duplicates seen" % (
+                k, label(k), seen["duplicated"], seen["reordered"], seen["duplicates"]), flush=True)
+            if seen["full_blocks"] == 0:
+                continue
             self.assertGreater(seen["duplicated"], 0, (k, seen))
             self.assertGreater(seen["reordered"], 0, (k, seen))
             self.assertGreater(seen["duplicates"], 0, (k, seen))
