@@ -8,6 +8,7 @@ environment ctest sets (see CMakeLists.txt).
 """
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -156,33 +157,55 @@ def corrupt(path, how):
     run([env_path("SLABCAST_TEST_WRITER"), "corrupt", "--file", path, "--how", how])
 
 
+def free_listen_port():
+    """A TCP port free now, below Linux's ephemeral range (32768 up): mpirun's
+    own connections, made after the pick and before pvserver binds, take their
+    ports from that range."""
+    for port in random.sample(range(20000, 32000), 200):
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+                return port
+            except OSError:
+                continue
+    raise Failure("no free TCP port in 20000-32000")
+
+
 @contextlib.contextmanager
 def pvserver(directory, env, ranks=2, options=("--force-offscreen-rendering",)):
     """`mpirun -np RANKS pvserver OPTIONS` on a free TCP port (by default
     offscreen); yields the port once it accepts connections, and stops it (it
-    also ends by itself when its only client leaves)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    cmd = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), PVSERVER,
-           "--server-port=%d" % port] + list(options)
-    log("$ " + " ".join(cmd))
+    also ends by itself when its only client leaves). Started again on another
+    port, up to three times, when something took the port first."""
     logfile = open(os.path.join(directory, "pvserver.log"), "w+")
-    server = subprocess.Popen(cmd, env=env, stdout=logfile, stderr=subprocess.STDOUT)
+    server = None
     try:
-        deadline = time.monotonic() + WAIT_S
-        while "Accepting connection" not in open(logfile.name).read():
-            check(server.poll() is None and time.monotonic() < deadline, "pvserver did not start (exit code %s, "
-                  "%.0f s):\n%s" % (server.poll(), time.monotonic() - deadline + WAIT_S, open(logfile.name).read()))
-            time.sleep(0.2)
+        for attempt in range(3):
+            port = free_listen_port()
+            cmd = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), PVSERVER,
+                   "--server-port=%d" % port] + list(options)
+            log("$ " + " ".join(cmd))
+            logfile.seek(0)
+            logfile.truncate()
+            server = subprocess.Popen(cmd, env=env, stdout=logfile, stderr=subprocess.STDOUT)
+            deadline = time.monotonic() + WAIT_S
+            while "Accepting connection" not in open(logfile.name).read():
+                text = open(logfile.name).read()
+                if server.poll() is not None and "Address already in use" in text and attempt < 2:
+                    log("pvserver: port %d was taken first; again on another" % port)
+                    break
+                check(server.poll() is None and time.monotonic() < deadline, "pvserver did not start (exit code "
+                      "%s, %.0f s):\n%s" % (server.poll(), time.monotonic() - deadline + WAIT_S, text))
+                time.sleep(0.2)
+            else:
+                break
         yield port
         try:
             server.wait(timeout=30)  # ends when its client leaves
         except subprocess.TimeoutExpired:
             pass
     finally:
-        if server.poll() is None:
+        if server is not None and server.poll() is None:
             server.terminate()
             try:
                 server.wait(timeout=10)
