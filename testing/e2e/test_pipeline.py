@@ -27,7 +27,7 @@ class Deployment:
     """Every role of one sender host and one receiver host, on loopback."""
 
     def __init__(self, ws, dataset, rate="500M", name="e2e", wait_staged_ms=10000, order="scan", key_file=None,
-                 stage_from=None, wire="quad", codec="none", receive_args=()):
+                 stage_from=None, wire="quad", codec="none", receive_args=(), shuffle_args=None):
         """stage_from: (HOST:PORT, dataset path beneath that server's root): the
         stager pulls the steps from a `slabcast serve --allow-pull` there.
         wire, codec: the shufflers' packet format and run packets' codec, one
@@ -37,6 +37,7 @@ class Deployment:
         "missing"; tests that want a missing step give their own."""
         wires = wire if isinstance(wire, list) else [wire] * STREAMS
         codecs = codec if isinstance(codec, list) else [codec] * STREAMS
+        shuffle_args = shuffle_args or [[]] * STREAMS
         self.ws, self.dataset, self.name = ws, dataset, name
         self.auth = ["--key-file", key_file] if key_file else []
         sync_from = self.auth + (["--controller", "127.0.0.1"] if key_file else [])
@@ -65,7 +66,7 @@ class Deployment:
                 "--rate", rate, "--wait-staged-ms", str(wait_staged_ms), "--order", order, "--wire", wires[k],
                 "--codec", codecs[k],
                 "--stats-json", path]
-                + sync_from))
+                + shuffle_args[k] + sync_from))
         # Every role past its startup checks and listening for syncs: the
         # stager's first window is being staged, and no sync is sent to a
         # socket not yet bound.
@@ -330,9 +331,15 @@ class PipelineTest(unittest.TestCase):
             self.assertEqual(per_step[k], -(-values // (2233 if wires[k] == "run" else 560)), (k, per_step))
 
     def test_every_codec_arrives_exact_or_within_its_error_into_one_receiver(self):
-        # One receiver takes lz4, zfp:12, quad packets and quant:10 at once.
+        # One receiver takes lz4, zfp:12, quad packets and quant:10 at once;
+        # lz4 and quant:10 packed on several threads each, a part of the slab a thread.
         wires, codecs = ["run", "run", "quad", "run"], ["lz4", "zfp:12", "none", "quant:10"]
-        d = Deployment(self.ws, self.dataset, wire=wires, codec=codecs)
+        threads = [2, 1, 1, 3]
+        d = Deployment(self.ws, self.dataset, wire=wires, codec=codecs,
+                       shuffle_args=[["--encode-threads", str(n)] for n in threads])
+        for k, n in enumerate(threads):
+            if n > 1:
+                d.shufflers[k].wait_for_text("packed on %d threads" % n)
         d.control("--steps", "0-2")
         wait_for(lambda: all(read_slab_header(d.slab_path(k))["last_step"] == 2 for k in range(STREAMS)),
                  what="step 2 at every slab")

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -45,6 +46,9 @@ SlabSenderOptions checked(const slabcast_options& o, std::int64_t& values_a_step
     if (o.queue_policy != SLABCAST_QUEUE_BLOCK && o.queue_policy != SLABCAST_QUEUE_DROP_OLDEST)
         throw Error(SLABCAST_ERROR_ARGUMENT, fmt::format("queue_policy {}: expected block (0) or drop oldest (1)",
                                                          static_cast<int>(o.queue_policy)));
+    if (o.encode_threads < 0 || o.encode_threads > ParallelPacker::kMostThreads)
+        throw Error(SLABCAST_ERROR_ARGUMENT, fmt::format("encode_threads {}: expected 0..{}", o.encode_threads,
+                                                         ParallelPacker::kMostThreads));
     SlabSenderOptions s;
     try {
         s.dims = dims;
@@ -60,6 +64,7 @@ SlabSenderOptions checked(const slabcast_options& o, std::int64_t& values_a_step
         s.rate_bps = parse_rate_bps(text_or(o.rate, "2.81G"));
         s.bind = text_or(o.bind, "");
         s.to = o.destination;
+        s.encode_threads = std::max(1, o.encode_threads);
         s.who = fmt::format("slabcast sender (slab {})", s.slab);
         if (s.codec.codec != run::Codec::None && s.wire != WireFormat::Run)
             throw std::invalid_argument("codec " + run::to_string(s.codec) + " needs wire \"run\"");

@@ -31,6 +31,15 @@ public:
     int count() const { return static_cast<int>(sizes_.size()); }
     bool full() const { return count() == capacity_; }
     std::size_t bytes() const { return bytes_; }
+    // Calls f(packet, size) for each packet, in order (what a receiver would get).
+    template <class F>
+    void for_each_packet(F f) const {
+        std::size_t at = 0;
+        for (const std::size_t size : sizes_) {
+            f(buffer_.data() + at, size);
+            at += size;
+        }
+    }
 
     // Sends them all on connected socket `fd`, retrying what the kernel
     // could not take yet; false when `stop` turned true first. A refused

@@ -45,7 +45,8 @@ struct ShuffleOptions {
     std::string rate = "2.81G";
     std::string order = "scan";
     std::string wire = "run";  // run (4 bytes a value) or quad (the paper's packets, 16 bytes a value)
-    std::string codec = "none";  // run packets' payload: none, lz4, zfp:RATE
+    std::string codec = "none";  // run packets' payload: none, lz4, zfp:RATE, quant:BITS
+    int encode_threads = 1;
     int ghost_planes = 1;
     int sndbuf_mb = 16;
     int batch = 28;
@@ -82,9 +83,11 @@ public:
         so.sndbuf_mb = o.sndbuf_mb;
         so.most_batch = o.batch;
         so.gso = o.gso;
+        so.encode_threads = o.encode_threads;
         so.who = fmt::format("shuffle {}", o.stream);
         sender_.emplace(so);
-        scan_ = so.order == SendOrder::Scan;
+        // Parts packed side by side read the slab in several places at once.
+        scan_ = so.order == SendOrder::Scan && sender_->encode_threads() == 1;
 
         const Endpoint sync = parse_endpoint(o.sync);
         sync_ = Socket(open_udp_socket(sync.addr.ss_family));
@@ -99,11 +102,13 @@ public:
             if (!nic.empty() && nic != "lo") warn_limits(fmt::format("shuffle {}", o.stream), {check_mtu(nic)});
         }
         spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {}{} {} packets a step{}), {} order, {} to {}, "
-                     "sync on {}",
+                     "sync on {}{}",
                      o.stream, geometry_.stored_z_begin, geometry_.z_end - 1, to_string(dataset_.dims),
                      sender_->total_values(), sender_->fixed_packet_bytes() ? "" : "at most ",
                      sender_->total_packets(), o.wire, so.wire == WireFormat::Run ? ", codec " + o.codec : "", o.order,
-                     format_rate(so.rate_bps), o.to, o.sync);
+                     format_rate(so.rate_bps), o.to, o.sync,
+                     sender_->encode_threads() > 1 ? fmt::format(", packed on {} threads", sender_->encode_threads())
+                                                   : "");
     }
 
     ShuffleCounters& counters() { return counters_; }
@@ -344,6 +349,11 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
                 return std::string(e.what());
             }
         })
+        ->capture_default_str();
+    c->add_option("--encode-threads", o->encode_threads,
+                  "threads packing the stream's packets, each a part of the slab (a codec that one core cannot "
+                  "run at the path's rate); 1: the sending thread")
+        ->check(CLI::Range(1, ParallelPacker::kMostThreads))
         ->capture_default_str();
     c->add_option("--ghost-planes", o->ghost_planes, "also send this many planes below the slab (0 or 1)")
         ->check(CLI::Range(0, 1))

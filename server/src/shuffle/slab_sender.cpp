@@ -40,10 +40,17 @@ SlabSender::SlabSender(const SlabSenderOptions& o)
     }
     if (::connect(socket_.fd(), reinterpret_cast<const sockaddr*>(&to.addr), to.length) != 0)
         throw std::runtime_error("cannot send UDP to " + o.to + ": " + std::strerror(errno));
-    batch_.emplace(batch_packets(o.rate_bps, o.most_batch), quad::kMaxPacketBytes, gso_);
+    const int packets = batch_packets(o.rate_bps, o.most_batch);
+    if (o.encode_threads > 1) {
+        const PackerLayout layout{o.dims, o.z_begin, o.z_end, o.ghost_planes, o.slab, o.order, o.wire, o.codec};
+        packer_ = std::make_unique<ParallelPacker>(layout, o.encode_threads, packets, gso_);
+    } else {
+        batch_.emplace(packets, quad::kMaxPacketBytes, gso_);
+    }
 }
 
 void SlabSender::begin_step(std::int32_t step, const float* planes) {
+    if (packer_) packer_->begin_step(step, planes);
     walker_.reset();
     planes_ = planes;
     step_ = step;
@@ -53,42 +60,46 @@ void SlabSender::begin_step(std::int32_t step, const float* planes) {
     // over any window, not only within a step.
 }
 
-// Packs the next packet of the step at `p`; its size, 0 at the step's end.
-std::size_t SlabSender::pack(std::uint8_t* p) {
-    int n = 0;
-    std::size_t size = 0;
-    if (o_.wire == WireFormat::Run) {
-        const run::RunEncoder::Packet packet = walker_.fill_run_planes(p, planes_, step_, o_.slab);
-        n = packet.count;
-        size = packet.bytes;
-    } else {
-        n = walker_.fill_planes(p, planes_);
-        if (n > 0) quad::write_header(p, step_, n);
-        size = quad::packet_bytes(n);
-    }
-    if (n == 0) return 0;
-    values_in_step_ += static_cast<std::uint64_t>(n);
-    return size;
+void SlabSender::end_step() {
+    if (packer_) packer_->end_step();
+    planes_ = nullptr;
 }
 
 bool SlabSender::send_batch(const std::function<bool()>& stop, const std::function<void()>& on_refused) {
     if (!planes_) return false;
+    if (packer_) {
+        ParallelPacker::Batch* batch = packer_->take();
+        if (!batch) {
+            end_step();
+            return false;
+        }
+        values_in_step_ += batch->values;
+        send(batch->datagrams, stop, on_refused);
+        packer_->give_back();
+        return true;
+    }
     // Up to a batch of packets packed straight from the step's values, back to back.
     batch_->clear();
     while (!batch_->full()) {
-        const std::size_t size = pack(batch_->next());
-        if (size == 0) break;
-        batch_->add(size);
+        const run::RunEncoder::Packet p = walker_.pack(batch_->next(), planes_, step_, o_.slab);
+        if (p.count == 0) break;
+        batch_->add(p.bytes);
+        values_in_step_ += static_cast<std::uint64_t>(p.count);
     }
     if (batch_->count() == 0) {
         planes_ = nullptr;
         return false;
     }
-    pacer_.wait_to_send(batch_->bytes());
-    batch_->send(socket_.fd(), stop, on_refused);
-    packets_in_step_ += static_cast<std::uint64_t>(batch_->count());
-    bytes_in_step_ += batch_->bytes();
+    send(*batch_, stop, on_refused);
     return true;
+}
+
+void SlabSender::send(DatagramBatch& batch, const std::function<bool()>& stop,
+                      const std::function<void()>& on_refused) {
+    pacer_.wait_to_send(batch.bytes());
+    batch.send(socket_.fd(), stop, on_refused);
+    packets_in_step_ += static_cast<std::uint64_t>(batch.count());
+    bytes_in_step_ += batch.bytes();
 }
 
 }  // namespace slabcast

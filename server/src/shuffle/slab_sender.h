@@ -7,6 +7,7 @@
 
 #include "base/udp.h"
 #include "shuffle/datagram_batch.h"
+#include "shuffle/parallel_packer.h"
 #include "shuffle/slab_walker.h"
 
 #include "slabcast/pacer.h"
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -34,6 +36,7 @@ struct SlabSenderOptions {
     int sndbuf_mb = 16;
     int most_batch = 28;        // packets a sendmmsg at most
     bool gso = true;
+    int encode_threads = 1;     // > 1: packed on that many threads (shuffle/parallel_packer.h)
     std::string who = "send";   // names the sender in messages
 };
 
@@ -53,17 +56,21 @@ public:
     bool send_batch(const std::function<bool()>& stop, const std::function<void()>& on_refused);
 
     // Stops reading the step's values (its counts stay until the next begins).
-    void end_step() { planes_ = nullptr; }
+    void end_step();
     std::uint64_t values_in_step() const { return values_in_step_; }
     std::uint64_t packets_in_step() const { return packets_in_step_; }
     std::uint64_t bytes_in_step() const { return bytes_in_step_; }
-    std::uint64_t total_packets() const { return walker_.total_packets(); }
-    std::uint64_t total_values() const { return walker_.total_records(); }
-    std::size_t fixed_packet_bytes() const { return walker_.fixed_packet_bytes(); }
+    std::uint64_t total_packets() const { return packer_ ? packer_->total_packets() : walker_.total_packets(); }
+    std::uint64_t total_values() const { return packer_ ? packer_->total_values() : walker_.total_records(); }
+    std::size_t fixed_packet_bytes() const {
+        return packer_ ? packer_->fixed_packet_bytes() : walker_.fixed_packet_bytes();
+    }
+    // Threads packing the step (1: the sending thread itself).
+    int encode_threads() const { return packer_ ? packer_->parts() : 1; }
     int fd() const { return socket_.fd(); }
 
 private:
-    std::size_t pack(std::uint8_t* p);
+    void send(DatagramBatch& batch, const std::function<bool()>& stop, const std::function<void()>& on_refused);
 
     SlabSenderOptions o_;
     SlabWalker walker_;
@@ -71,6 +78,7 @@ private:
     Socket socket_;
     bool gso_ = false;
     std::optional<DatagramBatch> batch_;
+    std::unique_ptr<ParallelPacker> packer_;  // encode_threads > 1
     const float* planes_ = nullptr;
     std::int32_t step_ = -1;
     std::uint64_t values_in_step_ = 0, packets_in_step_ = 0, bytes_in_step_ = 0;

@@ -112,6 +112,15 @@ run::RunEncoder::Packet SlabWalker::fill_run_planes(std::uint8_t* packet, const 
     return p;
 }
 
+run::RunEncoder::Packet SlabWalker::pack(std::uint8_t* packet, const float* planes, std::int32_t step,
+                                         std::int32_t slab) {
+    if (wire_ == WireFormat::Run) return fill_run_planes(packet, planes, step, slab);
+    const int n = fill_planes(packet, planes);
+    if (n == 0) return {};
+    quad::write_header(packet, step, n);
+    return {n, quad::packet_bytes(n)};
+}
+
 void SlabWalker::gather_rows(const float* planes, std::int64_t from, std::int64_t n, float* out) const {
     const std::int64_t rows = static_cast<std::int64_t>(total_) / dims_.nx;
     for (std::int64_t k = 0, at = from; k < n;) {

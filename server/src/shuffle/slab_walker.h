@@ -52,6 +52,10 @@ public:
     run::RunEncoder::Packet fill_run(std::uint8_t* packet, const float* volume, std::int32_t step, std::int32_t slab) {
         return fill_run_planes(packet, volume + first_value(), step, slab);
     }
+    // The next packet of step `step` in the walker's wire format, header
+    // included, at `packet` (room for quad::kMaxPacketBytes): its count of
+    // values and size, count 0 at the step's end.
+    run::RunEncoder::Packet pack(std::uint8_t* packet, const float* planes, std::int32_t step, std::int32_t slab);
 
     std::uint64_t total_records() const { return total_; }
     // Packets a step takes (lz4: at most, as it depends on the values).

@@ -65,6 +65,8 @@ typedef struct slabcast_options {
     int queue_steps;         /* 0: send_step sends before it returns; N > 0: it copies the step
                                 into one of N buffers and returns, a thread sends them in order */
     slabcast_queue_policy queue_policy;
+    int encode_threads;      /* threads packing the stream's packets, each a part of the slab, for a codec one
+                                core cannot run at the rate; 0 or 1 (the default): the sending thread */
 } slabcast_options;
 
 /* Fills `options` with the defaults (every pointer NULL, queue_steps 0). */

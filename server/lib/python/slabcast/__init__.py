@@ -61,7 +61,8 @@ class _Options(ctypes.Structure):
     _fields_ = [("dims", ctypes.c_int64 * 3), ("z_begin", ctypes.c_int64), ("z_end", ctypes.c_int64),
                 ("slab_depth", ctypes.c_int64), ("destination", ctypes.c_char_p), ("bind", ctypes.c_char_p),
                 ("rate", ctypes.c_char_p), ("wire", ctypes.c_char_p), ("codec", ctypes.c_char_p),
-                ("order", ctypes.c_char_p), ("queue_steps", ctypes.c_int), ("queue_policy", ctypes.c_int)]
+                ("order", ctypes.c_char_p), ("queue_steps", ctypes.c_int), ("queue_policy", ctypes.c_int),
+                ("encode_threads", ctypes.c_int)]
 
 
 class _Stats(ctypes.Structure):
@@ -181,6 +182,8 @@ class Sender:
     ("0": unpaced). wire: "run" or
     "quad". codec (run packets): "none", "lz4", "zfp:RATE" or "quant:BITS". order: "scan",
     "morton" or "progressive" (coarse first). bind: the local address to send from (None: the kernel's).
+    encode_threads: threads packing the packets, each a part of the slab, for a
+    codec one core cannot run at the rate (1: the sending thread).
 
     queue_steps 0 (synchronous): send_step returns once the step is handed to
     the kernel, paced at the rate. queue_steps N > 0: send_step copies the step
@@ -193,7 +196,7 @@ class Sender:
     is queued first)."""
 
     def __init__(self, dims, z_range, destination, rate="2.81G", wire="run", codec="none", order="scan",
-                 slab_depth=0, queue_steps=0, queue_policy="block", bind=None):
+                 slab_depth=0, queue_steps=0, queue_policy="block", bind=None, encode_threads=1):
         self._handle = None  # first, so that __del__ of a half-made sender has nothing to free
         self._final_stats = None
         dims = tuple(dims)
@@ -217,6 +220,7 @@ class Sender:
          options.order) = self._strings
         options.queue_steps = _int(queue_steps, "queue_steps", 0, _INT32_MAX)
         options.queue_policy = _QUEUE_POLICIES[queue_policy]
+        options.encode_threads = _int(encode_threads, "encode_threads", 0, _INT32_MAX)
         handle = ctypes.c_void_p()
         _check(_lib.slabcast_open(ctypes.byref(options), ctypes.byref(handle)), "slabcast_open")
         self._handle = handle
