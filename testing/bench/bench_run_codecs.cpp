@@ -7,8 +7,13 @@
 // the step (max abs, PSNR over the step's range). No sockets: the kernel's
 // UDP path is the loopback benchmarks' business.
 //
+// Then the same figures, but the receive path's, for peers: published lossy
+// codecs cut into pieces that decode on their own (codec_peers.h: bit rounding
+// + shuffle + LZ4 or zstd, zfp on 3-D bricks), measured on the same slab.
+//
 //   build/testing/bench_run_codecs --step data/cache/bench-256x256x256/step_00003.raw --dims 256,256,256
 //       [--benchmark_min_time=1]
+#include "codec_peers.h"
 #include "receive/slab_receiver.h"
 #include "shuffle/slab_walker.h"
 
@@ -41,7 +46,8 @@ struct Workload {
     std::string dir = "/dev/shm/slabcast-bench-codecs-" + std::to_string(::getpid());
     std::vector<float> volume;
     SlabGeometry geometry;
-    std::map<std::string, std::vector<std::vector<std::uint8_t>>> packets;  // by codec
+    std::map<std::string, std::vector<std::vector<std::uint8_t>>> packets;  // by codec, and by peer: its pieces
+    std::map<std::string, std::unique_ptr<bench::CodecPeer>> peers;
 
     void load(const std::string& path, const std::string& dims_text) {
         long long nx = 0, ny = 0, nz = 0;
@@ -64,6 +70,15 @@ struct Workload {
                 if (p.count == 0) break;
                 packets[codec].emplace_back(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(p.bytes));
             }
+        }
+        for (const std::string& name : bench::peer_names()) {
+            auto peer = bench::make_peer(name, dims, geometry.stored_planes());
+            std::vector<std::uint8_t> buffer(peer->max_piece_bytes());
+            for (std::size_t i = 0; i < peer->pieces(); ++i) {
+                const std::size_t bytes = peer->encode(i, slab_first(), buffer.data());
+                packets[name].emplace_back(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(bytes));
+            }
+            peers[name] = std::move(peer);
         }
     }
     ~Workload() { std::filesystem::remove_all(dir); }
@@ -168,6 +183,39 @@ void memcpy_peer(benchmark::State& state, const char* what) {
     state.SetBytesProcessed(state.iterations() * (values ? w.slab_values() * 4 : bytes_of(w.packets[what])));
 }
 
+// A peer's encode: the slab into its pieces, each into a ring of 64 as the
+// encoder's packets go.
+void encode_peer(benchmark::State& state, const std::string& name) {
+    Workload& w = workload();
+    bench::CodecPeer& peer = *w.peers.at(name);
+    const std::size_t room = peer.max_piece_bytes();
+    std::vector<std::uint8_t> out(room * 64);
+    for (auto _ : state) {
+        for (std::size_t i = 0; i < peer.pieces(); ++i) peer.encode(i, w.slab_first(), out.data() + room * (i % 64));
+        benchmark::ClobberMemory();
+    }
+    state.SetItemsProcessed(state.iterations() * w.slab_values());
+    state.SetBytesProcessed(state.iterations() * bytes_of(w.packets[name]));
+}
+
+// A peer's decode: every piece into its place in a buffer of the slab's size.
+void decode_peer(benchmark::State& state, const std::string& name) {
+    Workload& w = workload();
+    bench::CodecPeer& peer = *w.peers.at(name);
+    const auto& pieces = w.packets[name];
+    std::vector<float> out(static_cast<std::size_t>(w.slab_values()));
+    for (auto _ : state) {
+        for (std::size_t i = 0; i < pieces.size(); ++i)
+            if (!peer.decode(i, pieces[i].data(), pieces[i].size(), out.data())) {
+                state.SkipWithError("a piece did not decode");
+                break;
+            }
+        benchmark::ClobberMemory();
+    }
+    state.SetItemsProcessed(state.iterations() * w.slab_values());
+    state.SetBytesProcessed(state.iterations() * w.slab_values() * 4);
+}
+
 void register_all() {
     for (const char* codec : kCodecs) {
         benchmark::RegisterBenchmark((std::string("encode/") + codec).c_str(), encode, codec)->Unit(benchmark::kMillisecond);
@@ -179,6 +227,12 @@ void register_all() {
         benchmark::RegisterBenchmark((std::string("receive/") + codec).c_str(), receive, codec)->Unit(benchmark::kMillisecond);
     }
     benchmark::RegisterBenchmark("memcpy_values", memcpy_peer, "values")->Unit(benchmark::kMillisecond);
+    for (const std::string& name : bench::peer_names()) {
+        benchmark::RegisterBenchmark(("encode/" + name).c_str(), encode_peer, name)->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("memcpy_packet_bytes/" + name).c_str(), memcpy_peer, name.c_str())
+            ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("decode/" + name).c_str(), decode_peer, name)->Unit(benchmark::kMillisecond);
+    }
 }
 
 // Ratio, values a packet and error per codec, from the packets built once.
@@ -215,6 +269,42 @@ void print_codec_table() {
     }
 }
 
+// The same columns for the peers, each piece counted as a packet: its bytes
+// plus a run packet's 36-byte header, so the ratios compare with the codecs'.
+void print_peer_table() {
+    Workload& w = workload();
+    const float* truth = w.slab_first();
+    const std::int64_t n = w.slab_values();
+    const auto [lo, hi] = std::minmax_element(truth, truth + n);
+    const double range = static_cast<double>(*hi) - *lo;
+    std::printf("\nPeers on the same slab (benchmark only; each piece decodes on its own, counted as a packet)\n");
+    std::printf("  %-24s %9s %11s %10s %12s %10s %9s\n", "peer", "packets", "values/pkt", "wire ratio", "vs quad",
+                "max abs", "PSNR dB");
+    const double quad_bytes = static_cast<double>(n) * 16 + std::ceil(static_cast<double>(n) / 560) * 8;
+    std::vector<float> out(static_cast<std::size_t>(n));
+    for (const std::string& name : bench::peer_names()) {
+        const auto& pieces = w.packets[name];
+        bool decoded = true;
+        for (std::size_t i = 0; i < pieces.size(); ++i)
+            decoded = w.peers.at(name)->decode(i, pieces[i].data(), pieces[i].size(), out.data()) && decoded;
+        double squares = 0, worst = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+            const double e = std::fabs(static_cast<double>(out[static_cast<std::size_t>(i)]) - truth[i]);
+            squares += e * e;
+            worst = std::max(worst, e);
+        }
+        const double bytes = static_cast<double>(bytes_of(pieces) + static_cast<std::int64_t>(pieces.size()) *
+                                                                        static_cast<std::int64_t>(run::kHeaderBytes));
+        const double mse = squares / static_cast<double>(n);
+        const std::string psnr = !decoded  ? "failed"
+                                 : mse == 0 ? "exact"
+                                            : std::to_string(10 * std::log10(range * range / mse)).substr(0, 6);
+        std::printf("  %-24s %9zu %11.0f %9.2fx %11.2fx %10.3g %9s\n", name.c_str(), pieces.size(),
+                    static_cast<double>(n) / static_cast<double>(pieces.size()), 4.0 * n / bytes, quad_bytes / bytes,
+                    worst, psnr.c_str());
+    }
+}
+
 class RatioReporter : public benchmark::ConsoleReporter {
 public:
     void ReportRuns(const std::vector<Run>& runs) override {
@@ -242,6 +332,16 @@ public:
                         values_floor > 0 ? bytes_["receive/" + c] / values_floor : 0.0);
         }
         print_codec_table();
+        std::printf("\nPeers, one core (no receive path: no receiver takes them)\n");
+        std::printf("  %-24s | %-34s | %s\n", "peer", "encode (output: piece bytes)", "decode (output: values)");
+        for (const std::string& p : bench::peer_names()) {
+            const double enc_floor = bytes_["memcpy_packet_bytes/" + p];
+            std::printf("  %-24s | %8.0f Mvox/s %6.2f Gbit/s %5.3fx | %8.0f Mvox/s %6.2f Gbit/s %5.3fx\n", p.c_str(),
+                        items_["encode/" + p] * 1e-6, bytes_["encode/" + p] * 8e-9,
+                        enc_floor > 0 ? bytes_["encode/" + p] / enc_floor : 0.0, items_["decode/" + p] * 1e-6,
+                        bytes_["decode/" + p] * 8e-9, values_floor > 0 ? bytes_["decode/" + p] / values_floor : 0.0);
+        }
+        print_peer_table();
     }
 
 private:
