@@ -208,6 +208,16 @@ class Testbed:
         _ip("rule", verb, "iif", side, "blackhole", "priority", "10", ns=self.ns["wan"])  # from it
         _ip("rule", verb, "to", address, "blackhole", "priority", "11", ns=self.ns["wan"])  # and to it
 
+    def limit(self, role, gbps):
+        """Limits what the wan forwards to a host to `gbps` Gbit/s, as a WAN
+        path of that capacity would (a token bucket, tc tbf, on the wan's link
+        to it, with 20 ms of queue: what comes faster is dropped)."""
+        side = "w%s%d" % (role[0], os.getpid() % 100000)
+        rate = int(gbps * 1e9)
+        burst = max(256 << 10, rate // 8 // 1000)  # a millisecond of traffic, at least 256 KiB
+        subprocess.run(["ip", "netns", "exec", self.ns["wan"], "tc", "qdisc", "replace", "dev", side, "root", "tbf",
+                        "rate", "%dbit" % rate, "burst", str(burst), "latency", "20ms"], check=True)
+
     def delay_counts(self):
         """The delay line's counts (after close())."""
         with open(self._delay_stats) as f:
