@@ -24,7 +24,8 @@ struct Slab {
     std::vector<float> volume;
     Slab() : volume(static_cast<std::size_t>(dims.count())) {
         for (std::size_t i = 0; i < volume.size(); ++i)
-            volume[i] = static_cast<float>(std::sin(0.01 * static_cast<double>(i)) * 100.0 + static_cast<double>(i % 7));
+            volume[i] = static_cast<float>(std::sin(0.01 * static_cast<double>(i)) * 100.0 +
+                                           static_cast<double>(i % 7));
     }
     const float* planes() const { return volume.data() + z_begin * dims.plane(); }
     std::size_t values() const { return static_cast<std::size_t>((z_end - z_begin) * dims.plane()); }
@@ -98,13 +99,16 @@ TEST_CASE("parallel packing sends every value of the slab once, in each order, w
         WireFormat wire;
         const char* codec;
     };
-    const Case cases[] = {{SendOrder::Scan, WireFormat::Run, "none"},   {SendOrder::Scan, WireFormat::Run, "lz4"},
-                          {SendOrder::Scan, WireFormat::Run, "quant:8"}, {SendOrder::Morton, WireFormat::Run, "quant:8"},
-                          {SendOrder::Scan, WireFormat::Quad, "none"},  {SendOrder::Morton, WireFormat::Quad, "none"}};
+    const Case cases[] = {{SendOrder::Scan, WireFormat::Run, "none"},
+                          {SendOrder::Scan, WireFormat::Run, "lz4"},
+                          {SendOrder::Scan, WireFormat::Run, "quant:8"},
+                          {SendOrder::Morton, WireFormat::Run, "quant:8"},
+                          {SendOrder::Scan, WireFormat::Quad, "none"},
+                          {SendOrder::Morton, WireFormat::Quad, "none"}};
     for (const Case& c : cases) {
         for (const int threads : {2, 3, 8}) {
-            INFO("order " << static_cast<int>(c.order) << " " << (c.wire == WireFormat::Run ? "run " : "quad ") << c.codec << ", "
-                                    << threads << " threads");
+            INFO("order " << static_cast<int>(c.order) << (c.wire == WireFormat::Run ? " run " : " quad ")
+                          << c.codec << ", " << threads << " threads");
             ParallelPacker packer(s.layout(c.order, c.wire, c.codec), threads, 5, true);
             CHECK(packer.parts() == threads);
             CHECK(packer.total_values() == s.values());

@@ -4,7 +4,7 @@
 // (Balman et al., 2012, section 4, figure 6): 1/8 of the volume at the same
 // resolution over a tenth of the bandwidth, rendered beside the full volume in
 // one frame; `--compare-formats` the full volume once per data packet format
-// (quad, run, run/zfp:8, ...) at the same rate. The roles and their command
+// (quad, run, run/quant:10, ...) at the same rate. The roles and their command
 // lines come from the deployment
 // planner (demo_plan.h, deploy_plan.h), as `slabcast plan` prints them.
 #include "demo/demo_dataset.h"

@@ -31,7 +31,7 @@ void register_demo(CLI::App& root, RoleMain& run) {
                 "also stream 1/8 of the volume over 1/10 of the bandwidth and show both side by side");
     c->add_option("--compare-formats", o->compare_formats,
                   "the full volume once per data packet format at the same --rate, side by side, each labelled "
-                  "with what it delivers, e.g. quad,run,run/zfp:8 or run,run@progressive (2 to 4 of quad, run, "
+                  "with what it delivers, e.g. quad,run,run/quant:10 or run,run@progressive (2 to 4 of quad, run, "
                   "run/CODEC, each with @ORDER for a send order of its own)");
     c->add_flag("--wan", o->wan,
                 "stream as over a lossy WAN: the progressive order (coarse first, filled nearest), so that a step "

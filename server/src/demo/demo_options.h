@@ -14,7 +14,7 @@ struct DemoOptions {
     int streams = 4;
     std::string rate = "1G";
     bool head_to_head = false;
-    // "quad,run,run/zfp:8": the full volume once per data packet format, all at
+    // "quad,run,run/quant:10": the full volume once per data packet format, all at
     // --rate, side by side (docs/wire-format.md).
     std::string compare_formats;
     // As over a lossy WAN: the progressive order, unless --order names

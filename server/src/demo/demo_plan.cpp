@@ -77,7 +77,7 @@ std::vector<DemoFormat> parse_demo_formats(const std::string& list) {
         at = comma + 1;
     }
     if (out.size() < 2 || out.size() > 4)
-        throw std::invalid_argument("--compare-formats: 2 to 4 formats, e.g. quad,run,run/zfp:8");
+        throw std::invalid_argument("--compare-formats: 2 to 4 formats, e.g. quad,run,run/quant:10");
     return out;
 }
 
