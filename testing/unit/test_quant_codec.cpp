@@ -181,3 +181,84 @@ TEST_CASE("a quant payload that is not exactly one encoding is refused") {
     CHECK_FALSE(one(5, 30 | 0x80));  // a bit set past the value
     CHECK_FALSE(one(6, 30));         // a width past BITS + 1
 }
+
+namespace {
+
+// A payload of the given levels written out plainly as quant_codec.h reads:
+// lo and q, then for each block of 32 the width its largest zigzagged
+// difference needs and the differences, least significant bit first.
+std::vector<std::uint8_t> plain_payload(const std::vector<std::int32_t>& levels, float lo, float q) {
+    std::vector<std::uint8_t> p(run::kQuantHeaderBytes);
+    std::memcpy(p.data(), &lo, 4);
+    std::memcpy(p.data() + 4, &q, 4);
+    std::int32_t previous = 0;
+    for (std::size_t done = 0; done < levels.size(); done += run::kQuantBlock) {
+        std::vector<std::uint32_t> zig;
+        for (std::size_t i = done; i < std::min(levels.size(), done + run::kQuantBlock); ++i) {
+            const std::int32_t d = levels[i] - previous;
+            zig.push_back((static_cast<std::uint32_t>(d) << 1) ^ static_cast<std::uint32_t>(d >> 31));
+            previous = levels[i];
+        }
+        int width = 0;
+        for (const std::uint32_t z : zig)
+            while ((z >> width) != 0) ++width;
+        p.push_back(static_cast<std::uint8_t>(width));
+        for (std::size_t bit = 0; bit < zig.size() * static_cast<std::size_t>(width); ++bit) {
+            if (bit % 8 == 0) p.push_back(0);
+            p.back() |= static_cast<std::uint8_t>(((zig[bit / static_cast<std::size_t>(width)] >> (bit % width)) & 1)
+                                                  << (bit % 8));
+        }
+    }
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("quant decodes every width bit for bit as the format reads, whichever kernel the CPU runs") {
+    std::mt19937 rng(11);
+    // lo and q of many bits, so that lo + level * q rounded twice (the
+    // product, then the sum) differs from rounded once.
+    std::uniform_real_distribution<float> any_lo(-100.0f, 100.0f), any_q(1e-4f, 1.0f);
+    for (int bits = run::kMinQuantBits; bits <= run::kMaxQuantBits; ++bits) {
+        const std::int32_t top = (1 << bits) - 1;
+        for (const int count : {32, 64, 100, 1000, run::kMaxQuantValues}) {
+            // Each block's levels step by at most a reach of its own, so that
+            // the blocks need every width from 0 (a constant block) to BITS + 1.
+            std::vector<std::int32_t> levels;
+            std::int32_t level = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(top + 1));
+            for (int done = 0; done < count; done += run::kQuantBlock) {
+                const std::int32_t reach = top >> (rng() % static_cast<std::uint32_t>(bits + 2));
+                for (int j = 0; j < std::min(run::kQuantBlock, count - done); ++j) {
+                    const auto step = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(2 * reach + 1));
+                    level = std::clamp(level + step - reach, 0, top);
+                    levels.push_back(level);
+                }
+            }
+            const float lo = any_lo(rng), q = any_q(rng);
+            INFO("bits " << bits << ", " << count << " values, lo " << lo << ", q " << q);
+            const std::vector<std::uint8_t> p = plain_payload(levels, lo, q);
+            std::vector<float> out(static_cast<std::size_t>(count));
+            REQUIRE(run::quant_decode(p.data(), p.size(), count, bits, out.data()));
+            for (std::size_t i = 0; i < levels.size(); ++i)
+                REQUIRE(out[i] == std::fma(static_cast<float>(levels[i]), q, lo));
+        }
+    }
+}
+
+TEST_CASE("quant refuses a level past either end in a full block as in a short one") {
+    std::vector<float> out(run::kMaxQuantValues);
+    for (const int count : {32, 40, 64, 5000}) {
+        for (const std::size_t at : {std::size_t{0}, std::size_t{17}, std::size_t{31}, std::size_t(count - 1)}) {
+            std::vector<std::int32_t> levels(static_cast<std::size_t>(count), 1000);
+            INFO(count << " values, the level at " << at);
+            REQUIRE(run::quant_decode(plain_payload(levels, 0, 1).data(), plain_payload(levels, 0, 1).size(), count,
+                                      10, out.data()));
+            levels[at] = 1024;
+            const std::vector<std::uint8_t> above = plain_payload(levels, 0, 1);
+            CHECK_FALSE(run::quant_decode(above.data(), above.size(), count, 10, out.data()));
+            levels[at] = -1;
+            const std::vector<std::uint8_t> below = plain_payload(levels, 0, 1);
+            CHECK_FALSE(run::quant_decode(below.data(), below.size(), count, 10, out.data()));
+        }
+    }
+}

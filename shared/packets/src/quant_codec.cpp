@@ -1,5 +1,7 @@
 #include "slabcast/quant_codec.h"
 
+#include "quant_kernels.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -143,31 +145,28 @@ SLABCAST_QUANT_CLONES std::uint32_t block_differences(const float* values, int m
 }
 
 // A block's values from its zigzagged differences; false when one lies
-// outside levels 0..`levels`.
-SLABCAST_QUANT_CLONES bool block_values(const std::uint32_t* z, int m, float lo, float q, std::uint32_t levels,
-                                        std::int32_t& level, float* values) {
-    // The differences in lanes, then their running sum in a register.
-    std::int32_t level_of[kQuantBlock];
-    for (int j = 0; j < kQuantBlock; ++j) level_of[j] = unzigzag(z[j]);
-    std::int32_t running = level;
+// outside levels 0..`levels`. Each value is lo + level * q rounded once
+// (a fused multiply-add), as the vector kernel computes it, so that both
+// give the same values bit for bit.
+bool block_values(const std::uint32_t* z, int m, float lo, float q, std::uint32_t levels, std::int32_t& level,
+                  float* values) {
+    bool in_range = true;
     for (int j = 0; j < m; ++j) {
-        running += level_of[j];
-        level_of[j] = running;
+        level += unzigzag(z[j]);
+        in_range &= static_cast<std::uint32_t>(level) <= levels;
+        values[j] = std::fma(static_cast<float>(level), q, lo);
     }
-    level = running;
-    std::uint32_t out_of_range = 0;
-    for (int j = 0; j < m; ++j) {
-        out_of_range |= static_cast<std::uint32_t>(static_cast<std::uint32_t>(level_of[j]) > levels);
-        values[j] = static_cast<float>(static_cast<double>(lo) + static_cast<double>(level_of[j]) * q);
-    }
-    // Where the top level lies past float32's largest (a range reaching it),
-    // a value rounded to infinity there is the largest, which is nearer than
-    // the level; tested once a block, so that the loop above stays vectorised.
+    return in_range;
+}
+
+// Where the top level lies past float32's largest (a range reaching it), a
+// value rounded to infinity there is the largest, which is nearer than the
+// level; tested once a block, so that the block's loop stays vectorised.
+void keep_finite(float* values, int m, float lo, float q, std::uint32_t levels) {
     constexpr double kLargest = std::numeric_limits<float>::max();
     if (static_cast<double>(lo) + static_cast<double>(levels) * q > kLargest)
         for (int j = 0; j < m; ++j)
             if (std::isinf(values[j])) values[j] = std::numeric_limits<float>::max();
-    return out_of_range == 0;
 }
 
 }  // namespace
@@ -228,6 +227,9 @@ bool quant_decode(const std::uint8_t* payload, std::size_t bytes, int count, int
     std::size_t at = kQuantHeaderBytes;
     std::int32_t level = 0;
     bool in_range = true;
+    const bool vector = detail::have_avx2_fma();
+    // A full block near the payload's end, for the vector kernel to read past.
+    std::uint8_t padded[4 * kMostWidth + detail::kQuantReadPast] = {};
     for (int done = 0; done < count; done += kQuantBlock) {
         const int m = std::min(kQuantBlock, count - done);
         if (at >= bytes) return false;
@@ -235,18 +237,26 @@ bool quant_decode(const std::uint8_t* payload, std::size_t bytes, int count, int
         if (width > bits + 1) return false;
         const std::size_t need = block_bytes(m, width);
         if (need > bytes - at) return false;
-        std::uint32_t z[kQuantBlock];
-        if (m == kQuantBlock) {
-            kUnpack[width](payload + at, z);  // exactly its 4 * width bytes
+        if (m == kQuantBlock && vector) {
+            const std::uint8_t* packed = payload + at;
+            if (bytes - at < need + detail::kQuantReadPast)
+                packed = static_cast<std::uint8_t*>(std::memcpy(padded, packed, need));
+            in_range &= detail::full_block_decoder_avx2(width)(packed, lo, q, levels, level, values + done);
         } else {
-            std::uint8_t packed[4 * kMostWidth] = {};
-            std::memcpy(packed, payload + at, need);
-            // The bits after the block's last value are zero, as the encoder leaves them.
-            if (m * width % 8 && (packed[need - 1] >> (m * width % 8)) != 0) return false;
-            kUnpack[width](packed, z);
+            std::uint32_t z[kQuantBlock];
+            if (m == kQuantBlock) {
+                kUnpack[width](payload + at, z);  // exactly its 4 * width bytes
+            } else {
+                std::uint8_t packed[4 * kMostWidth] = {};
+                std::memcpy(packed, payload + at, need);
+                // The bits after the block's last value are zero, as the encoder leaves them.
+                if (m * width % 8 && (packed[need - 1] >> (m * width % 8)) != 0) return false;
+                kUnpack[width](packed, z);
+            }
+            in_range &= block_values(z, m, lo, q, levels, level, values + done);
         }
+        keep_finite(values + done, m, lo, q, levels);
         at += need;
-        in_range &= block_values(z, m, lo, q, levels, level, values + done);
     }
     return at == bytes && in_range;
 }

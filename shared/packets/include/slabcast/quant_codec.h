@@ -7,12 +7,12 @@
 // the width the block's largest needs. Where zfp spends the same bits on
 // every value, a smooth stretch of the run costs a few bits a value here.
 //
-// Error bound: every decoded value is within q / 2 of the original, plus
-// float32's own rounding of the result (half an ulp of it); q is at most
-// (packet max - packet min) / (2^BITS - 1), so over a step's range R the
-// error is at most R / (2^(BITS+1) - 2) and the PSNR at least about
-// 6.02 * BITS + 10.8 dB. A run holding a NaN or an infinity has no range: it
-// is not quant-coded (the encoder sends it raw).
+// Error bound: every decoded value, fma(level, q, lo) rounded once, is
+// within q / 2 of the original, plus float32's rounding of it (half an
+// ulp); q is at most (packet max - packet min) / (2^BITS - 1), so over a
+// step's range R the error is at most R / (2^(BITS+1) - 2) and the PSNR at
+// least about 6.02 * BITS + 10.8 dB. A run holding a NaN or an infinity
+// has no range: it is not quant-coded (the encoder sends it raw).
 //
 //   payload: float32 lo; float32 q; then per block of 32 values (the last
 //   may be short): uint8 width (0..BITS+1), then ceil(n * width / 8) bytes:

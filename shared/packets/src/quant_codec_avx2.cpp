@@ -1,0 +1,95 @@
+// The quant decoder's block of 32 in eight int32 and float lanes. Eight
+// values of W bits are W whole bytes, so each group of eight starts on a
+// byte: one shuffle puts each value's four bytes in its lane and one shift
+// and mask take its bits out. The running sum of the differences, which a
+// scalar loop walks one value after another, takes two shifted adds a half
+// and one carry between halves and between groups.
+#include "quant_kernels.h"
+
+#include "slabcast/quant_codec.h"
+
+#include <immintrin.h>
+
+#include <array>
+#include <utility>
+
+namespace slabcast::run::detail {
+
+bool have_avx2_fma() {
+#if defined(__x86_64__)
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return yes;
+#else
+    return false;
+#endif
+}
+
+namespace {
+
+// Where a group of eight W-bit values lies: lanes 0-3 read the group's
+// first 16 bytes, lanes 4-7 the 16 from byte W / 2 (value 7 ends at most
+// 14 bytes in, so every lane's four bytes lie inside its half's 16).
+template <int W>
+struct GroupLayout {
+    static constexpr int kHighHalf = W / 2;
+    std::array<char, 32> shuffle{};  // lane k's four bytes, from its half's 16
+    std::array<int, 8> shift{};      // lane k's first bit in its four bytes
+    constexpr GroupLayout() {
+        for (int k = 0; k < 8; ++k) {
+            const int bit = k * W, byte = bit / 8 - (k < 4 ? 0 : kHighHalf);
+            for (int b = 0; b < 4; ++b) shuffle[static_cast<std::size_t>(4 * k + b)] = static_cast<char>(byte + b);
+            shift[static_cast<std::size_t>(k)] = bit % 8;
+        }
+    }
+};
+
+// Lane i becomes the sum of lanes 0..i: within each 128-bit half by adding
+// it shifted by one lane and then by two, then the low half's total (its
+// lane 3) added to each lane of the high half.
+__m256i running_sum(__m256i d) {
+    d = _mm256_add_epi32(d, _mm256_slli_si256(d, 4));
+    d = _mm256_add_epi32(d, _mm256_slli_si256(d, 8));
+    const __m256i low_half_up = _mm256_permute2x128_si256(d, d, 0x08);  // high half: the low; low half: zero
+    return _mm256_add_epi32(d, _mm256_shuffle_epi32(low_half_up, 0xFF));
+}
+
+template <int W>
+bool full_block(const std::uint8_t* packed, float lo, float q, std::uint32_t levels, std::int32_t& level,
+                float* values) {
+    static constexpr GroupLayout<W> kLayout;
+    const __m256i shuffle = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLayout.shuffle.data()));
+    const __m256i shift = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLayout.shift.data()));
+    const __m256i mask = _mm256_set1_epi32(static_cast<int>((std::uint64_t{1} << W) - 1));
+    const __m256i one = _mm256_set1_epi32(1), zero = _mm256_setzero_si256();
+    const __m256i top = _mm256_set1_epi32(static_cast<int>(levels)), last_lane = _mm256_set1_epi32(7);
+    const __m256 q8 = _mm256_set1_ps(q), lo8 = _mm256_set1_ps(lo);
+    __m256i before = _mm256_set1_epi32(level), beyond = zero;
+    for (int g = 0; g < kQuantBlock / 8; ++g) {
+        const std::uint8_t* group = packed + g * W;
+        const __m256i bytes = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(group + GroupLayout<W>::kHighHalf),
+                                                  reinterpret_cast<const __m128i*>(group));
+        const __m256i zig = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(bytes, shuffle), shift), mask);
+        const __m256i difference =
+            _mm256_xor_si256(_mm256_srli_epi32(zig, 1), _mm256_sub_epi32(zero, _mm256_and_si256(zig, one)));
+        const __m256i at = _mm256_add_epi32(running_sum(difference), before);
+        before = _mm256_permutevar8x32_epi32(at, last_lane);
+        // Unsigned, so that a level below 0 is beyond the top as well.
+        beyond = _mm256_or_si256(beyond, _mm256_xor_si256(_mm256_max_epu32(at, top), top));
+        _mm256_storeu_ps(values + 8 * g, _mm256_fmadd_ps(_mm256_cvtepi32_ps(at), q8, lo8));
+    }
+    level = _mm256_cvtsi256_si32(before);
+    return _mm256_testz_si256(beyond, beyond) != 0;
+}
+
+constexpr int kMostWidth = kMaxQuantBits + 1;
+template <std::size_t... W>
+constexpr std::array<FullBlockDecoder, sizeof...(W)> decoders(std::index_sequence<W...>) {
+    return {full_block<static_cast<int>(W)>...};
+}
+constexpr auto kDecoders = decoders(std::make_index_sequence<kMostWidth + 1>());
+
+}  // namespace
+
+FullBlockDecoder full_block_decoder_avx2(int width) { return kDecoders[static_cast<std::size_t>(width)]; }
+
+}  // namespace slabcast::run::detail
