@@ -85,6 +85,8 @@ public:
 private:
     std::int64_t first_value() const { return z_begin_ * dims_.plane(); }
     int fill_rows(std::uint8_t* packet, const float* planes);
+    // The next packet's values (of `left` from `values`, this packet's first) on their way into L2.
+    void prefetch_next(const float* values, std::int64_t left) const;
     // The progressive order's values from position `from` (rank * nx + x), `n` of them, into `out`.
     void gather_rows(const float* planes, std::int64_t from, std::int64_t n, float* out) const;
     // The row (from the first plane walked) that comes `rank`-th: scan order's
@@ -104,6 +106,7 @@ private:
     MortonWalk morton_;              // Morton order: over voxels (quad packets) or tiles (run packets)
     std::optional<ProgressiveRows> progressive_;  // progressive order
     std::vector<float> gathered_;                 // progressive run packets in a codec: the run's values, row by row
+    std::int64_t last_taken_ = 0;  // values the last packet encoded from the planes took
 };
 
 }  // namespace slabcast

@@ -190,17 +190,24 @@ QuantPacket quant_encode(const float* values, std::int64_t available, int bits, 
     std::memcpy(out + 4, &q, 4);
     std::size_t at = kQuantHeaderBytes;
     std::int32_t previous = 0;
+    const bool vector = detail::have_avx2_fma();
     int done = 0;
     while (done < n) {
         const int m = std::min(kQuantBlock, n - done);
         std::uint32_t z[kQuantBlock];
         std::int32_t last = previous;
-        const std::uint32_t any = block_differences(values + done, m, r.lo, inverse, levels, last, z);
+        const float* block = values + done;
+        const std::uint32_t any = m == kQuantBlock && vector
+                                      ? detail::full_block_differences_avx2(block, r.lo, inverse, levels, last, z)
+                                      : block_differences(block, m, r.lo, inverse, levels, last, z);
         const int width = any ? 32 - __builtin_clz(any) : 0;
         const std::size_t bytes = block_bytes(m, width);
         if (at + 1 + bytes > capacity) break;
         out[at++] = static_cast<std::uint8_t>(width);
-        if (m == kQuantBlock) {
+        if (m == kQuantBlock && vector && width <= detail::kQuantVectorPackWidth &&
+            capacity - at >= bytes + detail::kQuantWritePast) {
+            detail::pack_full_block_avx2(z, width, out + at);
+        } else if (m == kQuantBlock) {
             kPack[width](z, out + at);  // a full block is exactly its 4 * width bytes
         } else {
             std::uint8_t packed[4 * kMostWidth];

@@ -1,9 +1,20 @@
-// The quant decoder's block of 32 in eight int32 and float lanes. Eight
+// The quant codec's block of 32 in eight int32 and float lanes.
+//
+// Decoding: eight
 // values of W bits are W whole bytes, so each group of eight starts on a
 // byte: one shuffle puts each value's four bytes in its lane and one shift
 // and mask take its bits out. The running sum of the differences, which a
 // scalar loop walks one value after another, takes two shifted adds a half
 // and one carry between halves and between groups.
+//
+// Encoding: each level's difference from the one before is taken in
+// registers (the levels moved up a lane, the last group's last level in
+// lane 0), not from an array written and read back a lane apart. Packing
+// eight values of W bits (W whole bytes) joins neighbours twice in 64-bit
+// lanes, two values of W bits into one of 2W and two of those into 4W, then
+// the two halves into 128 bits: the same instructions for every W, where a
+// packer unrolled for each W is a jump the branch predictor misses whenever
+// the width changes from block to block.
 #include "quant_kernels.h"
 
 #include "slabcast/quant_codec.h"
@@ -11,6 +22,7 @@
 #include <immintrin.h>
 
 #include <array>
+#include <cstring>
 #include <utility>
 
 namespace slabcast::run::detail {
@@ -91,5 +103,54 @@ constexpr auto kDecoders = decoders(std::make_index_sequence<kMostWidth + 1>());
 }  // namespace
 
 FullBlockDecoder full_block_decoder_avx2(int width) { return kDecoders[static_cast<std::size_t>(width)]; }
+
+std::uint32_t full_block_differences_avx2(const float* values, float lo, double inverse, std::int32_t levels,
+                                          std::int32_t& previous, std::uint32_t* z) {
+    // x >= lo, so adding a half and truncating rounds to the nearest level
+    // (1 / q rounded may carry the top value a level past the last: kept at
+    // the last). Built without contraction (shared/CMakeLists.txt), so that
+    // the product and the sum round as the portable loop's do.
+    const __m256d lo4 = _mm256_set1_pd(lo), inverse4 = _mm256_set1_pd(inverse), half = _mm256_set1_pd(0.5);
+    const auto level_of = [&](__m128 x) {
+        const __m256d from_lo = _mm256_sub_pd(_mm256_cvtps_pd(x), lo4);
+        return _mm256_cvttpd_epi32(_mm256_add_pd(_mm256_mul_pd(from_lo, inverse4), half));
+    };
+    const __m256i top = _mm256_set1_epi32(levels), up_one_lane = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6);
+    __m256i before = _mm256_set1_epi32(previous), any = _mm256_setzero_si256();
+    for (int g = 0; g < kQuantBlock; g += 8) {
+        const __m256 x = _mm256_loadu_ps(values + g);
+        const __m256i level = _mm256_min_epi32(
+            _mm256_set_m128i(level_of(_mm256_extractf128_ps(x, 1)), level_of(_mm256_castps256_ps128(x))), top);
+        const __m256i earlier = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(level, up_one_lane), before, 0x01);
+        const __m256i d = _mm256_sub_epi32(level, earlier);
+        const __m256i zig = _mm256_xor_si256(_mm256_slli_epi32(d, 1), _mm256_srai_epi32(d, 31));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(z + g), zig);
+        any = _mm256_or_si256(any, zig);
+        before = _mm256_permutevar8x32_epi32(level, _mm256_set1_epi32(7));
+    }
+    previous = _mm256_cvtsi256_si32(before);
+    __m128i folded = _mm_or_si128(_mm256_castsi256_si128(any), _mm256_extracti128_si256(any, 1));
+    folded = _mm_or_si128(folded, _mm_srli_si128(folded, 8));
+    folded = _mm_or_si128(folded, _mm_srli_si128(folded, 4));
+    return static_cast<std::uint32_t>(_mm_cvtsi128_si32(folded));
+}
+
+void pack_full_block_avx2(const std::uint32_t* z, int width, std::uint8_t* out) {
+    const __m128i w = _mm_cvtsi32_si128(width), two_w = _mm_cvtsi32_si128(2 * width);
+    const __m256i low_32 = _mm256_set1_epi64x(0xffffffff);
+    for (int g = 0; g < kQuantBlock / 8; ++g) {
+        const __m256i values = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(z + 8 * g));
+        // 64-bit lane i: value 2i, then 2i + 1 from bit W.
+        const __m256i pairs =
+            _mm256_or_si256(_mm256_and_si256(values, low_32), _mm256_sll_epi64(_mm256_srli_epi64(values, 32), w));
+        // Lanes 0 and 2: four values each, the next pair from bit 2W (4W <= 64 bits).
+        const __m256i fours = _mm256_or_si256(pairs, _mm256_sll_epi64(_mm256_srli_si256(pairs, 8), two_w));
+        const auto first = static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm256_castsi256_si128(fours)));
+        const auto second = static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm256_extracti128_si256(fours, 1)));
+        const unsigned __int128 eight = first | static_cast<unsigned __int128>(second) << (4 * width);
+        // 16 bytes of which the first W are the group's; the next group's overwrite the rest.
+        std::memcpy(out + g * width, &eight, sizeof eight);
+    }
+}
 
 }  // namespace slabcast::run::detail

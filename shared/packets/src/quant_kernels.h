@@ -1,5 +1,5 @@
-// The quant decoder's kernel for AVX2 and FMA (quant_codec_avx2.cpp, the
-// only file built for them): called only where the CPU has both, so the
+// The quant codec's block kernels for AVX2 and FMA (quant_codec_avx2.cpp,
+// the only file built for them): called only where the CPU has both, so the
 // library still runs on any x86-64.
 #pragma once
 
@@ -21,5 +21,21 @@ constexpr std::size_t kQuantReadPast = 16;
 using FullBlockDecoder = bool (*)(const std::uint8_t* packed, float lo, float q, std::uint32_t levels,
                                   std::int32_t& level, float* values);
 FullBlockDecoder full_block_decoder_avx2(int width);
+
+// A full block's zigzagged level differences (32) into `z`, each value's
+// level computed as the portable loop does it (in doubles, bit for bit),
+// `previous` the level before the block and then its last; returns their OR.
+std::uint32_t full_block_differences_avx2(const float* values, float lo, double inverse, std::int32_t levels,
+                                          std::int32_t& previous, std::uint32_t* z);
+
+// Widths the packer below takes, and bytes it may write after a block's own
+// (zeros; the caller packs a block with less room after it elsewhere).
+constexpr int kQuantVectorPackWidth = 16;
+constexpr std::size_t kQuantWritePast = 16;
+
+// A full block's zigzagged differences (32, each under 2^width, width at
+// most kQuantVectorPackWidth) packed into 4 * width bytes at `out`, as the
+// format lays them, whatever the width: no branch on it.
+void pack_full_block_avx2(const std::uint32_t* z, int width, std::uint8_t* out);
 
 }  // namespace slabcast::run::detail
