@@ -248,7 +248,7 @@ bool quant_decode(const std::uint8_t* payload, std::size_t bytes, int count, int
             const std::uint8_t* packed = payload + at;
             if (bytes - at < need + detail::kQuantReadPast)
                 packed = static_cast<std::uint8_t*>(std::memcpy(padded, packed, need));
-            in_range &= detail::full_block_decoder_avx2(width)(packed, lo, q, levels, level, values + done);
+            in_range &= detail::decode_full_block_avx2(packed, width, lo, q, levels, level, values + done);
         } else {
             std::uint32_t z[kQuantBlock];
             if (m == kQuantBlock) {

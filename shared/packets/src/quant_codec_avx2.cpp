@@ -1,20 +1,21 @@
-// The quant codec's block of 32 in eight int32 and float lanes.
+// The quant codec's block of 32 in eight int32 and float lanes. Every
+// width W goes through the same instructions: code unrolled for each W is a
+// jump the branch predictor misses whenever the width changes from one
+// block to the next, as it does on a real field.
 //
-// Decoding: eight
-// values of W bits are W whole bytes, so each group of eight starts on a
-// byte: one shuffle puts each value's four bytes in its lane and one shift
-// and mask take its bits out. The running sum of the differences, which a
-// scalar loop walks one value after another, takes two shifted adds a half
-// and one carry between halves and between groups.
+// Decoding: eight values of W bits are W whole bytes, so each group of
+// eight starts on a byte: one shuffle puts each value's four bytes in its
+// lane and one shift and mask take its bits out (the shuffle, shifts and
+// mask looked up by W). The running sum of the differences, which a scalar
+// loop walks one value after another, takes two shifted adds a half and one
+// carry between halves and between groups.
 //
 // Encoding: each level's difference from the one before is taken in
 // registers (the levels moved up a lane, the last group's last level in
 // lane 0), not from an array written and read back a lane apart. Packing
 // eight values of W bits (W whole bytes) joins neighbours twice in 64-bit
 // lanes, two values of W bits into one of 2W and two of those into 4W, then
-// the two halves into 128 bits: the same instructions for every W, where a
-// packer unrolled for each W is a jump the branch predictor misses whenever
-// the width changes from block to block.
+// the two halves into 128 bits.
 #include "quant_kernels.h"
 
 #include "slabcast/quant_codec.h"
@@ -38,22 +39,30 @@ bool have_avx2_fma() {
 
 namespace {
 
+constexpr int kMostWidth = kMaxQuantBits + 1;
+
 // Where a group of eight W-bit values lies: lanes 0-3 read the group's
 // first 16 bytes, lanes 4-7 the 16 from byte W / 2 (value 7 ends at most
 // 14 bytes in, so every lane's four bytes lie inside its half's 16).
-template <int W>
 struct GroupLayout {
-    static constexpr int kHighHalf = W / 2;
+    int high_half = 0;
     std::array<char, 32> shuffle{};  // lane k's four bytes, from its half's 16
     std::array<int, 8> shift{};      // lane k's first bit in its four bytes
-    constexpr GroupLayout() {
+    std::uint32_t mask = 0;
+    constexpr explicit GroupLayout(int w) : high_half(w / 2), mask(static_cast<std::uint32_t>((1u << w) - 1)) {
         for (int k = 0; k < 8; ++k) {
-            const int bit = k * W, byte = bit / 8 - (k < 4 ? 0 : kHighHalf);
+            const int bit = k * w, byte = bit / 8 - (k < 4 ? 0 : high_half);
             for (int b = 0; b < 4; ++b) shuffle[static_cast<std::size_t>(4 * k + b)] = static_cast<char>(byte + b);
             shift[static_cast<std::size_t>(k)] = bit % 8;
         }
     }
 };
+template <std::size_t... W>
+constexpr std::array<GroupLayout, sizeof...(W)> layouts(std::index_sequence<W...>) {
+    return {GroupLayout(static_cast<int>(W))...};
+}
+// Looked up by the block's width (a load, not a jump: one loop serves every width).
+constexpr auto kLayouts = layouts(std::make_index_sequence<kMostWidth + 1>());
 
 // Lane i becomes the sum of lanes 0..i: within each 128-bit half by adding
 // it shifted by one lane and then by two, then the low half's total (its
@@ -65,20 +74,21 @@ __m256i running_sum(__m256i d) {
     return _mm256_add_epi32(d, _mm256_shuffle_epi32(low_half_up, 0xFF));
 }
 
-template <int W>
-bool full_block(const std::uint8_t* packed, float lo, float q, std::uint32_t levels, std::int32_t& level,
-                float* values) {
-    static constexpr GroupLayout<W> kLayout;
-    const __m256i shuffle = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLayout.shuffle.data()));
-    const __m256i shift = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLayout.shift.data()));
-    const __m256i mask = _mm256_set1_epi32(static_cast<int>((std::uint64_t{1} << W) - 1));
+}  // namespace
+
+bool decode_full_block_avx2(const std::uint8_t* packed, int width, float lo, float q, std::uint32_t levels,
+                            std::int32_t& level, float* values) {
+    const GroupLayout& layout = kLayouts[static_cast<std::size_t>(width)];
+    const __m256i shuffle = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(layout.shuffle.data()));
+    const __m256i shift = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(layout.shift.data()));
+    const __m256i mask = _mm256_set1_epi32(static_cast<int>(layout.mask));
     const __m256i one = _mm256_set1_epi32(1), zero = _mm256_setzero_si256();
     const __m256i top = _mm256_set1_epi32(static_cast<int>(levels)), last_lane = _mm256_set1_epi32(7);
     const __m256 q8 = _mm256_set1_ps(q), lo8 = _mm256_set1_ps(lo);
     __m256i before = _mm256_set1_epi32(level), beyond = zero;
     for (int g = 0; g < kQuantBlock / 8; ++g) {
-        const std::uint8_t* group = packed + g * W;
-        const __m256i bytes = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(group + GroupLayout<W>::kHighHalf),
+        const std::uint8_t* group = packed + g * width;
+        const __m256i bytes = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(group + layout.high_half),
                                                   reinterpret_cast<const __m128i*>(group));
         const __m256i zig = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(bytes, shuffle), shift), mask);
         const __m256i difference =
@@ -92,17 +102,6 @@ bool full_block(const std::uint8_t* packed, float lo, float q, std::uint32_t lev
     level = _mm256_cvtsi256_si32(before);
     return _mm256_testz_si256(beyond, beyond) != 0;
 }
-
-constexpr int kMostWidth = kMaxQuantBits + 1;
-template <std::size_t... W>
-constexpr std::array<FullBlockDecoder, sizeof...(W)> decoders(std::index_sequence<W...>) {
-    return {full_block<static_cast<int>(W)>...};
-}
-constexpr auto kDecoders = decoders(std::make_index_sequence<kMostWidth + 1>());
-
-}  // namespace
-
-FullBlockDecoder full_block_decoder_avx2(int width) { return kDecoders[static_cast<std::size_t>(width)]; }
 
 std::uint32_t full_block_differences_avx2(const float* values, float lo, double inverse, std::int32_t levels,
                                           std::int32_t& previous, std::uint32_t* z) {

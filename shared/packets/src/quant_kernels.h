@@ -18,9 +18,8 @@ constexpr std::size_t kQuantReadPast = 16;
 // at `width` bits (0..17), `level` the level before it and then the block's
 // last; false when a level lies outside 0..`levels`. Each value is
 // fma(level, q, lo) rounded once, as the portable loop computes it.
-using FullBlockDecoder = bool (*)(const std::uint8_t* packed, float lo, float q, std::uint32_t levels,
-                                  std::int32_t& level, float* values);
-FullBlockDecoder full_block_decoder_avx2(int width);
+bool decode_full_block_avx2(const std::uint8_t* packed, int width, float lo, float q, std::uint32_t levels,
+                            std::int32_t& level, float* values);
 
 // A full block's zigzagged level differences (32) into `z`, each value's
 // level computed as the portable loop does it (in doubles, bit for bit),
