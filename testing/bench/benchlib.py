@@ -189,12 +189,23 @@ def run_stream(dims, rate, steps, receive_args=(), shuffle_args=(), staging="sta
         started = time.time()
         with ReceiveWindow([os.path.join(ws.shm, "bench.slab0")]) as window:
             control(ws, data, sync_ports, steps, stager_port=stager.port if stager else None)
-            time.sleep(0.3)
+            wait_sent(shuffle_json[0], steps)
         ended = time.time()
         for role in reversed(ws.roles):
             role.stop()
         return dict(summarize(shuffle_json[0], recv_json, window.seconds), huge_staging=huge,
                     stager_copies=stager.copies(started, ended) if stager else None)
+
+
+def wait_sent(shuffle_json, steps, timeout=120):
+    """Waits until the shuffler has reported `steps` steps sent (the controller
+    returns when it has asked for the last, not when it is out: a slow codec
+    takes a while longer), then for its last datagrams to land."""
+    lib.wait_for(lambda: sum(1 for e in lib.read_json_lines(shuffle_json) if e.get("kind") == "step") >= steps,
+                 timeout=timeout, what="the shuffler to report %d steps sent" % steps,
+                 seen=lambda: "%d reported" % sum(1 for e in lib.read_json_lines(shuffle_json)
+                                                  if e.get("kind") == "step"))
+    time.sleep(0.3)
 
 
 def library_stream(dims, data, rate, steps, queue=0, compute_ms=0):

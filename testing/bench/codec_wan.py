@@ -26,7 +26,6 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "netns"))
@@ -71,7 +70,7 @@ def run_format(bed, data, dims, limit_gbps, fmt, seconds):
                                                         "--count", str(steps), "--shuffler", "127.0.0.1:%d" % sync],
                                capture_output=True, text=True, timeout=900)
             assert r.returncode == 0, r.stderr
-            time.sleep(0.3)
+            benchlib.wait_sent(shuffle_json, steps)
         for role in reversed(ws.roles):
             role.stop()
         figures = benchlib.summarize(shuffle_json, recv_json, window.seconds)
