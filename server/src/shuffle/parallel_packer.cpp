@@ -91,17 +91,9 @@ void ParallelPacker::pack_step(Part& part, std::unique_lock<std::mutex>& lock, s
         if (closing_ || generation_ != generation) return;
         Batch& batch = part.ring[(part.head + part.filled) % part.ring.size()];
         lock.unlock();
-        batch.datagrams.clear();
-        batch.values = 0;
-        while (!batch.datagrams.full()) {
-            const run::RunEncoder::Packet p = part.walker.pack(batch.datagrams.next(), planes, step, slab_);
-            if (p.count == 0) {
-                last = true;
-                break;
-            }
-            batch.datagrams.add(p.bytes);
-            batch.values += static_cast<std::uint64_t>(p.count);
-        }
+        const SlabWalker::Filled filled = part.walker.fill_batch(batch.datagrams, planes, step, slab_);
+        batch.values = filled.values;
+        last = filled.last;
         lock.lock();
         if (generation_ != generation) return;  // the step ended while it was packed
         if (batch.datagrams.count() > 0) ++part.filled;

@@ -23,7 +23,7 @@ int batch_packets(double rate_bps, int most) {
 }  // namespace
 
 SlabSender::SlabSender(const SlabSenderOptions& o)
-    : o_(o), walker_(o.dims, o.z_begin, o.z_end, o.order, o.wire, o.codec, o.ghost_planes), pacer_(o.rate_bps) {
+    : o_(o), pacer_(o.rate_bps) {
     const Endpoint to = parse_endpoint(o.to);
     const auto* v4 = reinterpret_cast<const sockaddr_in*>(&to.addr);
     const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&to.addr);
@@ -45,13 +45,14 @@ SlabSender::SlabSender(const SlabSenderOptions& o)
         const PackerLayout layout{o.dims, o.z_begin, o.z_end, o.ghost_planes, o.slab, o.order, o.wire, o.codec};
         packer_ = std::make_unique<ParallelPacker>(layout, o.encode_threads, packets, gso_);
     } else {
+        walker_.emplace(o.dims, o.z_begin, o.z_end, o.order, o.wire, o.codec, o.ghost_planes);
         batch_.emplace(packets, quad::kMaxPacketBytes, gso_);
     }
 }
 
 void SlabSender::begin_step(std::int32_t step, const float* planes) {
     if (packer_) packer_->begin_step(step, planes);
-    walker_.reset();
+    if (walker_) walker_->reset();
     planes_ = planes;
     step_ = step;
     values_in_step_ = packets_in_step_ = bytes_in_step_ = 0;
@@ -79,13 +80,7 @@ bool SlabSender::send_batch(const std::function<bool()>& stop, const std::functi
         return true;
     }
     // Up to a batch of packets packed straight from the step's values, back to back.
-    batch_->clear();
-    while (!batch_->full()) {
-        const run::RunEncoder::Packet p = walker_.pack(batch_->next(), planes_, step_, o_.slab);
-        if (p.count == 0) break;
-        batch_->add(p.bytes);
-        values_in_step_ += static_cast<std::uint64_t>(p.count);
-    }
+    values_in_step_ += walker_->fill_batch(*batch_, planes_, step_, o_.slab).values;
     if (batch_->count() == 0) {
         planes_ = nullptr;
         return false;

@@ -60,10 +60,10 @@ public:
     std::uint64_t values_in_step() const { return values_in_step_; }
     std::uint64_t packets_in_step() const { return packets_in_step_; }
     std::uint64_t bytes_in_step() const { return bytes_in_step_; }
-    std::uint64_t total_packets() const { return packer_ ? packer_->total_packets() : walker_.total_packets(); }
-    std::uint64_t total_values() const { return packer_ ? packer_->total_values() : walker_.total_records(); }
+    std::uint64_t total_packets() const { return packer_ ? packer_->total_packets() : walker_->total_packets(); }
+    std::uint64_t total_values() const { return packer_ ? packer_->total_values() : walker_->total_records(); }
     std::size_t fixed_packet_bytes() const {
-        return packer_ ? packer_->fixed_packet_bytes() : walker_.fixed_packet_bytes();
+        return packer_ ? packer_->fixed_packet_bytes() : walker_->fixed_packet_bytes();
     }
     // Threads packing the step (1: the sending thread itself).
     int encode_threads() const { return packer_ ? packer_->parts() : 1; }
@@ -73,11 +73,11 @@ private:
     void send(DatagramBatch& batch, const std::function<bool()>& stop, const std::function<void()>& on_refused);
 
     SlabSenderOptions o_;
-    SlabWalker walker_;
     Pacer pacer_;
     Socket socket_;
     bool gso_ = false;
-    std::optional<DatagramBatch> batch_;
+    std::optional<SlabWalker> walker_;        // encode_threads <= 1: packing on the sending thread
+    std::optional<DatagramBatch> batch_;      // the same
     std::unique_ptr<ParallelPacker> packer_;  // encode_threads > 1
     const float* planes_ = nullptr;
     std::int32_t step_ = -1;

@@ -1,5 +1,7 @@
 #include "shuffle/slab_walker.h"
 
+#include "shuffle/datagram_batch.h"
+
 #include "slabcast/quad_packet.h"
 #include "slabcast/run_packet.h"
 
@@ -121,6 +123,22 @@ run::RunEncoder::Packet SlabWalker::pack(std::uint8_t* packet, const float* plan
     if (n == 0) return {};
     quad::write_header(packet, step, n);
     return {n, quad::packet_bytes(n)};
+}
+
+SlabWalker::Filled SlabWalker::fill_batch(DatagramBatch& batch, const float* planes, std::int32_t step,
+                                           std::int32_t slab) {
+    Filled filled;
+    batch.clear();
+    while (!batch.full()) {
+        const run::RunEncoder::Packet p = pack(batch.next(), planes, step, slab);
+        if (p.count == 0) {
+            filled.last = true;
+            break;
+        }
+        batch.add(p.bytes);
+        filled.values += static_cast<std::uint64_t>(p.count);
+    }
+    return filled;
 }
 
 void SlabWalker::prefetch_next(const float* values, std::int64_t left) const {

@@ -21,6 +21,7 @@
 
 namespace slabcast {
 
+class DatagramBatch;
 
 // The data packets' format (docs/wire-format.md): the paper's quad packets, or
 // run packets (a contiguous run of the slab's values, its first voxel once).
@@ -56,6 +57,13 @@ public:
     // included, at `packet` (room for quad::kMaxPacketBytes): its count of
     // values and size, count 0 at the step's end.
     run::RunEncoder::Packet pack(std::uint8_t* packet, const float* planes, std::int32_t step, std::int32_t slab);
+    // `batch` emptied and packed (pack()) until it is full or the step is out:
+    // the values it holds, and whether the step is out (its last packet in it).
+    struct Filled {
+        std::uint64_t values = 0;
+        bool last = false;
+    };
+    Filled fill_batch(DatagramBatch& batch, const float* planes, std::int32_t step, std::int32_t slab);
 
     std::uint64_t total_records() const { return total_; }
     // Packets a step takes (lz4: at most, as it depends on the values).
