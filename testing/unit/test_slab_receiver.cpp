@@ -436,6 +436,48 @@ TEST_CASE_METHOD(Fixture, "a controller looping over the steps comes back to ste
     CHECK(reports[3].complete);
 }
 
+TEST_CASE_METHOD(Fixture, "a short loop whose first packet of a step was lost loses those packets, not the step") {
+    // Steps 0..3 every 10 ms, twice; in the second lap step 1's first 5
+    // packets are lost (the receiver's socket overflowed), both that start a
+    // slab among them: step 1 was replaced 30 ms before, two steps back, so a
+    // run of its packets means the sender is at it again.
+    constexpr std::size_t kLost = 5;
+    for (int lap = 0; lap < 2; ++lap)
+        for (int step = 0; step < 4; ++step) {
+            // 20 packets of 8 values: 0..3 the ghost plane, 4..19 the owned planes.
+            const auto packets = slab_packets(step, geometry, 8);
+            const bool lossy = lap == 1 && step == 1;
+            for (std::size_t i = lossy ? kLost : 0; i < packets.size(); ++i) send(packets[i]);
+            now += 10'000'000;
+        }
+    REQUIRE(reports.size() == 8);
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+        INFO("report " << i << ": step " << reports[i].step << ", " << reports[i].records << " records"
+                       << (reports[i].complete ? ", complete" : ""));
+        CHECK(reports[i].step == static_cast<std::int64_t>(i % 4));
+        CHECK(reports[i].duplicates == 0);
+        CHECK(reports[i].complete == (i != 5));
+    }
+    // Packets 0..4 lost, the next 7 taken for late ones, then the step began
+    // again: its last 20 - 5 - 7 packets arrived.
+    CHECK(receiver.total_stale() == SlabReceiver::kLapPackets - 1);
+    CHECK(reports[5].records == 8u * (20 - kLost - (SlabReceiver::kLapPackets - 1)));
+}
+
+TEST_CASE_METHOD(Fixture, "a late packet of a step two back, one among the current step's, is stale") {
+    const auto step4 = slab_packets(4, geometry, 4), step5 = slab_packets(5, geometry, 4),
+               step6 = slab_packets(6, geometry, 4);
+    send_all(step4, step4.size() - 1);  // its last packet comes late
+    send_all(step5);
+    for (std::size_t i = 0; i < step6.size(); ++i) {
+        CHECK(send(step6[i]) == PacketVerdict::Stored);
+        if (i % 2 == 1 && i < 2 * SlabReceiver::kLapPackets) CHECK(send(step4.back()) == PacketVerdict::Stale);
+    }
+    REQUIRE(reports.size() == 3);
+    CHECK(reports[2].step == 6);
+    CHECK(reports[2].complete);
+}
+
 TEST_CASE_METHOD(Fixture, "a short loop comes back to a step within the stale window, from its first packet") {
     // Steps 0 and 1 alternate every 10 ms: step 0 was replaced 10 ms ago when
     // it comes back, but it comes back from the start of the slab.

@@ -54,6 +54,16 @@ bool SlabReceiver::is_stale(std::int64_t batch, std::int64_t now_ns) const {
     return false;
 }
 
+bool SlabReceiver::comes_round_again(std::int64_t step) {
+    const std::int64_t previous = replaced_[(replaced_next_ + replaced_.size() - 1) % replaced_.size()].step;
+    if (step == previous) return false;  // late packets of the step just replaced are many at its end
+    if (step != stale_run_step_) {
+        stale_run_step_ = step;
+        stale_run_ = 0;
+    }
+    return ++stale_run_ >= kLapPackets;
+}
+
 PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns,
                                    const std::uint8_t* landed) {
     Arrival a;
@@ -66,8 +76,9 @@ PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t lengt
     }
     if (a.step != current_.step || !active_) {
         // A step the controller comes back to starts again with its first
-        // packet; any other packet of a step replaced moments ago is late.
-        if (is_stale(a.step, now_ns) && !a.starts_slab) {
+        // packet (or, that lost, with a run of its packets); any other packet
+        // of a step replaced moments ago is late.
+        if (is_stale(a.step, now_ns) && !a.starts_slab && !comes_round_again(a.step)) {
             ++total_stale_;
             ++current_.stale;
             return PacketVerdict::Stale;
@@ -95,6 +106,7 @@ PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t lengt
     }
     ++total_packets_;
     ++current_.packets;
+    stale_run_ = 0;
 
     if (a.run) store_run(a);
     else if (a.rows) store_quad_rows(a.records, a.count);

@@ -67,8 +67,11 @@ public:
     // A packet of a step that another step replaced less than `stale_window_ns`
     // ago is stale: it was late. A step number seen before means the sender
     // came back to it (a controller looping over the steps) when it comes past
-    // the window, or within it with the packet that starts the slab. A step
-    // with no packet for `step_timeout_ns` is published as it is.
+    // the window, or within it with the packet that starts the slab, or, for a
+    // step replaced two or more steps ago, with kLapPackets of its packets in a
+    // row (a short loop whose first packet was lost). A step with no packet
+    // for `step_timeout_ns` is published as it is.
+    static constexpr int kLapPackets = 8;
     SlabReceiver(int stream, SlabMapping& slab, StepFinished on_finished,
                  std::int64_t stale_window_ns = 250'000'000, std::int64_t step_timeout_ns = 500'000'000);
 
@@ -135,6 +138,9 @@ private:
     void store_quad_rows(const std::uint8_t* packet, int n);
     void count(std::uint64_t fresh, std::uint64_t fresh_ghost, std::uint64_t dups);
     bool is_stale(std::int64_t batch, std::int64_t now_ns) const;
+    // Counts a packet of `step`, replaced within the stale window; true when
+    // the sender is plainly back at it.
+    bool comes_round_again(std::int64_t step);
     bool starts_slab(std::int64_t x, std::int64_t y, std::int64_t z) const;
     bool ghost_complete() const { return current_.ghost_records == ghost_values_; }
     bool ready_to_publish() const;
@@ -179,6 +185,10 @@ private:
     };
     std::array<Replaced, 8> replaced_{};  // the last steps replaced by a newer one
     std::size_t replaced_next_ = 0;
+    // Packets in a row of a step replaced two or more steps ago (none of the
+    // current step between): late packets come one by one, a step behind.
+    std::int64_t stale_run_step_ = -1;
+    int stale_run_ = 0;
     std::uint64_t total_packets_ = 0, total_rejected_ = 0, total_stale_ = 0, total_duplicates_ = 0;
     std::uint64_t finished_expected_ = 0, finished_records_ = 0;
 };
