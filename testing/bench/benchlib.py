@@ -201,10 +201,10 @@ def wait_sent(shuffle_json, steps, timeout=120):
     """Waits until the shuffler has reported `steps` steps sent (the controller
     returns when it has asked for the last, not when it is out: a slow codec
     takes a while longer), then for its last datagrams to land."""
-    lib.wait_for(lambda: sum(1 for e in lib.read_json_lines(shuffle_json) if e.get("kind") == "step") >= steps,
-                 timeout=timeout, what="the shuffler to report %d steps sent" % steps,
-                 seen=lambda: "%d reported" % sum(1 for e in lib.read_json_lines(shuffle_json)
-                                                  if e.get("kind") == "step"))
+    def reported():
+        return sum(1 for e in lib.read_json_lines(shuffle_json) if e.get("kind") == "step")
+    lib.wait_for(lambda: reported() >= steps, timeout=timeout, what="the shuffler to report %d steps sent" % steps,
+                 seen=lambda: "%d reported" % reported())
     time.sleep(0.3)
 
 

@@ -255,8 +255,8 @@ TEST_CASE("quant refuses a level past either end in a full block as in a short o
         for (const std::size_t at : {std::size_t{0}, std::size_t{17}, std::size_t{31}, std::size_t(count - 1)}) {
             std::vector<std::int32_t> levels(static_cast<std::size_t>(count), 1000);
             INFO(count << " values, the level at " << at);
-            REQUIRE(run::quant_decode(plain_payload(levels, 0, 1).data(), plain_payload(levels, 0, 1).size(), count,
-                                      10, out.data()));
+            const std::vector<std::uint8_t> within = plain_payload(levels, 0, 1);
+            REQUIRE(run::quant_decode(within.data(), within.size(), count, 10, out.data()));
             levels[at] = 1024;
             const std::vector<std::uint8_t> above = plain_payload(levels, 0, 1);
             CHECK_FALSE(run::quant_decode(above.data(), above.size(), count, 10, out.data()));
