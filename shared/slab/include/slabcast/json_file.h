@@ -23,7 +23,9 @@ nlohmann::json parse(const std::string& text, const std::string& path);
 // Also refuses anything but a regular file (a FIFO would hang the reader) and
 // a file larger than kMaxTextBytes.
 std::string read_text(const std::string& path);
-void write_atomically(const std::string& path, const std::string& text);
+// `durable`: the file's data is synced before it takes the name (the caller
+// syncs the directory for the name itself).
+void write_atomically(const std::string& path, const std::string& text, bool durable = false);
 
 // A whole number that fits T, or std::runtime_error("<what> must be a whole
 // number" / "is out of range"). nlohmann's get<int>() would convert 1e300 or
