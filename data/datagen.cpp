@@ -115,7 +115,10 @@ int main(int argc, char** argv) {
             char file[64];
             std::snprintf(file, sizeof file, "step_%05d.raw", s);
             const StepStats st = write_step(*generator, s, steps, dims, out + "/" + file);
-            d.steps.push_back(slabcast::DatasetStep{s, file});
+            slabcast::DatasetStep entry;
+            entry.number = s;
+            entry.file = file;
+            d.steps.push_back(entry);
             const double n = static_cast<double>(dims.count()), mean = st.sum / n;
             const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     slabcast::register_shuffle(app, run);
     slabcast::register_control(app, run);
     slabcast::register_receive(app, run);
+    slabcast::register_record(app, run);
     slabcast::register_clean(app, run);
     slabcast::register_demo(app, run);
     slabcast::register_plan(app, run);

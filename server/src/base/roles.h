@@ -14,6 +14,7 @@ void register_stage(CLI::App& root, RoleMain& run);
 void register_shuffle(CLI::App& root, RoleMain& run);
 void register_control(CLI::App& root, RoleMain& run);
 void register_receive(CLI::App& root, RoleMain& run);
+void register_record(CLI::App& root, RoleMain& run);
 void register_clean(CLI::App& root, RoleMain& run);
 void register_demo(CLI::App& root, RoleMain& run);
 void register_plan(CLI::App& root, RoleMain& run);

@@ -228,6 +228,9 @@ private:
             try {
                 const std::int64_t t0 = monotonic_ns();
                 if (!o_.from.empty()) {
+                    if (step.codec != StepCodec::None)
+                        throw std::runtime_error(step.file + " is stored " + to_string(step.codec) +
+                                                 ": stage --from pulls raw steps only (stage it where it is stored)");
                     copier_ = std::make_unique<StepPull>(pull_, remote_dir_.empty() ? step.file : remote_dir_ + "/" + step.file,
                                                          o_.staging, dataset_.step_bytes());
                 } else {
@@ -240,8 +243,12 @@ private:
                         return;
                     }
                     copying_slot_ = claim->slot;
-                    copier_ = std::make_unique<StepCopier>(source, ring_->fd(claim->slot), dataset_.step_bytes(),
-                                                           drop_source_cache_);
+                    if (step.codec == StepCodec::None)
+                        copier_ = std::make_unique<StepCopier>(source, ring_->fd(claim->slot), dataset_.step_bytes(),
+                                                               drop_source_cache_);
+                    else
+                        copier_ = std::make_unique<StepDecoder>(source, step.codec, ring_->fd(claim->slot),
+                                                                dataset_.step_bytes());
                 }
                 copying_pos_ = pos;
                 copy_started_ns_ = monotonic_ns();

@@ -42,4 +42,25 @@ bool StepCopier::advance(std::uint64_t max_bytes) {
     return copied_ == total_;
 }
 
+StepDecoder::StepDecoder(const std::string& source, StepCodec codec, int slot, std::uint64_t expected_bytes)
+    : reader_(source, codec, expected_bytes), slot_(slot), total_(expected_bytes), piece_(std::size_t{1} << 20) {}
+
+bool StepDecoder::advance(std::uint64_t max_bytes) {
+    const std::uint64_t end = std::min(total_, copied_ + max_bytes);
+    while (copied_ < end) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(end - copied_, piece_.size()));
+        reader_.read(piece_.data(), n);
+        for (std::size_t done = 0; done < n;) {
+            const ssize_t w = ::pwrite(slot_, piece_.data() + done, n - done, static_cast<off_t>(copied_ + done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) throw std::runtime_error(reader_.path() + ": cannot write into the staging slot: " +
+                                                 std::strerror(errno));
+            done += static_cast<std::size_t>(w);
+        }
+        copied_ += n;
+    }
+    if (copied_ == total_) reader_.finish();
+    return copied_ == total_;
+}
+
 }  // namespace slabcast

@@ -8,10 +8,13 @@
 // "Stager").
 #pragma once
 
+#include "slabcast/step_file.h"
 #include "slabcast/unique_fd.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace slabcast {
 
@@ -50,6 +53,24 @@ private:
     int slot_;
     std::uint64_t total_ = 0, copied_ = 0;
     bool drop_source_cache_;
+};
+
+// A compressed step file (a recording's, slabcast/step_file.h) decoded into
+// the slot a megabyte at a time: the piece stays in the cache on its way from
+// the decoder to the slot's pages. The frame's checksum is checked at its end,
+// before the stager publishes the step.
+class StepDecoder : public StepFetch {
+public:
+    StepDecoder(const std::string& source, StepCodec codec, int slot, std::uint64_t expected_bytes);
+    bool advance(std::uint64_t max_bytes) override;
+    std::uint64_t copied() const override { return copied_; }
+    std::uint64_t total() const override { return total_; }
+
+private:
+    StepFileReader reader_;
+    int slot_;
+    std::uint64_t total_ = 0, copied_ = 0;
+    std::vector<std::uint8_t> piece_;
 };
 
 }  // namespace slabcast

@@ -46,7 +46,7 @@ struct StepFileReader::Lz4 {
     std::vector<std::uint8_t> in = std::vector<std::uint8_t>(kReadChunk);
     std::size_t in_begin = 0, in_end = 0;
     bool file_ended = false;
-    bool frame_ended = false;
+    bool frame_ended = false;  // its end mark and checksum read
     std::vector<std::uint8_t> scratch;  // decoded bytes a caller skips
     ~Lz4() { LZ4F_freeDecompressionContext(dctx); }
 };
@@ -76,34 +76,33 @@ std::uint64_t StepFileReader::read_raw(std::uint8_t* out, std::uint64_t n) {
     return done;
 }
 
-void StepFileReader::read_lz4(std::uint8_t* out, std::uint64_t n) {
+std::uint64_t StepFileReader::read_lz4(std::uint8_t* out, std::uint64_t n) {
     Lz4& z = *lz4_;
     std::uint64_t done = 0;
-    // n == 0 still runs once: finish() reads the frame's end mark and checksum.
-    do {
+    while (done < n && !z.frame_ended) {
         if (z.in_begin == z.in_end && !z.file_ended) {
             z.in_begin = 0;
             z.in_end = static_cast<std::size_t>(read_raw(z.in.data(), z.in.size()));
             z.file_ended = z.in_end < z.in.size();
         }
-        if (z.frame_ended) {
-            if (done < n) throw std::runtime_error(path_ + ": LZ4 frame ends after " + std::to_string(position_ + done) +
-                                                   " of " + std::to_string(total_) + " bytes");
-            return;
-        }
         std::size_t dst = static_cast<std::size_t>(std::min<std::uint64_t>(n - done, kChunk));
         std::size_t src = z.in_end - z.in_begin;
-        const std::size_t hint =
-            LZ4F_decompress(z.dctx, out ? out + done : z.scratch.data(), &dst, z.in.data() + z.in_begin, &src, nullptr);
+        const std::size_t hint = LZ4F_decompress(z.dctx, out + done, &dst, z.in.data() + z.in_begin, &src, nullptr);
         if (LZ4F_isError(hint))
             throw std::runtime_error(path_ + ": not a whole LZ4 frame (" + LZ4F_getErrorName(hint) + ")");
         z.in_begin += src;
         done += dst;
-        if (hint == 0) z.frame_ended = true;
-        else if (src == 0 && dst == 0 && z.in_begin == z.in_end && z.file_ended)
-            throw std::runtime_error(path_ + ": cut short: the LZ4 frame ends after " + std::to_string(position_ + done) +
-                                     " of " + std::to_string(total_) + " bytes");
-    } while (done < n || (n == 0 && !z.frame_ended));
+        if (hint == 0) {
+            z.frame_ended = true;
+        } else if (src == 0 && dst == 0) {
+            // Room to write and no progress: the frame wants input the file does not have.
+            if (z.in_begin == z.in_end && z.file_ended)
+                throw std::runtime_error(path_ + ": cut short: its LZ4 frame ends after " +
+                                         std::to_string(position_ + done) + " of " + std::to_string(total_) + " bytes");
+            throw std::runtime_error(path_ + ": the LZ4 decoder made no progress");
+        }
+    }
+    return done;
 }
 
 void StepFileReader::read(void* out, std::uint64_t n) {
@@ -116,13 +115,14 @@ void StepFileReader::read(void* out, std::uint64_t n) {
         } else if (::lseek(fd_.get(), static_cast<off_t>(n), SEEK_CUR) < 0) {
             throw std::runtime_error(path_ + ": cannot seek: " + std::strerror(errno));
         }
-    } else if (out) {
-        read_lz4(static_cast<std::uint8_t*>(out), n);
     } else {
-        lz4_->scratch.resize(std::min<std::uint64_t>(n, kChunk));
+        if (!out) lz4_->scratch.resize(static_cast<std::size_t>(std::min<std::uint64_t>(n, kChunk)));
         for (std::uint64_t left = n; left > 0;) {
-            const std::uint64_t piece = std::min<std::uint64_t>(left, lz4_->scratch.size());
-            read_lz4(lz4_->scratch.data(), piece);
+            const std::uint64_t piece = out ? left : std::min<std::uint64_t>(left, lz4_->scratch.size());
+            std::uint8_t* to = out ? static_cast<std::uint8_t*>(out) + (n - left) : lz4_->scratch.data();
+            if (read_lz4(to, piece) != piece)
+                throw std::runtime_error(path_ + ": its LZ4 frame holds fewer than the " + std::to_string(total_) +
+                                         " bytes of a step");
             left -= piece;
         }
     }
@@ -137,7 +137,12 @@ void StepFileReader::finish() {
             throw std::runtime_error(path_ + ": longer than the " + std::to_string(total_) + " bytes of a step");
         return;
     }
-    read_lz4(&extra, 0);  // the end mark and the checksum, checked
+    // The end mark and the checksum, checked; a frame that goes on is named.
+    std::uint8_t more[4096];
+    while (!lz4_->frame_ended)
+        if (read_lz4(more, sizeof more) != 0)
+            throw std::runtime_error(path_ + ": its LZ4 frame holds more than the " + std::to_string(total_) +
+                                     " bytes of a step");
     if (lz4_->in_begin != lz4_->in_end || read_raw(&extra, 1) != 0)
         throw std::runtime_error(path_ + ": bytes after its LZ4 frame");
 }

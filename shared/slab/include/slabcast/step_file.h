@@ -42,7 +42,8 @@ public:
 
 private:
     std::uint64_t read_raw(std::uint8_t* out, std::uint64_t n);  // file bytes, short only at the end
-    void read_lz4(std::uint8_t* out, std::uint64_t n);
+    // Up to `n` decoded bytes (fewer only where the frame ends).
+    std::uint64_t read_lz4(std::uint8_t* out, std::uint64_t n);
     std::string path_;
     StepCodec codec_;
     UniqueFd fd_;
