@@ -22,6 +22,8 @@ packages=(
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libavdevice-dev
   # tests and demo: rendering without a display, MPI ranks, network peers, plots (slabcast plot)
   python3 xvfb openmpi-bin iproute2 iperf3 xxhash zstd rsync python3-matplotlib
+  # LZ4 frames of dataset steps made by the lz4 tool (plugin_dataset_reader)
+  lz4
   # the tiled wall's screens taken with xwd (plugin_wall)
   x11-apps
   # libslabcast's Python module and its MPI example (issue 20)

@@ -7,6 +7,7 @@
 #include "vtkTypeInt64Array.h"
 
 #include "slabcast/clock.h"
+#include "slabcast/dataset.h"
 #include "slabcast/publication.h"
 
 #include <cmath>
@@ -110,6 +111,23 @@ void AddStreamFieldData(vtkFieldData* fd, const slabcast::SlabFigures& totals)
 {
   AddOne<vtkDoubleArray>(fd, "StreamGbps", totals.gbps);
   AddOne<vtkDoubleArray>(fd, "StreamLossPercent", totals.last_step_loss_percent);
+}
+
+void AddDatasetStepFieldData(vtkFieldData* fd, const slabcast::DatasetStep& step)
+{
+  AddOne<vtkTypeInt64Array>(fd, "slabcast_step", step.number);
+  if (!step.recorded)
+  {
+    return;
+  }
+  const slabcast::RecordedStep& r = *step.recorded;
+  // Signed 64-bit, as the live reader's counters: counts of a volume's
+  // values fit in 63 bits.
+  AddOne<vtkTypeInt64Array>(fd, "slabcast_records", static_cast<vtkTypeInt64>(r.records));
+  AddOne<vtkTypeInt64Array>(fd, "slabcast_expected", static_cast<vtkTypeInt64>(r.expected));
+  AddOne<vtkTypeInt64Array>(fd, "slabcast_holes", static_cast<vtkTypeInt64>(r.holes));
+  AddOne<vtkIntArray>(fd, "slabcast_complete", r.complete ? 1 : 0);
+  AddOne<vtkTypeInt64Array>(fd, "slabcast_published_ns", r.published_ns);
 }
 
 } // namespace slabcast_vtk

@@ -1,6 +1,6 @@
 // The field data of a reader's output that tells the GUI and scripts which
 // step is on screen, how whole it is, and the stream's figures for a frame's
-// caption.
+// caption; for a dataset on disk, the step and what its recording reported.
 #ifndef SlabcastFieldData_h
 #define SlabcastFieldData_h
 
@@ -12,6 +12,11 @@
 #include <vector>
 
 class vtkFieldData;
+
+namespace slabcast
+{
+struct DatasetStep;
+}
 
 namespace slabcast_vtk
 {
@@ -28,6 +33,13 @@ void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
 // receivers' rate over their last status second, and "StreamLossPercent",
 // the last finished step's loss, for a frame's caption.
 void AddStreamFieldData(vtkFieldData* fd, const slabcast::SlabFigures& totals);
+
+// A dataset's step shown (vtkSlabcastDatasetReader): "slabcast_step", and
+// for a recorded step what the receivers reported of it when it was
+// published ("slabcast_records", "slabcast_expected", "slabcast_holes",
+// "slabcast_complete", "slabcast_published_ns"), so a replay shows how whole
+// each step was, as the live reader's field data does.
+void AddDatasetStepFieldData(vtkFieldData* fd, const slabcast::DatasetStep& step);
 
 } // namespace slabcast_vtk
 
