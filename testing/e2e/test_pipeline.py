@@ -44,10 +44,11 @@ class Deployment:
         ports = free_udp_ports(2 * STREAMS + 1)
         self.data_ports, self.sync_ports, self.stager_port = ports[:STREAMS], ports[STREAMS:2 * STREAMS], ports[-1]
         self.recv_json = os.path.join(ws.dir, name + "-receive.json")
-        self.receiver = ws.start("receive", [
+        self.receiver_args = [
             "receive", "--name", name, "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
             "--listen", "127.0.0.1", "--shm-dir", ws.shm, "--stats-json", self.recv_json,
-        ] + list(receive_args) + sum((["--stream", "%d:%d" % (k, p)] for k, p in enumerate(self.data_ports)), []))
+        ] + list(receive_args) + sum((["--stream", "%d:%d" % (k, p)] for k, p in enumerate(self.data_ports)), [])
+        self.receiver = ws.start("receive", self.receiver_args)
         self.descriptor = os.path.join(ws.shm, name + ".slabcast")
         wait_for(lambda: os.path.exists(self.descriptor), what="the receiver's descriptor")
         self.stage_json = os.path.join(ws.dir, name + "-stage.json")

@@ -62,12 +62,17 @@ def slab_bytes(dims, planes, buffers=2):
     return 4096 + buffers * (page(4 * values) + page(values))
 
 
-class FullShmTest(unittest.TestCase):
+class PrivateMountsTest(unittest.TestCase):
+    """Tests that mount tmpfs file systems only their process sees."""
+
     @classmethod
     def setUpClass(cls):
         why = private_mount_namespace()
         if why:
             raise unittest.SkipTest(why)
+
+
+class FullShmTest(PrivateMountsTest):
 
     def setUp(self):
         self.ws = Workspace("shmfull")

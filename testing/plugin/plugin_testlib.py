@@ -8,6 +8,7 @@ environment ctest sets (see CMakeLists.txt).
 """
 import contextlib
 import os
+import re
 import random
 import shutil
 import signal
@@ -262,6 +263,14 @@ def receiver(directory, name, dims, depth, slabs, extra_args=(), server=None):
                 proc.kill()
                 proc.wait()
         logfile.close()
+
+
+def check_rank_reports(out, ranks):
+    """Each of `ranks` pvbatch ranks printed "RANK r/ranks OK": mpirun may
+    splice two ranks' lines together, so reports are matched, not lines."""
+    reports = dict((int(r), verdict) for r, verdict in re.findall(r"RANK (\d+)/%d (OK|FAIL)" % ranks, out))
+    check(sorted(reports) == list(range(ranks)), "ranks %s of %d reported" % (sorted(reports), ranks))
+    check(all(v == "OK" for v in reports.values()), "a rank failed")
 
 
 def read_image_stats(stdout):

@@ -174,10 +174,7 @@ def mpi(d):
                         ranks=ranks, symmetric=True, offscreen=False)
     out, _ = t.run(cmd, env=t.paraview_env(), timeout=180)
     t.log(out)
-    # mpirun may splice two ranks' lines together: match reports, not lines.
-    reports = dict((int(r), verdict) for r, verdict in re.findall(r"RANK (\d+)/%d (OK|FAIL)" % ranks, out))
-    t.check(sorted(reports) == list(range(ranks)), "ranks %s of %d reported" % (sorted(reports), ranks))
-    t.check(all(v == "OK" for v in reports.values()), "a rank failed")
+    t.check_rank_reports(out, ranks)
     planes = sorted((int(a), int(b)) for a, b in re.findall(r"RANK \d+/%d OK planes (\d+)\.\.(\d+)" % ranks, out))
     # Point extents of neighbouring pieces share one plane.
     t.check(planes[0][0] == 0 and planes[-1][1] == DIMS[2] - 1 and planes[0][1] >= planes[1][0] - 1

@@ -15,10 +15,7 @@ def run_ranks(descriptor, ranks):
                         ranks=ranks, symmetric=True, offscreen=False)
     out, _ = t.run(cmd, env=t.paraview_env(), timeout=180)
     t.log(out)
-    # mpirun may splice two ranks' lines together: match reports, not lines.
-    reports = dict((int(r), verdict) for r, verdict in re.findall(r"RANK (\d+)/%d (OK|FAIL)" % ranks, out))
-    t.check(sorted(reports) == list(range(ranks)), "ranks %s of %d reported" % (sorted(reports), ranks))
-    t.check(all(v == "OK" for v in reports.values()), "a rank failed")
+    t.check_rank_reports(out, ranks)
 
 
 def run_steps(directory, ranks):
