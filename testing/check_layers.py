@@ -31,11 +31,13 @@ LAYERS = {
                            "server/src/stage"],
     "server/src/receive": ["shared/slab", "shared/packets", "server/src/base"],
     "server/src/record": ["shared/slab", "shared/packets", "server/src/base"],
+    # A replay sends with the shuffler's sending side only (like server/lib).
+    "server/src/replay": ["shared/slab", "shared/packets", "server/src/base", "server/src/shuffle"],
     "server/src/setup": ["shared/slab", "shared/packets", "server/src/base"],
     "server/src/demo": ["shared/slab", "shared/packets", "server/src/base", "server/src/setup"],
     "server/src": ["shared/slab", "shared/packets", "server/src/base", "server/src/control",
                    "server/src/mover", "server/src/stage", "server/src/shuffle", "server/src/receive",
-                   "server/src/record", "server/src/setup", "server/src/demo"],
+                   "server/src/record", "server/src/replay", "server/src/setup", "server/src/demo"],
     # libslabcast sends with the shuffler's sending side, and nothing above it.
     "server/lib": ["shared/slab", "shared/packets", "server/src/base", "server/src/shuffle"],
     "plugin": ["shared/slab", "shared/render"],

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     slabcast::register_control(app, run);
     slabcast::register_receive(app, run);
     slabcast::register_record(app, run);
+    slabcast::register_replay(app, run);
     slabcast::register_clean(app, run);
     slabcast::register_demo(app, run);
     slabcast::register_plan(app, run);

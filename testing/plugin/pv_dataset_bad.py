@@ -25,6 +25,6 @@ print("points:", algo.GetOutputDataObject(0).GetNumberOfPoints(), flush=True)
 if len(sys.argv) > 3:
     reader.UpdatePipeline(float(sys.argv[3]))
     image = algo.GetOutputDataObject(0)
-    step = image.GetFieldData().GetArray("slabcast_step")
+    step = image.GetFieldData().GetArray("Step")
     print("then: step %d, points %d" % (step.GetValue(0) if step else -1, image.GetNumberOfPoints()), flush=True)
 print("SURVIVED", flush=True)

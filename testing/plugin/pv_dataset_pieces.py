@@ -55,7 +55,7 @@ try:
         check(ext[:4] == (0, nx - 1, 0, ny - 1) and 0 <= ext[4] <= ext[5] < nz, "step %d: extent %s" % (step, ext))
         check(ranks == 1 or ext[4:] != (0, nz - 1), "step %d: %d ranks, yet this one read every plane" % (step, ranks))
         fd = image.GetFieldData()
-        check(fd.GetArray("slabcast_step").GetValue(0) == step, "step %d: slabcast_step differs" % step)
+        check(fd.GetArray("Step").GetValue(0) == step, "step %d: Step differs" % step)
         same_bits(image.GetPointData().GetArray(field), planes("values", step, ext[4], ext[5]),
                   "step %d values" % step)
         if s["ages"]:

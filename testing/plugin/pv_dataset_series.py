@@ -75,10 +75,10 @@ def check_step(image, step, ext, ages_on=True):
     else:
         check(ages is None, "%s: an age array where none is wanted" % what)
     fd = image.GetFieldData()
-    check(field_value(fd, "slabcast_step") == step, "%s: slabcast_step %s" % (what, field_value(fd, "slabcast_step")))
+    check(field_value(fd, "Step") == step, "%s: Step %s" % (what, field_value(fd, "Step")))
     recorded = steps[step]["recorded"]
-    for key in ("records", "expected", "holes", "complete", "published_ns"):
-        name = "slabcast_" + key
+    for key, name in (("records", "StepRecords"), ("expected", "StepExpected"), ("holes", "StepHoles"),
+                      ("complete", "StepComplete"), ("published_ns", "StepPublishedNs")):
         if recorded is None:
             check(fd.GetArray(name) is None, "%s: %s without a recording's report" % (what, name))
         else:

@@ -78,7 +78,7 @@ TEST_CASE("a recording lists each step it wrote, and it reads back bit for bit")
         const std::string out = dir.file(to_string(codec));
         const Step a = make_step(1), b = make_step(2);
         {
-            RecordingRing ring(out, shape(), "src.slabcast", codec, 0);
+            RecordingRing ring(out, shape(), "src.slabcast", 4, codec, 0);
             CHECK(read_dataset(out, true).steps.empty());
             CHECK(ring.add(a.record(5)) == RecordingRing::Result::Recorded);
             CHECK(ring.add(b.record(6)) == RecordingRing::Result::Recorded);
@@ -104,7 +104,7 @@ TEST_CASE("a recording lists each step it wrote, and it reads back bit for bit")
 TEST_CASE("with a budget the ring keeps the newest steps that fit") {
     TempShmDir dir;
     const std::uint64_t step_bytes = static_cast<std::uint64_t>(kDims.count()) * 5;
-    RecordingRing ring(dir.path + "/r", shape(), "s", StepCodec::None, 3 * step_bytes + step_bytes / 2);
+    RecordingRing ring(dir.path + "/r", shape(), "s", 4, StepCodec::None, 3 * step_bytes + step_bytes / 2);
     for (int i = 0; i < 8; ++i) REQUIRE(ring.add(make_step(i).record(i)) == RecordingRing::Result::Recorded);
     const Dataset d = read_dataset(dir.path + "/r");
     REQUIRE(d.steps.size() == 3);
@@ -119,7 +119,7 @@ TEST_CASE("with a budget the ring keeps the newest steps that fit") {
 
 TEST_CASE("a step heard again replaces its older recording") {
     TempShmDir dir;
-    RecordingRing ring(dir.path, shape(), "s", StepCodec::Lz4, 0);
+    RecordingRing ring(dir.path, shape(), "s", 4, StepCodec::Lz4, 0);
     ring.add(make_step(1).record(0));
     ring.add(make_step(2).record(1));
     ring.add(make_step(3).record(0));
@@ -135,7 +135,7 @@ TEST_CASE("the next run removes what a stopped run left unlisted and goes on") {
     TempShmDir dir;
     const std::string out = dir.path + "/r";
     {
-        RecordingRing ring(out, shape(), "s", StepCodec::Lz4, 0);
+        RecordingRing ring(out, shape(), "s", 4, StepCodec::Lz4, 0);
         ring.add(make_step(1).record(1));
         ring.count_skipped(2);
         ring.flush();
@@ -146,7 +146,7 @@ TEST_CASE("the next run removes what a stopped run left unlisted and goes on") {
     std::ofstream(out + "/step_000002-00000001.age.lz4") << "whole but unlisted";
     std::ofstream(out + "/dataset.json.tmp-4242") << "{";
     {
-        RecordingRing ring(out, shape(), "s", StepCodec::Lz4, 0);
+        RecordingRing ring(out, shape(), "s", 4, StepCodec::Lz4, 0);
         CHECK(files_in(out) == listed_files(read_dataset(out)));
         ring.add(make_step(3).record(3));
     }
@@ -160,7 +160,7 @@ TEST_CASE("the next run removes what a stopped run left unlisted and goes on") {
 
     // A listed step whose files were deleted by hand is left out, not read.
     std::filesystem::remove(out + "/" + d.steps[0].file);
-    RecordingRing again(out, shape(), "s", StepCodec::Lz4, 0);
+    RecordingRing again(out, shape(), "s", 4, StepCodec::Lz4, 0);
     REQUIRE(again.dataset().steps.size() == 1);
     CHECK(again.dataset().steps[0].number == 3);
 }
@@ -168,17 +168,17 @@ TEST_CASE("the next run removes what a stopped run left unlisted and goes on") {
 TEST_CASE("a recording refuses a directory that is not one of its volume") {
     TempShmDir dir;
     std::ofstream(dir.file("notes.txt")) << "mine";
-    CHECK_THROWS_WITH(RecordingRing(dir.path, shape(), "s", StepCodec::Lz4, 0),
+    CHECK_THROWS_WITH(RecordingRing(dir.path, shape(), "s", 4, StepCodec::Lz4, 0),
                       Catch::Contains("holds 'notes.txt' and no recording"));
     std::filesystem::remove(dir.file("notes.txt"));
     std::ofstream(dir.file("dataset.json"))
         << R"({"name":"d","field":"rho","dtype":"float32","dims":[16,12,10],"steps":[{"step":0,"file":"a.raw"}]})";
-    CHECK_THROWS_WITH(RecordingRing(dir.path, shape(), "s", StepCodec::Lz4, 0),
+    CHECK_THROWS_WITH(RecordingRing(dir.path, shape(), "s", 4, StepCodec::Lz4, 0),
                       Catch::Contains("holds a dataset, not a recording"));
     std::filesystem::remove(dir.file("dataset.json"));
-    { RecordingRing ring(dir.path, shape(), "s", StepCodec::Lz4, 0); }
+    { RecordingRing ring(dir.path, shape(), "s", 4, StepCodec::Lz4, 0); }
     Dataset other = shape();
     other.dims = Dims{16, 12, 11};
-    CHECK_THROWS_WITH(RecordingRing(dir.path, other, "s", StepCodec::Lz4, 0),
+    CHECK_THROWS_WITH(RecordingRing(dir.path, other, "s", 4, StepCodec::Lz4, 0),
                       Catch::Contains("16x12x10") && Catch::Contains("16x12x11"));
 }

@@ -157,7 +157,7 @@ TEST_CASE("a recording's dataset.json round-trips its steps' ages, codecs and re
     d.dims = Dims{4, 5, 6};
     d.origin[2] = -3;
     d.spacing[0] = 0.5;
-    d.recording = RecordingInfo{"/dev/shm/slabcast/x.slabcast", 123, 1 << 20, 9, 2, 1};
+    d.recording = RecordingInfo{"/dev/shm/slabcast/x.slabcast", 8, 123, 1 << 20, 9, 2, 1};
     DatasetStep s{7, "a.raw.lz4", StepCodec::Lz4, "a.age.lz4", RecordedStep{90, 120, 30, false, 456, 789}};
     DatasetStep plain;
     plain.number = 3;

@@ -115,7 +115,7 @@ void AddStreamFieldData(vtkFieldData* fd, const slabcast::SlabFigures& totals)
 
 void AddDatasetStepFieldData(vtkFieldData* fd, const slabcast::DatasetStep& step)
 {
-  AddOne<vtkTypeInt64Array>(fd, "slabcast_step", step.number);
+  AddOne<vtkTypeInt64Array>(fd, "Step", step.number);
   if (!step.recorded)
   {
     return;
@@ -123,11 +123,11 @@ void AddDatasetStepFieldData(vtkFieldData* fd, const slabcast::DatasetStep& step
   const slabcast::RecordedStep& r = *step.recorded;
   // Signed 64-bit, as the live reader's counters: counts of a volume's
   // values fit in 63 bits.
-  AddOne<vtkTypeInt64Array>(fd, "slabcast_records", static_cast<vtkTypeInt64>(r.records));
-  AddOne<vtkTypeInt64Array>(fd, "slabcast_expected", static_cast<vtkTypeInt64>(r.expected));
-  AddOne<vtkTypeInt64Array>(fd, "slabcast_holes", static_cast<vtkTypeInt64>(r.holes));
-  AddOne<vtkIntArray>(fd, "slabcast_complete", r.complete ? 1 : 0);
-  AddOne<vtkTypeInt64Array>(fd, "slabcast_published_ns", r.published_ns);
+  AddOne<vtkTypeInt64Array>(fd, "StepRecords", static_cast<vtkTypeInt64>(r.records));
+  AddOne<vtkTypeInt64Array>(fd, "StepExpected", static_cast<vtkTypeInt64>(r.expected));
+  AddOne<vtkTypeInt64Array>(fd, "StepHoles", static_cast<vtkTypeInt64>(r.holes));
+  AddOne<vtkIntArray>(fd, "StepComplete", r.complete ? 1 : 0);
+  AddOne<vtkTypeInt64Array>(fd, "StepPublishedNs", r.published_ns);
 }
 
 } // namespace slabcast_vtk

@@ -34,10 +34,10 @@ void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
 // the last finished step's loss, for a frame's caption.
 void AddStreamFieldData(vtkFieldData* fd, const slabcast::SlabFigures& totals);
 
-// A dataset's step shown (vtkSlabcastDatasetReader): "slabcast_step", and
+// A dataset's step shown (vtkSlabcastDatasetReader): "Step", and
 // for a recorded step what the receivers reported of it when it was
-// published ("slabcast_records", "slabcast_expected", "slabcast_holes",
-// "slabcast_complete", "slabcast_published_ns"), so a replay shows how whole
+// published ("StepRecords", "StepExpected", "StepHoles",
+// "StepComplete", "StepPublishedNs"), so a replay shows how whole
 // each step was, as the live reader's field data does.
 void AddDatasetStepFieldData(vtkFieldData* fd, const slabcast::DatasetStep& step);
 

@@ -15,7 +15,7 @@
  * is). Pieces are z-slabs, and each reads only its own planes of the step's
  * files (an LZ4 frame is still decoded from its start, and to its end for
  * its checksum), so MPI ranks share the reading. Field data: the step
- * ("slabcast_step") and, for a recorded step, the receiver's report
+ * ("Step") and, for a recorded step, the receiver's report
  * (slabcast_vtk::AddDatasetStepFieldData).
  *
  * A missing or damaged description or step file is reported as an error

@@ -15,6 +15,7 @@ void register_shuffle(CLI::App& root, RoleMain& run);
 void register_control(CLI::App& root, RoleMain& run);
 void register_receive(CLI::App& root, RoleMain& run);
 void register_record(CLI::App& root, RoleMain& run);
+void register_replay(CLI::App& root, RoleMain& run);
 void register_clean(CLI::App& root, RoleMain& run);
 void register_demo(CLI::App& root, RoleMain& run);
 void register_plan(CLI::App& root, RoleMain& run);

@@ -1,5 +1,7 @@
 #include "base/udp.h"
 
+#include "slabcast/units.h"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/udp.h>
@@ -123,6 +125,22 @@ bool enable_gro(int fd) {
 void set_receive_timeout(int fd, int ms) {
     timeval tv{ms / 1000, (ms % 1000) * 1000};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+std::vector<std::string> expand_port_ranges(const std::vector<std::string>& texts) {
+    std::vector<std::string> out;
+    for (const auto& t : texts) {
+        const auto colon = t.rfind(':');
+        const auto dash = t.find('-', colon == std::string::npos ? 0 : colon);
+        if (colon == std::string::npos || dash == std::string::npos) {
+            out.push_back(t);
+            continue;
+        }
+        const IndexRange ports = parse_index_range(t.substr(colon + 1), 65535, "address '" + t + "': ports");
+        if (ports.last - ports.first > 4096) throw std::invalid_argument("address '" + t + "': bad port range");
+        for (int p = ports.first; p <= ports.last; ++p) out.push_back(t.substr(0, colon + 1) + std::to_string(p));
+    }
+    return out;
 }
 
 }  // namespace slabcast

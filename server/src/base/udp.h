@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace slabcast {
 
@@ -19,6 +20,9 @@ struct Endpoint {
 
 // "HOST:PORT" or "[v6]:PORT"; resolves names. Throws std::invalid_argument naming the text.
 Endpoint parse_endpoint(const std::string& text);
+// "HOST:PORT" or "HOST:FIRST-LAST" (consecutive ports, one stream or peer
+// each), every one as "HOST:PORT". Throws std::invalid_argument naming the text.
+std::vector<std::string> expand_port_ranges(const std::vector<std::string>& texts);
 // Same address with another port.
 Endpoint with_port(const Endpoint& e, int port);
 std::string to_string(const sockaddr_storage& addr);

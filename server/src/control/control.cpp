@@ -42,18 +42,7 @@ struct ControlOptions {
 // "HOST:PORT" or "HOST:FIRST-LAST" (consecutive ports, one shuffler each).
 std::vector<Endpoint> expand_endpoints(const std::vector<std::string>& texts) {
     std::vector<Endpoint> out;
-    for (const auto& t : texts) {
-        const auto colon = t.rfind(':');
-        const auto dash = t.find('-', colon == std::string::npos ? 0 : colon);
-        if (colon != std::string::npos && dash != std::string::npos) {
-            const IndexRange ports = parse_index_range(t.substr(colon + 1), 65535, "address '" + t + "': ports");
-            if (ports.last - ports.first > 4096) throw std::invalid_argument("address '" + t + "': bad port range");
-            for (int p = ports.first; p <= ports.last; ++p)
-                out.push_back(parse_endpoint(t.substr(0, colon + 1) + std::to_string(p)));
-        } else {
-            out.push_back(parse_endpoint(t));
-        }
-    }
+    for (const auto& t : expand_port_ranges(texts)) out.push_back(parse_endpoint(t));
     return out;
 }
 

@@ -20,6 +20,7 @@
 #include <climits>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -183,6 +184,7 @@ public:
         bool counting = false;
         while (!stop_requested() && (o_.steps == 0 || taken_ < o_.steps)) {
             open_slabs();
+            note_step_starts();
             const std::uint64_t signature = live_signature(o_.descriptor, used_);
             if (signature == last_signature_ || slabs_.size() != descriptor_.slabs.size()) {
                 std::this_thread::sleep_for(kPoll);
@@ -220,6 +222,25 @@ private:
         }
     }
 
+    // When the receivers began each step (the first slab to, within a poll):
+    // what a replay paces by. A step heard again starts afresh.
+    void note_step_starts() {
+        for (const auto& m : used_) {
+            SlabHeader h{};
+            if (!m->read_header(h)) continue;
+            const std::int64_t step = h.live.step.load();
+            // A step under way when first looked at began when nobody saw.
+            const auto [was, first_look] = writing_.try_emplace(m->geometry().index, step);
+            if (first_look || was->second == step) continue;
+            was->second = step;
+            if (step < 0) continue;
+            const std::int64_t now = realtime_ns();
+            auto [it, fresh] = started_.try_emplace(step, now);
+            if (!fresh && now - it->second > kStartForgotten_ns) it->second = now;
+            if (started_.size() > 256) started_.erase(started_.begin());
+        }
+    }
+
     void take_newest() {
         const StepChoice choice = choose_whole_step(slabs_);
         if (choice.step < 0 || choice.buffers.size() != slabs_.size()) return;
@@ -239,7 +260,8 @@ private:
             return;
         }
         try {
-            copy->take(choice);
+            const auto started = started_.find(choice.step);
+            copy->take(choice, started == started_.end() ? 0 : started->second);
         } catch (const std::exception& e) {
             writer_.give_back(copy);
             spdlog::warn("record: step {} not recorded: {}", choice.step, e.what());
@@ -260,6 +282,12 @@ private:
     std::int64_t last_step_ = -1;
     std::uint64_t last_number_ = 0;
     std::uint64_t taken_ = 0;  // steps handed to the writer
+    // note_step_starts: the step each slab was writing at the last poll, and
+    // when the first of them began each step (a step begun again after this
+    // long is another lap's).
+    static constexpr std::int64_t kStartForgotten_ns = 2'000'000'000;
+    std::map<int, std::int64_t> writing_;
+    std::map<std::int64_t, std::int64_t> started_;
 };
 
 }  // namespace
@@ -268,7 +296,7 @@ int run_record(const RecordOptions& o) {
     const StepCodec codec = parse_step_codec(o.codec);
     const std::uint64_t budget = o.budget.empty() || o.budget == "0" ? 0 : parse_bytes(o.budget);
     const Descriptor d = wait_for_descriptor(o.descriptor, o.wait_s);
-    RecordingRing ring(o.out, shape_of(d), o.descriptor, codec, budget);
+    RecordingRing ring(o.out, shape_of(d), o.descriptor, d.slab_depth, codec, budget);
     const std::uint64_t step_bytes = static_cast<std::uint64_t>(d.dims.count()) * (sizeof(float) + 1);
     spdlog::info("record: {} ({} {}) into {} as {}, {} in memory for {} steps, budget {}", o.descriptor, d.field,
                  to_string(d.dims), o.out, to_string(codec), format_bytes(step_bytes * o.copies), o.copies,

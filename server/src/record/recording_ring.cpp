@@ -59,7 +59,7 @@ struct NoRoom {};
 }  // namespace
 
 RecordingRing::RecordingRing(const std::string& directory, const Dataset& shape, const std::string& source,
-                             StepCodec codec, std::uint64_t budget_bytes)
+                             int slab_depth, StepCodec codec, std::uint64_t budget_bytes)
     : codec_(codec) {
     if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST)
         throw std::runtime_error(directory + ": cannot create: " + std::strerror(errno));
@@ -77,6 +77,7 @@ RecordingRing::RecordingRing(const std::string& directory, const Dataset& shape,
         dataset_.recording->started_ns = realtime_ns();
     }
     dataset_.recording->source = source;
+    dataset_.recording->slab_depth = slab_depth;
     dataset_.recording->budget_bytes = budget_bytes;
     remove_unlisted();
     publish_list();

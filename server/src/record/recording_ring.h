@@ -29,11 +29,12 @@ struct StepToRecord {
 class RecordingRing {
 public:
     // Opens `directory` (created when missing) as a recording of a volume
-    // shaped like `shape` (name, field, units, dims, origin, spacing): an empty
+    // shaped like `shape` (name, field, units, dims, origin, spacing), sent in
+    // slabs of `slab_depth` planes: an empty
     // directory starts one, a recording of the same volume is resumed (its
     // unlisted files removed), anything else is refused with
     // std::runtime_error naming the directory and the problem.
-    RecordingRing(const std::string& directory, const Dataset& shape, const std::string& source,
+    RecordingRing(const std::string& directory, const Dataset& shape, const std::string& source, int slab_depth,
                   StepCodec codec, std::uint64_t budget_bytes);
 
     enum class Result { Recorded, DiskFull };

@@ -14,9 +14,10 @@ StepCapture::StepCapture(const Dims& dims)
     std::memset(ages_.get(), 0, static_cast<std::size_t>(dims.count()));
 }
 
-void StepCapture::take(const StepChoice& choice) {
+void StepCapture::take(const StepChoice& choice, std::int64_t started_ns) {
     const std::size_t plane = static_cast<std::size_t>(dims_.plane());
     report_ = RecordedStep{};
+    report_.started_ns = started_ns;
     report_.complete = true;
     std::int64_t covered = 0;
     for (const auto& [index, buffer] : choice.buffers) {

@@ -21,7 +21,8 @@ public:
 
     // Copies each slab's owned planes of `choice` (a whole step of every slab
     // of the volume, pinned) and sums their publications into the report.
-    void take(const StepChoice& choice);
+    // `started_ns`: when the receivers began the step (0: not seen).
+    void take(const StepChoice& choice, std::int64_t started_ns);
     StepToRecord step() const;
 
 private:

@@ -50,9 +50,13 @@ SlabSender::SlabSender(const SlabSenderOptions& o)
     }
 }
 
-void SlabSender::begin_step(std::int32_t step, const float* planes) {
+void SlabSender::begin_step(std::int32_t step, const float* planes, const std::uint8_t* lost) {
+    if (lost && packer_) throw std::logic_error("values lost in a recording are left out on one packing thread only");
     if (packer_) packer_->begin_step(step, planes);
-    if (walker_) walker_->reset();
+    if (walker_) {
+        walker_->reset();
+        walker_->skip_lost(lost);
+    }
     planes_ = planes;
     step_ = step;
     values_in_step_ = packets_in_step_ = bytes_in_step_ = 0;

@@ -48,7 +48,9 @@ public:
 
     // Starts step `step` from `planes`, the planes [z_begin, z_end) x fastest;
     // they must stay valid until the step ends. A step in progress is dropped.
-    void begin_step(std::int32_t step, const float* planes);
+    // `lost`: the ages of a recorded step, whose lost values are left out
+    // (SlabWalker::skip_lost; one packing thread, run packets in scan order).
+    void begin_step(std::int32_t step, const float* planes, const std::uint8_t* lost = nullptr);
     // Packs and sends the next batch of the step, paced; false when nothing
     // was left to send (the step is over). `stop` is polled while the kernel
     // cannot take the batch; `on_refused` is called when the receiver's host

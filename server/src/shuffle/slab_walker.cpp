@@ -82,6 +82,15 @@ run::RunEncoder::Packet SlabWalker::fill_run_planes(std::uint8_t* packet, const 
         if (tile_left_ == 0 && morton_.next(cell)) std::tie(next_linear_, tile_left_) = tiles_->tile(cell);
         left = tile_left_;
     }
+    if (lost_) {
+        // A run starts at the next value that arrived and ends before the
+        // next that did not (looked for no further than a packet holds).
+        const auto total = static_cast<std::int64_t>(total_);
+        while (next_linear_ < total && lost_[next_linear_] != 0) ++next_linear_;
+        const std::uint8_t* from = lost_ + next_linear_;
+        const std::uint8_t* until = lost_ + std::min<std::int64_t>(total, next_linear_ + run::kMaxValues * 8);
+        left = std::find_if(from, until, [](std::uint8_t age) { return age != 0; }) - from;
+    }
     if (left <= 0) return {};
     const std::int64_t i = next_linear_;
     const std::int64_t first_row = row_at(i / dims_.nx);
@@ -187,6 +196,13 @@ void SlabWalker::reset() {
     next_linear_ = 0;
     tile_left_ = 0;
     morton_.reset();
+    lost_ = nullptr;
+}
+
+void SlabWalker::skip_lost(const std::uint8_t* ages) {
+    if (ages && (wire_ != WireFormat::Run || order_ != SendOrder::Scan))
+        throw std::logic_error("values lost in a recording are left out of run packets in scan order only");
+    lost_ = ages;
 }
 
 int SlabWalker::fill_planes(std::uint8_t* packet, const float* planes) {

@@ -38,6 +38,12 @@ public:
                WireFormat wire = WireFormat::Quad, run::CodecChoice codec = {}, std::int64_t ghost_planes = 0);
 
     void reset();
+    // A recorded step's losses (`slabcast replay --losses`): values whose age
+    // in `ages` (one byte a walked value, valid until the next reset) is not 0
+    // did not arrive in the recording and are not sent, so the receiver loses
+    // exactly those. nullptr: every value is sent. Run packets in scan order
+    // only (throws std::logic_error otherwise).
+    void skip_lost(const std::uint8_t* ages);
     // Quad packets: packs up to 560 records (coordinates + values read from
     // `planes`, the walked planes [z_begin, z_end) in x-fastest order) after
     // the header of `packet`; returns how many, 0 at the end. The caller
@@ -115,6 +121,7 @@ private:
     std::optional<ProgressiveRows> progressive_;  // progressive order
     std::vector<float> gathered_;                 // progressive run packets in a codec: the run's values, row by row
     std::int64_t last_taken_ = 0;  // values the last packet encoded from the planes took
+    const std::uint8_t* lost_ = nullptr;  // skip_lost
 };
 
 }  // namespace slabcast

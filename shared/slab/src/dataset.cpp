@@ -48,6 +48,7 @@ RecordedStep read_recorded(const json& r, const std::string& file) {
     out.holes = field<std::uint64_t>(r, "holes", file);
     out.complete = field<bool>(r, "complete", file);
     out.published_ns = field<std::int64_t>(r, "published_ns", file);
+    out.started_ns = field_or<std::int64_t>(r, "started_ns", 0, file);
     out.stored_bytes = field_or<std::uint64_t>(r, "stored_bytes", 0, file);
     return out;
 }
@@ -56,6 +57,8 @@ RecordingInfo read_recording(const json& r, const std::string& file) {
     RecordingInfo out;
     out.source = field<std::string>(r, "source", file);
     out.started_ns = field<std::int64_t>(r, "started_ns", file);
+    out.slab_depth = field_or<int>(r, "slab_depth", 0, file);
+    if (out.slab_depth < 0 || out.slab_depth > kMaxAxis) throw std::runtime_error(file + ": 'slab_depth' out of range");
     out.budget_bytes = field_or<std::uint64_t>(r, "budget_bytes", 0, file);
     out.steps_recorded = field_or<std::uint64_t>(r, "steps_recorded", 0, file);
     out.steps_evicted = field_or<std::uint64_t>(r, "steps_evicted", 0, file);
@@ -124,7 +127,8 @@ void write_dataset_descriptor(const Dataset& d, bool durable) {
         if (s.recorded) {
             const RecordedStep& r = *s.recorded;
             e["recorded"] = {{"records", r.records},   {"expected", r.expected},         {"holes", r.holes},
-                             {"complete", r.complete}, {"published_ns", r.published_ns}, {"stored_bytes", r.stored_bytes}};
+                             {"complete", r.complete}, {"published_ns", r.published_ns}, {"started_ns", r.started_ns},
+                             {"stored_bytes", r.stored_bytes}};
         }
         steps.push_back(e);
     }
@@ -136,6 +140,7 @@ void write_dataset_descriptor(const Dataset& d, bool durable) {
         const RecordingInfo& r = *d.recording;
         j["recording"] = {{"source", r.source},
                           {"started_ns", r.started_ns},
+                          {"slab_depth", r.slab_depth},
                           {"budget_bytes", r.budget_bytes},
                           {"steps_recorded", r.steps_recorded},
                           {"steps_evicted", r.steps_evicted},

@@ -22,6 +22,7 @@ struct RecordedStep {
     std::uint64_t holes = 0;       // owned values filled from an older step (or never arrived)
     bool complete = false;         // every slab whole
     std::int64_t published_ns = 0; // CLOCK_REALTIME when its last slab was published
+    std::int64_t started_ns = 0;   // CLOCK_REALTIME when a receiver began it (0: not seen), what a replay paces by
     std::uint64_t stored_bytes = 0; // both files, as stored (for the recording's budget)
 };
 
@@ -36,6 +37,7 @@ struct DatasetStep {
 // A recording's own figures, kept up to date as it runs.
 struct RecordingInfo {
     std::string source;            // the .slabcast descriptor recorded
+    int slab_depth = 0;            // of the stream recorded (0: not known), what a replay sends by default
     std::int64_t started_ns = 0;   // CLOCK_REALTIME of the first recorder run
     std::uint64_t budget_bytes = 0; // 0: no ring, every step kept
     std::uint64_t steps_recorded = 0;  // all runs, evicted ones included
