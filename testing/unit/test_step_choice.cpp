@@ -7,6 +7,7 @@
 #include "slabcast/in_place_hold.h"
 #include "slabcast/publication.h"
 #include "slabcast/step_choice.h"
+#include "slabcast/step_history.h"
 
 #include <catch2/catch.hpp>
 
@@ -182,4 +183,72 @@ TEST_CASE("a step chosen again while its slabs publish on is let go of, so they 
     frame = choose_whole_step(s.readers);
     CHECK(frame.step == 300);
     CHECK(hold.may_hold(frame.buffers));  // a new step in common: in place again
+}
+
+// ---- A live reader's History (slabcast/step_history.h) ----
+
+TEST_CASE("History keeps the last steps pinned, and the receiver's last two buffers free") {
+    CHECK(StepHistory::depth_allowed(4, 6) == 4);
+    CHECK(StepHistory::depth_allowed(4, 3) == 1);
+    CHECK(StepHistory::depth_allowed(4, 2) == 0);
+    Slabs s;  // 3 buffers a slab: History keeps 1
+    StepHistory h;
+    h.set_depth(StepHistory::depth_allowed(4, s.writer[0].buffers()));
+    for (std::int64_t step = 1; step <= 5; ++step) {
+        s.write(0, step);
+        s.write(1, step);
+        h.take(s.readers);
+        h.take(s.readers);  // the same publications: taken once
+        REQUIRE(h.steps() == std::vector<std::int64_t>{step});
+        // The receiver still has a buffer for the next step on every slab.
+        for (auto& w : s.writer) {
+            const int b = take_buffer(w);
+            CHECK(b >= 0);
+            if (b >= 0) publish_buffer(w, b, PublishInfo{step, 16, 16, 0, true});
+        }
+    }
+}
+
+TEST_CASE("History follows the stream until a time picks an older step, and again once one picks the newest") {
+    TempShmDir dir;
+    SlabMapping w = SlabMapping::create(dir.file("h.slab0"), Dims{4, 4, 4}, 4,
+                                        slab_geometry(Dims{4, 4, 4}, 4, 0, 1), "density", 8);
+    const std::map<int, SlabMappingPtr> readers{
+        {0, std::make_shared<const SlabMapping>(SlabMapping::open_read_only(dir.file("h.slab0")))}};
+    const auto publish = [&](std::int64_t step) {
+        const int b = take_buffer(w);
+        REQUIRE(b >= 0);
+        w.values_rw(b)[0] = static_cast<float>(step);
+        publish_buffer(w, b, PublishInfo{step, 64, 64, 0, true});
+    };
+    StepHistory h;
+    h.set_depth(4);
+    for (std::int64_t step : {10, 11, 12, 13, 14}) {
+        publish(step);
+        h.take(readers);
+    }
+    CHECK(h.steps() == std::vector<std::int64_t>{11, 12, 13, 14});
+    CHECK(h.choose(std::nullopt)->step == 14);
+    CHECK(h.choose(14.0)->step == 14);
+    CHECK(h.choose(12.5)->step == 12);  // moved back: the step at or below
+    CHECK(!h.following());
+    CHECK(h.choose(12.5)->step == 12);  // held there
+    publish(15);
+    h.take(readers);
+    CHECK(h.choose(12.5)->step == 12);  // still held while the stream goes on
+    CHECK(h.choose(3.0)->step == 12);   // below every step kept: the lowest
+    CHECK(h.choose(15.0)->step == 15);  // the newest: following again
+    publish(16);
+    h.take(readers);
+    CHECK(h.choose(15.0)->step == 16);  // the same time asked again follows the stream
+    CHECK(h.choose(std::nullopt)->step == 16);
+    // A stream going round its steps: step 13 heard again replaces its older recording.
+    publish(13);
+    h.take(readers);
+    CHECK(h.steps() == std::vector<std::int64_t>{13, 14, 15, 16});
+    CHECK(h.choose(std::nullopt)->step == 13);
+    CHECK(h.choose(std::nullopt)->buffers.at(0).values()[0] == 13.f);
+    h.set_depth(0);
+    CHECK(h.steps().empty());
+    CHECK(h.choose(std::nullopt) == nullptr);
 }

@@ -16,10 +16,12 @@
 #include "slabcast/slab_figures.h"
 #include "slabcast/slab_pool.h"
 #include "slabcast/step_choice.h"
+#include "slabcast/step_history.h"
 #include "slabcast/stitched_planes.h"
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,9 @@ public:
   // rank sees, until the next agreement replaces it.
   bool HaveAgreement = false;
   std::map<int, slabcast::PinnedPublicationPtr> AgreedPins;
+  // The last steps taken, pinned, for the time controls (the History property).
+  slabcast::StepHistory History;
+  int HistoryCapWarned = -1; // the History asked for when its cap was last reported
   // How long the step shown may keep its buffers pinned in place.
   slabcast::InPlaceHold Hold;
   // The stitched ranges of its last steps, for the next ones from the same buffers.
@@ -91,11 +96,32 @@ public:
     slabcast::StepChoice Choice;
     bool FromAgreement = false;
   };
-  ChosenStep Choose(std::int64_t agreedStep, const std::map<int, slabcast::SlabMappingPtr>& bySlab)
+  ChosenStep Choose(std::int64_t agreedStep, const std::map<int, slabcast::SlabMappingPtr>& bySlab,
+    std::optional<double> time)
   {
     if (this->Follow == slabcast::LiveFollow::Writes)
     {
       return { slabcast::choose_newest_data(bySlab), false };
+    }
+    if (this->History.depth() > 0)
+    {
+      // The held step for the time asked for, on the slabs this output reads.
+      if (const slabcast::StepChoice* held = this->History.choose(time))
+      {
+        slabcast::StepChoice c;
+        c.step = held->step;
+        c.whole = held->whole;
+        for (const auto& kv : bySlab)
+        {
+          const auto b = held->buffers.find(kv.first);
+          if (b == held->buffers.end() || b->second.mapping != kv.second)
+          {
+            return { slabcast::choose_whole_step(bySlab), false }; // a slab re-opened since: the newest
+          }
+          c.buffers[kv.first] = b->second;
+        }
+        return { c, false };
+      }
     }
     if (this->HaveAgreement && slabcast_vtk::ProcessCount() > 1)
     {

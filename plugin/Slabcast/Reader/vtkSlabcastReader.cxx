@@ -1,3 +1,6 @@
+// Over 400 lines: RequestInformation, RequestData and the live polling share one
+// state (SlabcastReaderState.h) and read as one sequence; the History and the
+// arrays live in files of their own.
 #include "vtkSlabcastReader.h"
 
 #include "SlabcastAgreement.h"
@@ -231,6 +234,7 @@ int vtkSlabcastReader::RequestInformation(
   // slab k's stored planes (owned + one ghost below), see slabcast/volume.h.
   outInfo->Set(CAN_PRODUCE_SUB_EXTENT(), 1);
   outInfo->Set(vtkExtentTranslator::UPDATE_SPLIT_MODE(), vtkExtentTranslator::Z_SLAB_MODE);
+  this->TakeHistory(outInfo);
   return 1;
 }
 
@@ -295,7 +299,10 @@ int vtkSlabcastReader::RequestData(
     // as news on the next poll instead of being lost.
     in.RecordExecution();
 
-    const SlabcastReaderState::ChosenStep chosen = in.Choose(this->AgreedStep, sources.by_slab);
+    const std::optional<double> time = outInfo->Has(vtkStreamingDemandDrivenPipeline::UPDATE_TIME_STEP())
+      ? std::optional<double>(outInfo->Get(vtkStreamingDemandDrivenPipeline::UPDATE_TIME_STEP()))
+      : std::nullopt;
+    const SlabcastReaderState::ChosenStep chosen = in.Choose(this->AgreedStep, sources.by_slab, time);
     choice = chosen.Choice;
     agreed = chosen.FromAgreement;
     if (choice.buffers.size() != sources.by_slab.size())
@@ -364,6 +371,10 @@ int vtkSlabcastReader::RequestData(
   }
 
   this->Step = choice.step;
+  if (in.History.depth() > 0)
+  {
+    output->GetInformation()->Set(vtkDataObject::DATA_TIME_STEP(), static_cast<double>(choice.step));
+  }
   for (const auto& kv : choice.buffers)
   {
     slabcast::Publication shown;
@@ -396,5 +407,6 @@ void vtkSlabcastReader::PrintSelf(ostream& os, vtkIndent indent)
   os << indent << "Fill: " << (this->Fill == FILL_NEAREST ? "Nearest" : "As published") << "\n";
   os << indent << "AgeArray: " << this->AgeArray << "\n";
   os << indent << "Stride: " << this->Stride << "\n";
+  os << indent << "History: " << this->History << "\n";
   os << indent << "ZeroCopy: " << this->ZeroCopy << "\n";
 }

@@ -97,6 +97,18 @@ public:
   ///@}
 
   ///@{
+  /// Steps kept reachable as time steps (default 0: none, no time steps): the
+  /// reader keeps the last History whole steps it took pinned in the
+  /// receiver's buffers, so ParaView's time controls step back through them
+  /// while the stream goes on, and a time that picks the newest follows the
+  /// stream again. Costs no copy, but the receiver needs History + 2 buffers
+  /// a slab (receive --buffers): fewer hold fewer steps, with a warning. One
+  /// process only (with several ranks it is off, with a warning).
+  vtkSetClampMacro(History, int, 0, 14);
+  vtkGetMacro(History, int);
+  ///@}
+
+  ///@{
   /// A level of detail: the output has every Stride-th point along each axis
   /// (default 1: all), copied from the slabs. Where a piece's first plane is
   /// on another host, the nearest plane this host has stands in
@@ -157,6 +169,7 @@ protected:
   int Fill = FILL_AS_PUBLISHED;
   vtkTypeBool AgeArray = 1;
   int Stride = 1;
+  int History = 0;
   vtkIdType Step = -1;
   vtkIdType AgreedStep = -1;
   int VolumeDimensions[3] = { 0, 0, 0 };
@@ -170,6 +183,7 @@ private:
   void operator=(const vtkSlabcastReader&) = delete;
 
   bool FollowsLiveData() const;
+  void TakeHistory(vtkInformation* outInfo);
 
   SlabcastReaderState* Internals;
 };
