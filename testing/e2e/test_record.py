@@ -88,7 +88,7 @@ class RecordTest(unittest.TestCase):
         d = Deployment(self.ws, self.dataset)
         out = os.path.join(self.ws.dir, "rec")
         rec = self.start_recorder(d, out)
-        rec.wait_for_text("into " + out)
+        rec.wait_for_text("record: following")
         try:
             for step in range(4):
                 event = self.send_and_record(d, rec, step, step)
@@ -132,7 +132,7 @@ class RecordTest(unittest.TestCase):
         d = Deployment(self.ws, self.dataset)
         out = os.path.join(self.ws.dir, "rec")
         rec = self.start_recorder(d, out)
-        rec.wait_for_text("into " + out)
+        rec.wait_for_text("record: following")
         try:
             for step in range(3):
                 self.send_and_record(d, rec, step, step)
@@ -192,7 +192,7 @@ class FullDiskTest(PrivateMountsTest):
         rec = self.ws.start("record%d" % len(self.ws.roles), ["record", "--descriptor", d.descriptor, "--out", out,
                                                                 "--codec", "none", "--stats-json", rec_json]
                             + list(args))
-        rec.wait_for_text("into " + out)
+        rec.wait_for_text("record: following")
         try:
             for n, step in enumerate([0, 1, 2, 3, 0, 1]):
                 d.control("--steps", str(step))

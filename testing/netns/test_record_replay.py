@@ -89,7 +89,7 @@ class RecordReplayTest(unittest.TestCase):
         events = os.path.join(self.ws.dir, name + ".json")
         r = self.ws.start(name, ["record", "--descriptor", descriptor, "--out", out, "--copies", "8",
                                  "--stats-json", events])
-        r.wait_for_text("into " + out)
+        r.wait_for_text("record: following")
         return r, out, events
 
     def wait_recorded(self, role, events, count):

@@ -14,14 +14,18 @@
 #include "slabcast/units.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <climits>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace slabcast {
@@ -31,7 +35,16 @@ constexpr auto kPoll = std::chrono::milliseconds(2);
 
 struct RecordCounters {
     std::atomic<std::uint64_t> recorded{0}, skipped_busy{0}, skipped_full{0}, published{0}, stored_bytes{0};
+    std::atomic<std::uint64_t> seen{0};  // whole steps looked at: taken, or skipped while the disk was busy
     std::atomic<std::int64_t> last_step{-1};
+    // Published steps gone before the recorder looked (steps faster than it
+    // polls, or a recorder left no CPU): neither recorded nor skipped.
+    std::uint64_t missed() const { return published > seen ? published - seen : 0; }
+    // Taken, not yet written or given up.
+    std::uint64_t pending() const {
+        const std::uint64_t done = skipped_busy + recorded + skipped_full;
+        return seen > done ? seen - done : 0;
+    }
 };
 
 // The volume the descriptor describes, as a recording's shape.
@@ -176,27 +189,28 @@ private:
 // Follows the receiver's publications and hands each new whole step to the writer.
 class Follower {
 public:
-    Follower(const RecordOptions& o, const Descriptor& d, DiskWriter& writer, RecordCounters& c)
-        : o_(o), descriptor_(d), writer_(writer), counters_(c) {}
+    Follower(const RecordOptions& o, const Descriptor& d, DiskWriter& writer, RecordCounters& c,
+             StatusReporter& status)
+        : o_(o), descriptor_(d), writer_(writer), counters_(c), status_(status) {}
 
     void run() {
-        std::uint64_t published_at_start = 0;
-        bool counting = false;
+        spdlog::info("record: following {}", o_.descriptor);
+        std::optional<std::uint64_t> published_before;  // by the first slab, when first looked at
         while (!stop_requested() && (o_.steps == 0 || taken_ < o_.steps)) {
             open_slabs();
             note_step_starts();
+            SlabHeader first{};
+            if (!used_.empty() && used_.front()->read_header(first)) {
+                const std::uint64_t p = first.live.publications.load();
+                if (!published_before || p < *published_before) published_before = p;  // (a new receiver: afresh)
+                counters_.published = p - *published_before;
+            }
             const std::uint64_t signature = live_signature(o_.descriptor, used_);
             if (signature == last_signature_ || slabs_.size() != descriptor_.slabs.size()) {
                 std::this_thread::sleep_for(kPoll);
                 continue;
             }
             last_signature_ = signature;
-            SlabHeader first{};
-            if (used_.front()->read_header(first)) {
-                const std::uint64_t p = first.live.publications.load();
-                if (!counting) published_at_start = p, counting = true;
-                counters_.published = p >= published_at_start ? p - published_at_start : p;
-            }
             take_newest();
         }
     }
@@ -248,6 +262,7 @@ private:
         if (choice.step == last_step_ && number == last_number_) return;
         last_step_ = choice.step;
         last_number_ = number;
+        ++counters_.seen;
         if (choice.step > INT_MAX) {
             spdlog::warn("record: step {} is past the largest a dataset numbers: skipped", choice.step);
             ++counters_.skipped_busy;
@@ -257,6 +272,7 @@ private:
         if (!copy) {
             ++counters_.skipped_busy;
             spdlog::debug("record: step {} skipped: the disk is still writing the steps before", choice.step);
+            status_.event({{"kind", "step"}, {"step", choice.step}, {"result", "skipped"}, {"problem", "disk busy"}});
             return;
         }
         try {
@@ -275,6 +291,7 @@ private:
     Descriptor descriptor_;
     DiskWriter& writer_;
     RecordCounters& counters_;
+    StatusReporter& status_;
     SlabPool pool_;
     std::map<int, SlabMappingPtr> slabs_;
     std::vector<SlabMappingPtr> used_;
@@ -293,6 +310,10 @@ private:
 }  // namespace
 
 int run_record(const RecordOptions& o) {
+    // Before any thread starts: Linux keeps a nice value per thread, and new
+    // threads take their creator's.
+    if (o.nice > 0 && ::setpriority(PRIO_PROCESS, 0, o.nice) != 0)
+        spdlog::warn("record: cannot lower its CPU priority to nice {}: {}", o.nice, std::strerror(errno));
     const StepCodec codec = parse_step_codec(o.codec);
     const std::uint64_t budget = o.budget.empty() || o.budget == "0" ? 0 : parse_bytes(o.budget);
     const Descriptor d = wait_for_descriptor(o.descriptor, o.wait_s);
@@ -309,22 +330,24 @@ int run_record(const RecordOptions& o) {
             const std::uint64_t skipped = c.skipped_busy + c.skipped_full;
             return nlohmann::json{
                 {"line", fmt::format("record: step {}, {} recorded, {} skipped ({} disk busy, {} disk full), "
-                                     "{} published, {} on disk",
+                                     "{} missed, {} published, {} on disk",
                                      c.last_step.load(), c.recorded.load(), skipped, c.skipped_busy.load(),
-                                     c.skipped_full.load(), c.published.load(), format_bytes(c.stored_bytes))},
+                                     c.skipped_full.load(), c.missed(), c.published.load(),
+                                     format_bytes(c.stored_bytes))},
                 {"last_step", c.last_step.load()}, {"recorded", c.recorded.load()},
                 {"skipped_busy", c.skipped_busy.load()}, {"skipped_full", c.skipped_full.load()},
-                {"published", c.published.load()}, {"stored_bytes", c.stored_bytes.load()}};
+                {"missed", c.missed()}, {"pending", c.pending()}, {"published", c.published.load()},
+                {"stored_bytes", c.stored_bytes.load()}};
         });
-        Follower(o, d, writer, c).run();
+        Follower(o, d, writer, c, status).run();
         writer.drain();
     }
     ring.flush();
     status.stop();
     spdlog::info("record: {} holds {} steps ({}); this run recorded {} of {} published, skipped {} (disk busy) "
-                 "and {} (disk full); {} evicted in all",
+                 "and {} (disk full), missed {}; {} evicted in all",
                  o.out, ring.dataset().steps.size(), format_bytes(ring.stored_bytes()), c.recorded.load(),
-                 c.published.load(), c.skipped_busy.load(), c.skipped_full.load(),
+                 c.published.load(), c.skipped_busy.load(), c.skipped_full.load(), c.missed(),
                  ring.dataset().recording->steps_evicted);
     return 0;
 }
@@ -345,6 +368,9 @@ void register_record(CLI::App& root, RoleMain& run) {
     c->add_option("--copies", o->copies, "steps held in memory for the disk (one being written, the rest waiting)")
         ->capture_default_str()
         ->check(CLI::Range(1, 8));
+    c->add_option("--nice", o->nice, "CPU priority, 0 (as the data path) to 19 (only what it leaves)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 19));
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
     c->callback([o, &run] { run = [o] { return run_record(*o); }; });
 }

@@ -3,7 +3,10 @@
 // like ParaView's: it pins the newest whole step under the same protocol,
 // copies it out (record/step_capture.h) and lets go; a thread of its own
 // compresses and writes. When both copies are still waiting for the disk a
-// new step is skipped and counted, so the receiver never waits for the disk.
+// new step is skipped and counted, so the receiver never waits for the disk;
+// and it runs at the lowest CPU priority by default, so that on a core it
+// shares with the data path (a shuffler, a receiver) it takes only what they
+// leave.
 #pragma once
 
 #include "slabcast/step_file.h"
@@ -21,6 +24,7 @@ struct RecordOptions {
     std::uint64_t steps = 0; // stop after this many recorded (0: until stopped)
     double wait_s = 30;      // for the descriptor to appear
     int copies = 2;          // steps in memory: one being written, one waiting
+    int nice = 19;           // CPU priority below the data path's (0..19)
     std::string stats_json;
 };
 
