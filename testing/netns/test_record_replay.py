@@ -152,7 +152,8 @@ class RecordReplayTest(unittest.TestCase):
         self.assertEqual(recorded["times"], [float(s) for s in range(STEPS)])
         self.assertGreater(len(shown), STEPS // 2, "the live reader showed few steps: %s" % sorted(shown))
         for step, d in shown.items():
-            self.assertEqual(recorded["steps"][step], d, "step %s: the recording differs from what ParaView showed" % step)
+            self.assertEqual(recorded["steps"][step], d,
+                             "step %s: the recording differs from what ParaView showed" % step)
 
         # Replayed with its losses into a fresh receiver, recorded again: the same steps, holes and ages.
         ports = free_udp_ports(STREAMS)
@@ -160,7 +161,8 @@ class RecordReplayTest(unittest.TestCase):
         rec2, out2, events2 = self.recorder("record2", descriptor2)
         replay_json = os.path.join(self.ws.dir, "replay.json")
         to = sum((["--to", "127.0.0.1:%d" % p] for p in ports), [])
-        replay = self.ws.start("replay", ["replay", out] + to + ["--losses", "--speed", "1", "--rate", "200M", "--stats-json", replay_json])
+        replay = self.ws.start("replay", ["replay", out] + to + ["--losses", "--speed", "1", "--rate", "200M",
+                                                                 "--stats-json", replay_json])
         self.assertEqual(replay.wait(WAIT_S), 0, replay.text()[-2000:])
         self.wait_recorded(rec2, events2, STEPS)
         self.assertEqual(rec2.stop(), 0)

@@ -66,7 +66,8 @@ def check_step(image, step, ext, ages_on=True):
     pd = image.GetPointData()
     values = pd.GetArray(field)
     check(values is not None and values.GetDataType() == VTK_FLOAT, "%s: no float array %s" % (what, field))
-    check(pd.GetScalars() is not None and pd.GetScalars().GetName() == field, "%s: %s is not the scalars" % (what, field))
+    check(pd.GetScalars() is not None and pd.GetScalars().GetName() == field,
+          "%s: %s is not the scalars" % (what, field))
     same_bits(values, wanted("values", step, ext), what + ", values")
     ages = pd.GetArray(field + "_age")
     if steps[step]["ages"] and ages_on:

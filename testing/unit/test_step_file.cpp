@@ -182,10 +182,12 @@ TEST_CASE("a recording's dataset.json round-trips its steps' ages, codecs and re
     CHECK(back.recording->budget_bytes == 1 << 20);
 
     std::ofstream(dir.file("dataset.json"))
-        << R"({"name":"d","field":"rho","dtype":"float32","dims":[2,2,2],"steps":[{"step":0,"file":"a","codec":"zip"}]})";
+        << R"({"name":"d","field":"rho","dtype":"float32","dims":[2,2,2],)"
+        << R"("steps":[{"step":0,"file":"a","codec":"zip"}]})";
     CHECK_THROWS_WITH(read_dataset(dir.path), Catch::Contains("step 0") && Catch::Contains("'zip'"));
     std::ofstream(dir.file("dataset.json"))
-        << R"({"name":"d","field":"rho","dtype":"float32","dims":[2,2,2],"steps":[{"step":0,"file":"a","ages":"../b"}]})";
+        << R"({"name":"d","field":"rho","dtype":"float32","dims":[2,2,2],)"
+        << R"("steps":[{"step":0,"file":"a","ages":"../b"}]})";
     CHECK_THROWS_WITH(read_dataset(dir.path), Catch::Contains("plain name"));
     std::ofstream(dir.file("dataset.json"))
         << R"({"name":"d","field":"rho","dtype":"float32","dims":[2,2,2],"spacing":[1,0,1],"steps":[]})";

@@ -36,13 +36,15 @@ constexpr auto kPoll = std::chrono::milliseconds(2);
 struct RecordCounters {
     std::atomic<std::uint64_t> recorded{0}, skipped_busy{0}, skipped_full{0}, published{0}, stored_bytes{0};
     std::atomic<std::uint64_t> seen{0};  // whole steps looked at: taken, or skipped while the disk was busy
+    // Not recorded for another reason (logged): a slab of another shape, a write error.
+    std::atomic<std::uint64_t> failed{0};
     std::atomic<std::int64_t> last_step{-1};
     // Published steps gone before the recorder looked (steps faster than it
     // polls, or a recorder left no CPU): neither recorded nor skipped.
     std::uint64_t missed() const { return published > seen ? published - seen : 0; }
     // Taken, not yet written or given up.
     std::uint64_t pending() const {
-        const std::uint64_t done = skipped_busy + recorded + skipped_full;
+        const std::uint64_t done = skipped_busy + recorded + skipped_full + failed;
         return seen > done ? seen - done : 0;
     }
 };
@@ -144,7 +146,16 @@ private:
     void record(const StepToRecord& step) {
         const std::int64_t t0 = monotonic_ns();
         count_skips_in_ring();
-        const RecordingRing::Result r = ring_.add(step);
+        RecordingRing::Result r;
+        try {
+            r = ring_.add(step);
+        } catch (const std::exception& e) {
+            // Nothing of the step is listed (RecordingRing::add); the recorder goes on.
+            ++counters_.failed;
+            spdlog::error("record: step {} not recorded: {}", step.number, e.what());
+            status_.event({{"kind", "step"}, {"step", step.number}, {"result", "failed"}, {"problem", e.what()}});
+            return;
+        }
         const double seconds = static_cast<double>(monotonic_ns() - t0) * 1e-9;
         counters_.stored_bytes = ring_.stored_bytes();
         if (r == RecordingRing::Result::DiskFull) {
@@ -265,7 +276,7 @@ private:
         ++counters_.seen;
         if (choice.step > INT_MAX) {
             spdlog::warn("record: step {} is past the largest a dataset numbers: skipped", choice.step);
-            ++counters_.skipped_busy;
+            ++counters_.failed;
             return;
         }
         StepCapture* copy = writer_.free_copy();
@@ -280,6 +291,7 @@ private:
             copy->take(choice, started == started_.end() ? 0 : started->second);
         } catch (const std::exception& e) {
             writer_.give_back(copy);
+            ++counters_.failed;
             spdlog::warn("record: step {} not recorded: {}", choice.step, e.what());
             return;
         }

@@ -101,11 +101,13 @@ void RecordingRing::resume(const Dataset& shape) {
             continue;
         }
         dataset_.steps.push_back(s);
-        const std::uint64_t bytes = file_bytes(dir + "/" + s.file) + (s.ages.empty() ? 0 : file_bytes(dir + "/" + s.ages));
+        const std::uint64_t bytes =
+            file_bytes(dir + "/" + s.file) + (s.ages.empty() ? 0 : file_bytes(dir + "/" + s.ages));
         stored_bytes_ += bytes;
         last_step_bytes_ = bytes;
     }
-    spdlog::info("record: {}: goes on with {} recorded steps ({} MiB)", dir, dataset_.steps.size(), stored_bytes_ >> 20);
+    spdlog::info("record: {}: goes on with {} recorded steps ({} MiB)", dir, dataset_.steps.size(),
+                 stored_bytes_ >> 20);
 }
 
 void RecordingRing::remove_unlisted() {
@@ -165,6 +167,9 @@ bool RecordingRing::write_step(const StepToRecord& step, DatasetStep& entry, std
     } catch (const NoRoom&) {
         ::unlink((dataset_.directory + "/" + entry.file).c_str());
         return false;
+    } catch (const std::exception&) {
+        ::unlink((dataset_.directory + "/" + entry.file).c_str());  // nothing of an unlisted step stays
+        throw;
     }
     return true;
 }

@@ -98,7 +98,8 @@ public:
             so.bind = o.bind;
             so.who = "replay stream " + std::to_string(k);
             s.sender = std::make_unique<SlabSender>(so);
-            if (o.losses) s.lost.assign(static_cast<std::size_t>(s.geometry.stored_planes() * dataset_.dims.plane()), 0);
+            if (o.losses)
+                s.lost.assign(static_cast<std::size_t>(s.geometry.stored_planes() * dataset_.dims.plane()), 0);
             streams_.push_back(std::move(s));
         }
         spdlog::info("replay: {} ({} steps of {}) into {} streams, speed {}, {}", o.recording, schedule_.size(),
@@ -183,7 +184,8 @@ int run_replay(const ReplayOptions& o) {
 
 void register_replay(CLI::App& root, RoleMain& run) {
     auto o = std::make_shared<ReplayOptions>();
-    CLI::App* c = root.add_subcommand("replay", "stream a recording (or any dataset) into receivers as it was recorded");
+    CLI::App* c =
+        root.add_subcommand("replay", "stream a recording (or any dataset) into receivers as it was recorded");
     c->add_option("recording", o->recording, "the recording's directory or its dataset.json")->required();
     c->add_option("--to", o->to, "each stream's receiver HOST:PORT, in slab order, or HOST:FIRST-LAST")->required();
     c->add_option("--speed", o->speed, "1: the recorded pace, 2: twice as fast, max: as fast as they go")
@@ -199,7 +201,9 @@ void register_replay(CLI::App& root, RoleMain& run) {
     c->add_option("--wire", o->wire, "data packets: run or quad")->capture_default_str();
     c->add_option("--codec", o->codec, "run packets' codec, e.g. none, lz4, quant:10")->capture_default_str();
     c->add_option("--bind", o->bind, "local HOST[:PORT] to send from");
-    c->add_option("--loops", o->loops, "times through the recording")->capture_default_str()->check(CLI::Range(1, 1000000));
+    c->add_option("--loops", o->loops, "times through the recording")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000000));
     c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
     c->callback([o, &run] { run = [o] { return run_replay(*o); }; });
 }

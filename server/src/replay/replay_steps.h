@@ -1,7 +1,8 @@
 // What `slabcast replay` sends, and when: a recording's steps in the order
 // they arrived, each at its recorded distance from the first (when the
-// receiver began it, else when it published it), over the speed asked for; and the step in memory, decoded once into buffers allocated
-// once (slabcast/step_file.h).
+// receiver began it, else when it published it), over the speed asked for;
+// and the step in memory, decoded once into buffers allocated once
+// (slabcast/step_file.h).
 #pragma once
 
 #include "slabcast/dataset.h"

@@ -71,7 +71,8 @@ void write_atomically(const std::string& path, const std::string& text, bool dur
     // Readable by all (the renderer may run as another user), writable by the
     // owner only, whatever the umask.
     if (problem.empty() && ::fchmod(fd.get(), 0644) != 0) problem = std::string("cannot chmod: ") + std::strerror(errno);
-    if (problem.empty() && durable && ::fsync(fd.get()) != 0) problem = std::string("cannot sync: ") + std::strerror(errno);
+    if (problem.empty() && durable && ::fsync(fd.get()) != 0)
+        problem = std::string("cannot sync: ") + std::strerror(errno);
     fd.reset();  // written and closed before it takes the name
     if (problem.empty() && std::rename(tmp.c_str(), path.c_str()) != 0)
         problem = std::string("cannot rename into place: ") + std::strerror(errno);

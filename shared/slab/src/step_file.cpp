@@ -208,7 +208,8 @@ void StepFileWriter::write(const void* data, std::uint64_t n) {
     const auto* p = static_cast<const std::uint8_t*>(data);
     for (std::uint64_t done = 0; done < n;) {
         const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(n - done, kChunk));
-        const std::size_t c = LZ4F_compressUpdate(lz4_->cctx, lz4_->out.data(), lz4_->out.size(), p + done, piece, nullptr);
+        const std::size_t c =
+            LZ4F_compressUpdate(lz4_->cctx, lz4_->out.data(), lz4_->out.size(), p + done, piece, nullptr);
         if (LZ4F_isError(c)) throw std::runtime_error(std::string("LZ4: ") + LZ4F_getErrorName(c));
         put(lz4_->out.data(), c);
         done += piece;

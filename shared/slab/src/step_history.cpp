@@ -26,7 +26,8 @@ void StepHistory::take(const std::map<int, SlabMappingPtr>& slabs) {
     if (depth_ == 0) return;
     StepChoice newest = choose_whole_step(slabs);
     if (newest.step < 0 || !newest.whole || newest.buffers.size() != slabs.size()) return;
-    if (!held_.empty() && held_.back().step == newest.step && first_publication(held_.back()) == first_publication(newest))
+    if (!held_.empty() && held_.back().step == newest.step &&
+        first_publication(held_.back()) == first_publication(newest))
         return;
     held_.erase(std::remove_if(held_.begin(), held_.end(), [&](const StepChoice& c) { return c.step == newest.step; }),
                 held_.end());
