@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <lz4frame.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,15 +15,20 @@ namespace slabcast {
 
 namespace {
 
-// Input is compressed 4 MiB at a time into independent blocks of the same
-// size: the largest LZ4 frames allow, so the frame's overhead stays small and
-// the buffers are allocated once a file.
+// Input is compressed 4 MiB at a time into independent blocks of up to that
+// size (the largest LZ4 frames allow; a small step's blocks are no larger than
+// it), so the frame's overhead stays small and the buffers are allocated once
+// a file.
 constexpr std::size_t kChunk = std::size_t{4} << 20;
 constexpr std::size_t kReadChunk = std::size_t{1} << 20;
 
 LZ4F_preferences_t frame_preferences(std::uint64_t decoded_bytes) {
     LZ4F_preferences_t p{};
-    p.frameInfo.blockSizeID = LZ4F_max4MB;
+    // No larger a block than the step: both sides allocate a block's buffer.
+    p.frameInfo.blockSizeID = decoded_bytes <= (64u << 10)    ? LZ4F_max64KB
+                              : decoded_bytes <= (256u << 10) ? LZ4F_max256KB
+                              : decoded_bytes <= (1u << 20)   ? LZ4F_max1MB
+                                                              : LZ4F_max4MB;
     p.frameInfo.blockMode = LZ4F_blockIndependent;
     p.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
     p.frameInfo.contentSize = decoded_bytes;
@@ -43,7 +49,7 @@ StepCodec parse_step_codec(const std::string& text) {
 
 struct StepFileReader::Lz4 {
     LZ4F_dctx* dctx = nullptr;
-    std::vector<std::uint8_t> in = std::vector<std::uint8_t>(kReadChunk);
+    std::vector<std::uint8_t> in;  // a megabyte, or the whole file when it is smaller
     std::size_t in_begin = 0, in_end = 0;
     bool file_ended = false;
     bool frame_ended = false;  // its end mark and checksum read
@@ -57,6 +63,9 @@ StepFileReader::StepFileReader(const std::string& path, StepCodec codec, std::ui
     if (!fd_.valid()) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
     if (codec_ == StepCodec::Lz4) {
         lz4_ = std::make_unique<Lz4>();
+        struct stat st {};
+        const std::uint64_t file = ::fstat(fd_.get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : kReadChunk;
+        lz4_->in.resize(static_cast<std::size_t>(std::clamp<std::uint64_t>(file + 1, 64, kReadChunk)));
         if (LZ4F_isError(LZ4F_createDecompressionContext(&lz4_->dctx, LZ4F_VERSION)))
             throw std::runtime_error(path + ": cannot start an LZ4 decoder");
     }
@@ -179,7 +188,9 @@ StepFileWriter::StepFileWriter(int fd, StepCodec codec, std::uint64_t decoded_by
     lz4_->prefs = frame_preferences(decoded_bytes);
     if (LZ4F_isError(LZ4F_createCompressionContext(&lz4_->cctx, LZ4F_VERSION)))
         throw std::runtime_error("cannot start an LZ4 encoder");
-    lz4_->out.resize(std::max<std::size_t>(LZ4F_compressBound(kChunk, &lz4_->prefs), LZ4F_HEADER_SIZE_MAX));
+    // Room for the largest piece write() compresses at once (a small step's whole).
+    const auto piece = static_cast<std::size_t>(std::min<std::uint64_t>(decoded_bytes, kChunk));
+    lz4_->out.resize(std::max<std::size_t>(LZ4F_compressBound(piece, &lz4_->prefs), LZ4F_HEADER_SIZE_MAX));
     const std::size_t n = LZ4F_compressBegin(lz4_->cctx, lz4_->out.data(), lz4_->out.size(), &lz4_->prefs);
     if (LZ4F_isError(n)) throw std::runtime_error(std::string("LZ4 frame header: ") + LZ4F_getErrorName(n));
     put(lz4_->out.data(), n);
