@@ -11,7 +11,9 @@ with ages and the receiver's report; then
       give an error naming the file and the problem, and pvpython goes on
       (pv_dataset_bad.py);
   mpi: pvbatch on 2 ranks, each rank's piece is its own planes of every step
-      (pv_dataset_pieces.py).
+      (pv_dataset_pieces.py);
+  animation: File > Save Animation (pvpython under Xvfb, pv_dataset_animation.py):
+      a frame a step, in time order, each a different picture, none blank.
 
 Needs numpy (python3-numpy) and lz4 (the Debian package lz4).
 """
@@ -182,10 +184,32 @@ def mpi(d):
     t.log("ok: %d ranks read planes %s of every step" % (ranks, planes))
 
 
+def animation(d):
+    """File > Save Animation over the dataset: a frame each time step, in
+    time order, each a different picture (each step its own values)."""
+    expected = os.path.join(d, "expected")
+    path = write_dataset(os.path.join(d, "series"), expected)
+    frames = os.path.join(d, "frames")
+    os.makedirs(frames)
+    with t.xvfb() as display:
+        out, _ = t.pvpython("pv_dataset_animation.py", path, frames, display=display)
+    t.log(out)
+    t.check("FRAMES %d" % len(LISTED) in out, "one frame a step expected (%d):\n%s" % (len(LISTED), out))
+    t.check("TIMES " + ",".join(str(s) for s in sorted(LISTED)) in out, "the time steps in order:\n" + out)
+    pictures = [open(os.path.join(frames, n), "rb").read() for n in sorted(os.listdir(frames))]
+    t.check(len(set(pictures)) == len(pictures), "two steps gave the same picture")
+    for n in sorted(os.listdir(frames)):
+        stats = t.read_image_stats(t.pvpython("pv_image_stats.py", os.path.join(frames, n))[0])
+        t.check(stats["lit"] > 0.05, "%s is blank: %s" % (n, stats))
+    t.log("ok: Save Animation wrote %d frames, one a step, each a different picture" % len(pictures))
+
+
 def body():
     with t.shm_dir("dataset") as d:
         if sys.argv[1:] == ["mpi"]:
             mpi(d)
+        elif sys.argv[1:] == ["animation"]:
+            animation(d)
         else:
             serial(d)
 
