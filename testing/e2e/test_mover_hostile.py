@@ -24,7 +24,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from slabcast_testlib import SLABCAST, Workspace, free_tcp_port, unittest_main, wait_for  # noqa: E402
 from mover_wire import (BYE, DATA, DONE, ERROR, FILE_END, FILE_FAILED, HAVE, HELLO, MANIFEST, REPORT,  # noqa: E402
-                        ZEROS, challenge, checksum_of, frame, header, manifest_json, read_frame, say_hello)
+                        ZEROS, challenge, checksum_of, frame, header, manifest_json, read_frame, read_key,
+                        say_hello)
 from test_mover import (WAIT_S, Relay, assert_trees_equal, journal_lines, wait_listening, wait_until,  # noqa: E402
                         write_file)
 
@@ -135,9 +136,9 @@ class HostileTest(unittest.TestCase):
         self.sockets.append(s)
         return s
 
-    def hello(self, transfer, stream=0, dest="h", source="127.0.0.1"):
+    def hello(self, transfer, stream=0, dest="h", source="127.0.0.1", key=None):
         s = self.connect(source)
-        say_hello(s, transfer, {"stream": stream, "dest": dest} if stream == 0 else {"stream": stream})
+        say_hello(s, transfer, {"stream": stream, "dest": dest} if stream == 0 else {"stream": stream}, key)
         return s
 
     def open_transfer(self, transfer, files, dirs=(), dest="h"):
@@ -174,7 +175,7 @@ class HostileTest(unittest.TestCase):
         self.assertLess(rss - self.baseline[0], rss_mb, what)
         self.assertLessEqual(n - self.baseline[1], threads, what)
 
-    def assert_real_move_works(self):
+    def assert_real_move_works(self, *extra):
         """A real `slabcast move` of a small tree arrives bit for bit, and
         nothing outside --root was touched."""
         self.moves += 1
@@ -182,8 +183,9 @@ class HostileTest(unittest.TestCase):
         write_file(os.path.join(src, "big.bin"), os.urandom(6 * MIB + 5))
         for i in range(20):
             write_file(os.path.join(src, "small", "f%02d" % i), os.urandom(i * 300))
-        r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "4",
-                            src, "127.0.0.1:real-%d" % self.moves], capture_output=True, text=True, timeout=WAIT_S)
+        r = subprocess.run([SLABCAST, "move", "--port", str(self.port), "--progress", "none", "--streams", "4"] +
+                           list(extra) + [src, "127.0.0.1:real-%d" % self.moves],
+                           capture_output=True, text=True, timeout=WAIT_S)
         self.assertEqual(r.returncode, 0, r.stderr + self.server.text()[-3000:])
         assert_trees_equal(self, src, os.path.join(self.root, "real-%d" % self.moves, "tree"))
         self.assert_nothing_outside()
@@ -427,6 +429,7 @@ class HostileTest(unittest.TestCase):
         a = self.open_transfer(0x7001, [entry("a", 10)])
         self.open_transfer(0x7002, [entry("b", 10)])
         c = self.hello(0x7003)
+        c.sendall(manifest_frames(0x7003, [entry("c", 10)]))  # counted once its manifest is in
         self.expect_error(c, "2 transfers are running, the limit (serve --max-transfers)")
         # Without --read-back serve holds one thread per stream and no writer
         # pool, so the thread count says exactly which streams are admitted.
@@ -458,6 +461,59 @@ class HostileTest(unittest.TestCase):
         wait_for(lambda: proc_status(self.server.proc.pid)[1] <= self.baseline[1], timeout=WAIT_S,
                  what="serve's threads to end")
         self.assert_real_move_works()
+
+    def test_silent_hellos_hold_no_transfer_slot(self):
+        """A client with the key that says Hello on stream 0 and then nothing
+        (stalled, crashed, or hostile): 100 of them from one address leave
+        every --max-transfers slot to real transfers, each is let go after
+        --peer-timeout with its address in the log, and one address holds no
+        more than --max-transfers-per-address."""
+        key_file = os.path.join(self.ws.dir, "src-key")  # beside --root, where assert_nothing_outside allows it
+        self.assertEqual(self.ws.run(["keygen", key_file]).returncode, 0)
+        key = read_key(key_file)
+
+        # Counted only once their manifest is in: 100 silent stream 0s, and a
+        # real move arrives at once, long before any of them is let go.
+        self.start_serve("--key-file", key_file, "--peer-timeout", "60", "--max-transfers-per-address", "1000")
+        silent = [self.hello(0x9000 + i, source="127.0.0.2", key=key) for i in range(100)]
+        wait_for(lambda: proc_status(self.server.proc.pid)[1] - self.baseline[1] >= 100, timeout=WAIT_S,
+                 what="a thread for each of the 100 silent streams")
+        t0 = time.monotonic()
+        self.assert_real_move_works("--key-file", key_file)
+        print("a real move beside 100 silent Hellos took %.2f s" % (time.monotonic() - t0), flush=True)
+        self.assertNotIn("no manifest", self.server.text(), "a silent stream was let go before the move arrived")
+        for s in silent:
+            s.setblocking(False)
+            with self.assertRaises(BlockingIOError, msg="serve answered or closed a silent stream"):
+                s.recv(1)
+            s.setblocking(True)
+        self.server.stop()
+
+        # The default per-address cap (8): the ninth and later Hellos from one
+        # address are refused at once, the eight held are let go after
+        # --peer-timeout (6 s: the refusals are read well within it).
+        self.start_serve("--key-file", key_file, "--peer-timeout", "6")
+        held = [self.hello(0x9100 + i, source="127.0.0.2", key=key) for i in range(8)]
+        for i in range(92):
+            kind, why = read_frame(self.hello(0x9200 + i, source="127.0.0.2", key=key))
+            self.assertEqual(kind, ERROR, why)
+            self.assertIn("8 transfers from 127.0.0.2 are open, the limit (serve --max-transfers-per-address)",
+                          why.decode())
+        self.assert_real_move_works("--key-file", key_file)
+        t0 = time.monotonic()
+        for s in held:
+            kind, why = read_frame(s)
+            self.assertEqual(kind, ERROR, why)
+            self.assertIn("no manifest: the client sent nothing for 6 s after its Hello (serve --peer-timeout)",
+                          why.decode())
+        print("the 8 held silent streams were let go within %.1f s of the move's end" % (time.monotonic() - t0),
+              flush=True)
+        text = self.server.text()
+        self.assertEqual(text.count(" from 127.0.0.2 stopped: no manifest: the client sent nothing for 6 s"), 8,
+                         text[-3000:])
+        wait_for(lambda: proc_status(self.server.proc.pid)[1] <= self.baseline[1], timeout=WAIT_S,
+                 what="serve's threads to end")
+        self.assert_real_move_works("--key-file", key_file)
 
     def test_250_byte_names_arrive_and_a_stopped_transfer_of_one_resumes(self):
         self.start_serve()

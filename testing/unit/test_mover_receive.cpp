@@ -368,6 +368,32 @@ TEST_CASE("the host's limits: manifest bytes, files, blocks and free space, each
     CHECK(std::filesystem::is_empty(dir.path));  // refused before anything was created
 }
 
+TEST_CASE("manifests still arriving share one budget: a transfer beyond it is refused, and its bytes come back") {
+    TempShmDir dir;
+    ReceiveLimits shared;
+    shared.manifests = std::make_shared<ByteBudget>(2u << 20);
+    // A manifest of 1.5 MiB, sent up to a byte past its first MiB: it holds
+    // all of it (kept a MiB at a time as it arrives), 0.5 MiB are left.
+    const std::string slow = frame(Kind::Manifest, 0, 0, 3u << 19, std::string(3u << 19, ' '));
+    const std::size_t head = slow.size() - (3u << 19);
+    auto a = std::make_unique<Session>(dir.path, shared);
+    a->send(slow.substr(0, head + (1u << 20) + 1));
+    a->wait_read();
+    {
+        Session b(dir.path, shared);
+        // Its header alone: refused before a byte of its payload is kept.
+        b.refused(frame(Kind::Manifest, 0, 0, 1u << 20, std::string(1u << 20, ' ')).substr(0, head),
+                  "the manifests arriving hold 2097152 bytes, the limit for all of them (serve --max-transfers x "
+                  "--max-manifest-mb)");
+    }
+    CHECK_FALSE(a->t.finished());
+    a->refused(slow.substr(head + (1u << 20) + 1), "manifest");  // whole now, and not JSON
+    a.reset();
+    Session c(dir.path, shared);
+    c.send(manifest({file_entry("a", 10)}));
+    CHECK(c.answer().first == Kind::Have);  // the budget is whole again
+}
+
 TEST_CASE("a compressed manifest expands only to the size it declares, within the limit, before anything is made") {
     TempShmDir dir;
     ReceiveLimits small;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -32,7 +33,56 @@ std::string bytes_text(std::uint64_t n) {
                            : fmt::format("{} bytes ({:.1f} MiB)", n, x / (1u << 20));
 }
 
+// A manifest's share of ReceiveLimits::manifests while it arrives, given
+// back when it is whole (or not coming).
+class ManifestShare {
+public:
+    explicit ManifestShare(std::shared_ptr<ByteBudget> budget) : budget_(std::move(budget)) {}
+    ~ManifestShare() {
+        if (budget_) budget_->give(held_);
+    }
+    ManifestShare(const ManifestShare&) = delete;
+    ManifestShare& operator=(const ManifestShare&) = delete;
+    void take(std::uint64_t n) {
+        if (!budget_) return;
+        if (!budget_->take(n))
+            throw std::runtime_error(fmt::format("the manifests arriving hold {} bytes, the limit for all of them "
+                                                 "(serve --max-transfers x --max-manifest-mb): try again later",
+                                                 budget_->total()));
+        held_ += n;
+    }
+
+private:
+    std::shared_ptr<ByteBudget> budget_;
+    std::uint64_t held_ = 0;
+};
+
+// Manifest bytes are kept as they arrive, this many at a time.
+constexpr std::size_t kManifestPiece = 1u << 20;
+
 }  // namespace
+
+// A client that says Hello and then nothing is let go after the manifest
+// timeout, not the idle timeout that a running transfer gets: until its
+// manifest is in, a transfer holds a thread and a connection for nothing.
+std::string ReceiveTransfer::take_manifest_in_time(Channel& c) {
+    if (settings_.manifest_timeout_s <= 0) return take_manifest(c);
+    timeval before{};
+    socklen_t len = sizeof before;
+    ::getsockopt(c.fd(), SOL_SOCKET, SO_RCVTIMEO, &before, &len);
+    const timeval wait{settings_.manifest_timeout_s, 0};
+    ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    std::string manifest;
+    try {
+        manifest = take_manifest(c);
+    } catch (const PeerSilent&) {
+        throw std::runtime_error(fmt::format("no manifest: the client sent nothing for {} s after its Hello "
+                                             "(serve --peer-timeout), connection closed",
+                                             settings_.manifest_timeout_s));
+    }
+    ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVTIMEO, &before, sizeof before);
+    return manifest;
+}
 
 // The manifest's frames, in order, to the size the first declares: that
 // size is checked against --max-manifest-mb before a byte is kept, and every
@@ -44,6 +94,7 @@ std::string ReceiveTransfer::take_manifest(Channel& c) {
     std::string manifest;
     std::uint64_t total = 0;
     std::uint32_t encoding = kManifestJson;
+    ManifestShare share(settings_.limits.manifests);
     for (bool first = true; first || manifest.size() < total; first = false) {
         std::uint8_t header[kHeaderBytes];
         if (!c.read_full(header, sizeof header)) throw std::runtime_error("the sender left before its manifest");
@@ -75,9 +126,16 @@ std::string ReceiveTransfer::take_manifest(Channel& c) {
         if (f->length == 0 || f->length > total - at)
             throw std::runtime_error(fmt::format("a manifest frame of {} bytes (field 'length') where {} were left",
                                                  f->length, total - at));
-        manifest.resize(at + f->length);
-        if (!c.read_full(manifest.data() + at, f->length))
-            throw std::runtime_error("the sender left in the middle of its manifest");
+        // Kept as its bytes arrive, a piece at a time, drawn from the budget
+        // of all manifests arriving: a peer holds no more memory than it has sent.
+        for (std::uint64_t got = 0; got < f->length;) {
+            const std::size_t piece = std::min<std::uint64_t>(f->length - got, kManifestPiece);
+            share.take(piece);
+            manifest.resize(at + got + piece);
+            if (!c.read_full(manifest.data() + at + got, piece))
+                throw std::runtime_error("the sender left in the middle of its manifest");
+            got += piece;
+        }
         if (checksum(manifest.data() + at, f->length) != f->checksum)
             throw std::runtime_error("a manifest frame damaged in transit (checksum)");
     }

@@ -72,7 +72,8 @@ void ReceiveTransfer::run_first_stream(Channel& c) {
         control_ = &c;
     }
     try {
-        const std::string manifest = take_manifest(c);
+        const std::string manifest = take_manifest_in_time(c);
+        if (settings_.manifest_taken) settings_.manifest_taken();
         // The sender sends blocks right behind its manifest: stream 0 reads
         // them ahead, as the others do (run_stream), while another thread
         // parses the manifest and looks at the destination (45-90 ms for
@@ -205,6 +206,10 @@ void ReceiveTransfer::check_drained() {
     maybe_finish();
 }
 
+std::string ReceiveTransfer::who() const {
+    return fmt::format("transfer {:016x}{}", id_, settings_.peer.empty() ? "" : " from " + settings_.peer);
+}
+
 std::string ReceiveTransfer::problem() const {
     std::lock_guard lock(mutex_);
     return problem_;
@@ -225,8 +230,8 @@ void ReceiveTransfer::abort(const std::string& reason) {
             problem_ = why;
             ring = prepared_;  // otherwise prepare() stops the ring it makes
         }
-        spdlog::error("{}: transfer {:016x} stopped: {}; what was written stays for a resumed transfer",
-                      settings_.log_name, id_, why);
+        spdlog::error("{}: {} stopped: {}; what was written stays for a resumed transfer", settings_.log_name,
+                      who(), why);
         try {  // the sender learns why, if it is still there
             if (control_) write_frame(*control_, Frame{Kind::Error, id_}, why.data(), why.size());
         } catch (const std::exception&) {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "mover/block_ring.h"
+#include "mover/byte_budget.h"
 #include "mover/channel.h"
 #include "mover/dest_tree.h"
 #include "mover/journal.h"
@@ -30,6 +31,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -50,6 +52,9 @@ struct ReceiveLimits {
     // The Have answer, at most (what does not fit is sent again). Not a flag:
     // the client reads no more than kMaxHaveBytes; tests make it small.
     std::uint64_t have_bytes = kMaxHaveBytes;
+    // serve: what the manifests still arriving hold, all transfers together
+    // (--max-transfers x --max-manifest-mb); none: no bound beyond manifest_bytes.
+    std::shared_ptr<ByteBudget> manifests = nullptr;
 };
 
 // The hidden name a file named `name` is written under, next to it, until it
@@ -71,6 +76,18 @@ struct ReceiveSettings {
     // written, how long a file still missing waits for a stream not seen yet
     // (one may still be on its way through serve's accept loop) before it fails.
     int late_streams_s = 10;
+    // serve: the client's address, named where a transfer's log lines say
+    // it stopped ("" for a pull).
+    std::string peer = "";
+    // How long stream 0 may send nothing before its manifest is whole (serve
+    // --peer-timeout; the socket's own timeout applies again after it); 0:
+    // the socket's own throughout.
+    int manifest_timeout_s = 0;
+    // Called once the manifest is whole, before anything is prepared: serve
+    // counts the transfer against --max-transfers here, so that a client
+    // that says Hello and nothing more holds no slot. What it throws stops
+    // the transfer, and the client is told.
+    std::function<void()> manifest_taken = nullptr;
 };
 
 class ReceiveTransfer {
@@ -152,6 +169,8 @@ private:
     };
 
     std::string take_manifest(Channel& c);
+    std::string take_manifest_in_time(Channel& c);  // within settings_.manifest_timeout_s
+    std::string who() const;  // "transfer ID" and where from, for log lines
     void check_limits() const;
     void prepare(const std::string& manifest_text, Channel& control);
     void carry_blocks(Channel& c, bool first);

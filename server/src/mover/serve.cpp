@@ -27,7 +27,8 @@ void register_serve(CLI::App& root, RoleMain& run) {
     c->add_flag("--read-back", o->read_back,
                 "read each finished file back and check every block against its checksum before it goes into place");
     c->add_option("--peer-timeout", o->peer_timeout_s,
-                  "seconds without an answer from a client (path cut, host down) before its transfer stops")
+                  "seconds without an answer from a client (path cut, host down) before its transfer stops; "
+                  "also how long a transfer's manifest may keep the client's Hello waiting")
         ->check(CLI::Range(2, 3600))
         ->capture_default_str();
     c->add_flag("--allow-pull", o->allow_pull,
@@ -54,7 +55,12 @@ void register_serve(CLI::App& root, RoleMain& run) {
     c->add_option("--max-connections", o->max_connections, "streams served at once (a thread each), all transfers together")
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
-    c->add_option("--max-transfers", o->max_transfers, "transfers (in, and pulls out) at once")
+    c->add_option("--max-transfers", o->max_transfers,
+                  "transfers (in, once their manifest has arrived, and pulls out) at once")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    c->add_option("--max-transfers-per-address", o->max_transfers_per_address,
+                  "transfers and pulls one client address may have open at once, counted from their Hello")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
     c->add_option("--max-waiting", o->max_waiting,

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,6 +49,7 @@ struct ServeOptions {
     std::uint64_t max_blocks = std::uint64_t{1} << 24;
     int max_connections = 256;
     int max_transfers = 16;
+    int max_transfers_per_address = 8;
     int max_waiting = 64;
     int hello_timeout_s = 10;
     int idle_timeout_s = 300;
@@ -70,8 +72,13 @@ private:
     void reap();
     // Dispatch (server_dispatch.cpp).
     void serve_stream(Channel& c, const Hello& h, const std::string& from);
-    void serve_pull(Channel& c, const Hello& h);
-    void check_transfer_limit() const;  // under mutex_
+    void serve_pull(Channel& c, const Hello& h, const std::string& from);
+    // Under mutex_: --max-transfers (transfers whose manifest is in, and
+    // pulls) and --max-transfers-per-address (any transfer or pull begun).
+    void check_transfer_limit() const;
+    void check_address_limit(const std::string& from) const;
+    void count_transfer(std::uint64_t id);  // its manifest is in
+    void forget_transfer(std::uint64_t id);
     bool served_once();
     void retune();
 
@@ -83,6 +90,8 @@ private:
     std::map<std::uint64_t, std::shared_ptr<ReceiveTransfer>> transfers_;
     std::condition_variable transfer_started_;  // a stream 0 put its transfer in transfers_
     std::map<std::uint64_t, std::shared_ptr<SendTransfer>> pulls_;
+    std::map<std::uint64_t, std::string> client_of_;  // every transfer and pull begun: its client's address
+    std::set<std::uint64_t> counted_;  // transfers in whose manifest has arrived
     struct StreamThread {
         std::thread thread;
         std::shared_ptr<std::atomic<bool>> done;

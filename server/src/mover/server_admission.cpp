@@ -51,6 +51,8 @@ Server::Server(const ServeOptions& o) : o_(o) {
     limits_.manifest_bytes = static_cast<std::uint64_t>(o.max_manifest_mb) << 20;
     limits_.entries = o.max_files;
     limits_.blocks = o.max_blocks;
+    limits_.manifests =
+        std::make_shared<ByteBudget>(limits_.manifest_bytes * static_cast<std::uint64_t>(o.max_transfers));
     check_descriptor_limit();
 }
 

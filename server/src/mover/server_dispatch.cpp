@@ -1,8 +1,11 @@
 // serve's dispatch: an admitted stream goes to its transfer. Stream 0 of a
-// transfer in starts it (within --max-transfers) and the others join it by
-// its id; a Hello asking for files starts a pull, whose streams the client
-// opens and which are handed to it here. A stream that cannot be served is
-// told why before it is closed.
+// transfer in starts it (within --max-transfers-per-address) and the others
+// join it by its id; it counts against --max-transfers only once its manifest
+// has arrived, within --peer-timeout of the Hello: a client that says Hello
+// and nothing more (stalled, crashed or hostile) holds no slot a real
+// transfer needs. A Hello asking for files starts a pull, whose streams the
+// client opens and which are handed to it here. A stream that cannot be
+// served is told why before it is closed.
 #include "mover/server.h"
 
 #include "mover/manifest.h"
@@ -14,6 +17,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -54,7 +58,7 @@ void refuse(Channel& c, const std::string& why) {
 void Server::serve_stream(Channel& c, const Hello& h, const std::string& from) {
     try {
         if (!h.get.empty()) {
-            serve_pull(c, h);
+            serve_pull(c, h, from);
             return;
         }
         if (h.stream > 0) {
@@ -80,13 +84,17 @@ void Server::serve_stream(Channel& c, const Hello& h, const std::string& from) {
                                            [&] { return (it = transfers_.find(h.transfer)) != transfers_.end(); });
             }
             if (h.stream == 0) {
-                if (it != transfers_.end()) throw std::runtime_error("a transfer with this id is running");
-                check_transfer_limit();
-                const ReceiveSettings s{writers_now_ ? writers_now_ : o_.writers,
-                                        static_cast<std::size_t>(o_.ring_mb) << 20, o_.read_back, "serve",
-                                        limits_};
+                if (it != transfers_.end() || pulls_.count(h.transfer))
+                    throw std::runtime_error("a transfer with this id is running");
+                check_address_limit(from);
+                ReceiveSettings s{writers_now_ ? writers_now_ : o_.writers,
+                                  static_cast<std::size_t>(o_.ring_mb) << 20, o_.read_back, "serve", limits_};
+                s.peer = from;
+                s.manifest_timeout_s = o_.peer_timeout_s;
+                s.manifest_taken = [this, id = h.transfer] { count_transfer(id); };
                 t = std::make_shared<ReceiveTransfer>(h.transfer, o_.root, h.dest, s);
                 transfers_[h.transfer] = t;
+                client_of_[h.transfer] = from;
                 transfer_started_.notify_all();
             } else {
                 if (it == transfers_.end()) throw std::runtime_error("a stream of an unknown transfer");
@@ -100,7 +108,7 @@ void Server::serve_stream(Channel& c, const Hello& h, const std::string& from) {
             // reaches serve after the end still finds it.
             until_closed(c.fd());
             std::lock_guard lock(mutex_);
-            transfers_.erase(h.transfer);
+            forget_transfer(h.transfer);
             ++completed_;
             failures_ += !t->succeeded();
         } else {
@@ -114,18 +122,42 @@ void Server::serve_stream(Channel& c, const Hello& h, const std::string& from) {
     }
 }
 
-// Under mutex_.
 void Server::check_transfer_limit() const {
-    const std::size_t running = transfers_.size() + pulls_.size();
+    const std::size_t running = counted_.size() + pulls_.size();
     if (running >= static_cast<std::size_t>(o_.max_transfers))
         throw std::runtime_error(fmt::format("{} transfers are running, the limit (serve --max-transfers)", running));
+}
+
+// Transfers waiting for their manifest count here too: one address cannot
+// hold every thread with Hellos that are never followed.
+void Server::check_address_limit(const std::string& from) const {
+    const auto open =
+        std::count_if(client_of_.begin(), client_of_.end(), [&](const auto& e) { return e.second == from; });
+    if (open >= o_.max_transfers_per_address)
+        throw std::runtime_error(fmt::format("{} transfers from {} are open, the limit (serve "
+                                             "--max-transfers-per-address)", open, from));
+}
+
+// Called by the transfer's stream 0 once the manifest is whole; what it
+// throws stops the transfer and is told to the client.
+void Server::count_transfer(std::uint64_t id) {
+    std::lock_guard lock(mutex_);
+    check_transfer_limit();
+    counted_.insert(id);
+}
+
+void Server::forget_transfer(std::uint64_t id) {
+    transfers_.erase(id);
+    pulls_.erase(id);
+    client_of_.erase(id);
+    counted_.erase(id);
 }
 
 // A pull (`slabcast stage --from`): the client asked for files on stream 0;
 // they go back over the streams it opens, as `slabcast move` would send
 // them. Everything is listed and read through descriptors beneath --root
 // (scan_beneath): a symbolic link swapped in meanwhile leads nowhere.
-void Server::serve_pull(Channel& c, const Hello& h) {
+void Server::serve_pull(Channel& c, const Hello& h, const std::string& from) {
     if (!o_.allow_pull) throw std::runtime_error("this server does not give files out (start it with --allow-pull)");
     Manifest manifest = scan_beneath(std::make_shared<DestTree>(o_.root), h.get, kDefaultBlock, limits_.entries);
     SendSettings s;
@@ -140,7 +172,9 @@ void Server::serve_pull(Channel& c, const Hello& h) {
         if (pulls_.count(h.transfer) || transfers_.count(h.transfer))
             throw std::runtime_error("a transfer with this id is running");
         check_transfer_limit();
+        check_address_limit(from);
         pulls_[h.transfer] = t;
+        client_of_[h.transfer] = from;
     }
     try {
         t->start_on(c);
@@ -156,11 +190,11 @@ void Server::serve_pull(Channel& c, const Hello& h) {
         until_closed(c.fd());
     } catch (...) {
         std::lock_guard lock(mutex_);
-        pulls_.erase(h.transfer);
+        forget_transfer(h.transfer);
         throw;
     }
     std::lock_guard lock(mutex_);
-    pulls_.erase(h.transfer);
+    forget_transfer(h.transfer);
 }
 
 bool Server::served_once() {

@@ -110,8 +110,7 @@ bool read_full(int fd, void* buf, std::size_t n) {
         }
         if (r < 0 && errno == EINTR) continue;
         if (r == 0 && got == 0) return false;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            throw std::runtime_error("the peer sent nothing for the idle timeout, connection dropped");
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) throw PeerSilent();
         throw std::runtime_error(r == 0 ? "the peer closed the connection in the middle of a frame"
                                         : std::string("receive: ") + std::strerror(errno));
     }

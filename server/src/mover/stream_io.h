@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 namespace slabcast::mover {
@@ -35,8 +36,15 @@ UniqueFd listen_tcp(const std::string& address, int port);
 // vanishes (host down, path cut) is given up after about `peer_timeout_s`.
 void tune_tcp(int fd, int peer_timeout_s);
 
+// What read_full throws when the socket's SO_RCVTIMEO passed without a byte:
+// the peer is there but silent, which serve names by the timeout it set.
+class PeerSilent : public std::runtime_error {
+public:
+    PeerSilent() : std::runtime_error("the peer sent nothing for the idle timeout, connection dropped") {}
+};
+
 // false on an orderly EOF before the first byte; throws on an error, an EOF
-// in the middle, or nothing for the socket's SO_RCVTIMEO (serve's idle timeout).
+// in the middle, or (PeerSilent) nothing for the socket's SO_RCVTIMEO.
 bool read_full(int fd, void* buf, std::size_t n);
 // `more`: more follows at once (MSG_MORE), so a frame's header and its
 // payload sent apart still leave in full segments.
