@@ -4,6 +4,15 @@
         reads that piece of the volume, cuts SLAB to 100 bytes (below its
         header) as someone else might, polls NeedsUpdate as a live loop does,
         and updates: an error naming SLAB, and no SIGBUS.
+    pvpython pv_slab_changes.py rewrite DESCRIPTOR SLAB
+        reads the volume, cuts SLAB to nothing and grows it back to its size
+        (the same file, every byte zero) and updates twice: each time an
+        error naming SLAB (stderr), never a silent empty output.
+    pvpython pv_slab_changes.py stalled DESCRIPTOR SLAB
+        reads the volume, leaves every buffer of SLAB mid-write (each seq
+        odd, as a receiver that stopped inside a step would) and updates: an
+        empty output and a warning naming the slab (stderr); with the buffers
+        published again, the whole volume again.
     pvpython pv_slab_changes.py reshape DESCRIPTOR NX,NY,NZ DEPTH PIECE PIECES
         reads that piece (one slab: zero-copy), has the test writer rewrite the
         volume with other dims as a restarted receiver would (every slab
@@ -11,6 +20,7 @@
         reads the new volume whole.
 """
 import os
+import struct
 import subprocess
 import sys
 
@@ -22,6 +32,12 @@ from paraview.simple import OpenDataFile  # noqa: E402
 
 def values(array):
     return [array.GetValue(i) for i in range(array.GetNumberOfTuples())]
+
+
+def points_read(algo):
+    """Updates the whole volume and counts its points."""
+    algo.UpdatePiece(0, 1, 0)
+    return algo.GetOutputDataObject(0).GetNumberOfPoints()
 
 
 def poll(reader):
@@ -45,6 +61,38 @@ if how == "truncate":
     print("points after the cut:", algo.GetOutputDataObject(0).GetNumberOfPoints(), flush=True)
     print("NeedsUpdate after the error: %d" % poll(reader), flush=True)
     print("SURVIVED", flush=True)
+elif how == "rewrite":
+    slab = sys.argv[3]
+    check(points_read(algo) > 0, "nothing read before the rewrite")
+    size = os.path.getsize(slab)
+    os.truncate(slab, 0)
+    os.truncate(slab, size)
+    for attempt in (1, 2):
+        reader.MarkModified(reader)
+        print("points after the rewrite, update %d: %d" % (attempt, points_read(algo)), flush=True)
+    print("SURVIVED", flush=True)
+elif how == "stalled":
+    slab = sys.argv[3]
+    whole = points_read(algo)
+    check(whole > 0, "nothing read before the stall")
+    # docs/shared-memory.md: u32 buffers at 124; each buffer's publication is
+    # 64 bytes from 512, its seq (u64) first; odd: the writer has the buffer.
+    fd = os.open(slab, os.O_RDWR)
+    buffers = struct.unpack("<I", os.pread(fd, 4, 124))[0]
+    seqs = [struct.unpack("<Q", os.pread(fd, 8, 512 + 64 * b))[0] for b in range(buffers)]
+    for b, seq in enumerate(seqs):
+        os.pwrite(fd, struct.pack("<Q", seq | 1), 512 + 64 * b)
+    algo.Modified()  # what the other slabs' next publications would do
+    print("points with every buffer of the slab mid-write: %d" % points_read(algo), flush=True)
+    for b, seq in enumerate(seqs):  # published again, as they were, and counted (live.publications, at 384)
+        os.pwrite(fd, struct.pack("<Q", (seq | 1) + 1 if seq else 0), 512 + 64 * b)
+    publications = struct.unpack("<Q", os.pread(fd, 8, 384))[0]
+    os.pwrite(fd, struct.pack("<Q", publications + 1), 384)
+    os.close(fd)
+    check(poll(reader) == 1, "NeedsUpdate did not notice the slab publish again")
+    again = points_read(algo)
+    check(again == whole, "%d points once the slab published again, %d before" % (again, whole))
+    print("STALLED_OK", flush=True)
 elif how == "reshape":
     new_dims = tuple(int(v) for v in sys.argv[3].split(","))
     depth, piece, pieces = sys.argv[4], int(sys.argv[5]), int(sys.argv[6])

@@ -155,6 +155,23 @@ def changed_under_mapping_cases(d):
         errors = [line for line in err.splitlines() if "vtkSlabcastReader" in line and "ERR" in line]
         t.check(any(os.path.join(d, "cut.slab2") in line and "truncated" in line for line in errors),
                 "no error naming the cut slab; got:\n" + err)
+    # Rewritten in place (the same inode and size, its header gone): each
+    # update names the slab, where it used to come back empty in silence.
+    desc = t.write_volume(d, "rewritten", DIMS, DEPTH)
+    slab = os.path.join(d, "rewritten.slab2")
+    out, err = t.pvpython("pv_slab_changes.py", "rewrite", desc, slab)
+    t.log(out.strip())
+    t.check("SURVIVED" in out, "pvpython did not survive a slab rewritten in place:\n" + out + err)
+    named = [line for line in err.splitlines() if slab in line and "not a slabcast slab (bad magic)" in line]
+    t.check(len(named) >= 2 and "rewritten in place while the reader had it mapped" in named[0],
+            "an update after the rewrite did not name the slab; got:\n" + err)
+    # Every buffer of one slab left mid-write: nothing is shown, and a warning says which slab and since when.
+    desc = t.write_volume(d, "stalled", DIMS, DEPTH)
+    out, err = t.pvpython("pv_slab_changes.py", "stalled", desc, os.path.join(d, "stalled.slab2"))
+    t.log(out.strip())
+    t.check("STALLED_OK" in out and "mid-write: 0" in out, "a stalled slab under the reader:\n" + out + err)
+    t.check(desc + ": nothing shown: slab 2 holds no published step: every buffer is being written; its last, "
+            "step 0, was published" in err, "no warning naming the stalled slab; got:\n" + err)
     # A receiver reshaping the volume replaces each slab (new file, renamed
     # over): the reader's old array keeps its values, and the next update
     # re-opens the new files cleanly.

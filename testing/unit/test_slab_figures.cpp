@@ -79,6 +79,45 @@ TEST_CASE("a slab's figures are its receiver's counters and the step shown") {
     CHECK(f.shown_completeness == 0);
 }
 
+TEST_CASE("a slab whose every buffer is being written holds no step, named with its last publication") {
+    const SlabVolume v(kDims, 4, {0, 1, 2});
+    auto m0 = SlabMapping::create(v.slab_file(0), kDims, 4, slab_geometry(kDims, 4, 0, 1), "density");
+    auto m2 = SlabMapping::create(v.slab_file(2), kDims, 4, slab_geometry(kDims, 4, 2, 1), "density");
+    const std::map<int, SlabMappingPtr> slabs = {
+        {0, std::make_shared<const SlabMapping>(SlabMapping::open_read_only(v.slab_file(0)))},
+        {2, std::make_shared<const SlabMapping>(SlabMapping::open_read_only(v.slab_file(2)))}};
+    const std::int64_t now = realtime_ns();
+    SlabHeader h{};
+    REQUIRE(m2.read_header(h));
+    CHECK_FALSE(slab_figures(h, -1, nullptr, now).no_step);  // the test volume published step 0
+    CHECK(slabs_without_step(slabs, now).empty());
+
+    // Every buffer of slab 2 taken for writing (its seq odd), none published since.
+    m2.header_rw().live.writer_pid = 0;
+    for (int b = 0; b < m2.buffers(); ++b) m2.header_rw().publication[b].seq.fetch_or(1);
+    REQUIRE(m2.read_header(h));
+    const SlabFigures f = slab_figures(h, -1, nullptr, now);
+    CHECK(f.no_step);
+    CHECK(f.last_published_step == 0);
+    CHECK(f.last_published_ns > 0);
+    CHECK(no_step_text(f, f.last_published_ns + 12'340'000'000) ==
+          "slab 2 holds no published step: every buffer is being written; its last, step 0, was published "
+          "12.3 s ago (no receiver is writing it)");
+    const auto without = slabs_without_step(slabs, now);
+    REQUIRE(without.size() == 1);
+    CHECK(without[0].slab == 2);
+    CHECK(total_figures({f, figures(0, 0, 1, 0)}).no_step);
+
+    // Nothing ever published on any slab: the stream has not begun, nothing to name.
+    for (SlabMapping* m : {&m0, &m2})
+        for (int b = 0; b < m->buffers(); ++b) m->header_rw().publication[b].seq = 0;
+    CHECK(slabs_without_step(slabs, now).empty());
+    m2.header_rw().live.writer_pid = 7;
+    REQUIRE(m2.read_header(h));
+    CHECK(no_step_text(slab_figures(h, -1, nullptr, now), now) ==
+          "slab 2 holds no published step: it has published none yet");
+}
+
 TEST_CASE("the all-slabs row sums rates and counters and shows the slab furthest behind") {
     std::vector<SlabFigures> slabs{figures(0, 7, 1.5, 0.0), figures(1, 6, 2.0, 2.0), figures(2, 7, 0.5, 1.0)};
     slabs[0].packets = 10;

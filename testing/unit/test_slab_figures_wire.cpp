@@ -31,6 +31,9 @@ SlabFigures full(int slab, const std::string& host) {
     f.duplicates = 5;
     f.dropped_steps = 6;
     f.receiving = true;
+    f.no_step = true;
+    f.last_published_step = 39;
+    f.last_published_ns = 1700000000000000001;
     return f;
 }
 }  // namespace
@@ -60,6 +63,9 @@ TEST_CASE("stream figures survive encoding, every field") {
         CHECK(b.duplicates == a.duplicates);
         CHECK(b.dropped_steps == a.dropped_steps);
         CHECK(b.receiving == a.receiving);
+        CHECK(b.no_step == a.no_step);
+        CHECK(b.last_published_step == a.last_published_step);
+        CHECK(b.last_published_ns == a.last_published_ns);
     }
     CHECK(bytes.size() == 4 + 2 * (kMaxFigureSlabBytes - kMaxFigureHostBytes) + 7);
     const auto none = decode_figures(encode_figures({}).data(), 4);
@@ -89,7 +95,9 @@ TEST_CASE("stream figures that are not one whole message are refused") {
     std::memcpy(huge.data(), &too_many, 4);
     CHECK_FALSE(decode_figures(huge.data(), huge.size()));
     CHECK_FALSE(decode_figures(nullptr, 0));
-    std::string receiving = bytes;
-    receiving.back() = 2;  // a flag is 0 or 1
-    CHECK_FALSE(decode_figures(receiving.data(), receiving.size()));
+    for (const std::size_t from_end : {18, 17}) {  // receiving, no_step: a flag is 0 or 1
+        std::string flag = bytes;
+        flag[flag.size() - from_end] = 2;
+        CHECK_FALSE(decode_figures(flag.data(), flag.size()));
+    }
 }

@@ -55,6 +55,29 @@ TEST_CASE("a slab cut short is refused by name, also when the pool had it open")
                       Catch::StartsWith(v.slab_file(0)) && Catch::Contains("truncated"));
 }
 
+TEST_CASE("a slab rewritten in place under the pool's mapping is named, not shown as a slab with no step") {
+    const SlabVolume v(kDims, 4, {0, 1, 2});
+    SlabPool pool;
+    const SlabEntry& entry = v.descriptor.slabs[2];
+    const SlabMappingPtr held = pool.get(v.descriptor, v.descriptor_path, entry);
+    CHECK(held->header_problem().empty());
+    // Cut to nothing and grown back: the same inode and size, every byte zero.
+    const auto size = std::filesystem::file_size(v.slab_file(2));
+    std::filesystem::resize_file(v.slab_file(2), 0);
+    std::filesystem::resize_file(v.slab_file(2), size);
+    CHECK(held->not_truncated());
+    CHECK(held->header_problem() == "not a slabcast slab (bad magic)");
+    CHECK_THROWS_WITH(pool.get(v.descriptor, v.descriptor_path, entry),
+                      Catch::StartsWith(v.slab_file(2)) && Catch::Contains("not a slabcast slab (bad magic)") &&
+                          Catch::Contains("rewritten in place while the reader had it mapped"));
+    CHECK_THROWS_WITH(pool.get(v.descriptor, v.descriptor_path, entry),
+                      Catch::StartsWith(v.slab_file(2)) && Catch::Contains("bad magic"));
+    // Written again whole (as a receiver would): read as any slab.
+    v.write_slab(2, v.slab_file(2), 0.25f);
+    const SlabMappingPtr again = pool.get(v.descriptor, v.descriptor_path, entry);
+    CHECK(again->values(0)[0] == SlabVolume::value_at(2, 0, 0, 7, kDims) + 0.25f);
+}
+
 TEST_CASE("a missing slab, or one that is not what the descriptor says, names the file and the problem") {
     SlabVolume v(kDims, 4, {0, 1, 2});
     SlabPool pool;

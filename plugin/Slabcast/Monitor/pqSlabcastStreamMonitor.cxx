@@ -12,6 +12,7 @@
 #include "vtkSMProxy.h"
 #include "vtkSlabcastStreamInformation.h"
 
+#include "slabcast/clock.h"
 #include "slabcast/slab_figures.h"
 
 #include <QDateTime>
@@ -39,7 +40,9 @@ constexpr int kPollMs = 500;
 const char* const kColumns[][2] = {
   { "Slab", "the slab (z range) and its stream; 'all': every slab" },
   { "Host", "where the slab's shared memory is (the data-server rank's host)" },
-  { "Shown", "the step the render view shows of this slab" },
+  { "Shown",
+    "the step the render view shows of this slab ('no step': it holds none published; the line below says "
+    "since when)" },
   { "Receiving", "the step being received now ('-': between steps)" },
   { "Gbit/s", "the receiver's rate for this stream over its last second" },
   { "Loss %", "records lost in the last finished step" },
@@ -75,7 +78,8 @@ QString AgeText(double ms)
 
 QStringList Row(const slabcast::SlabFigures& f, const QString& name)
 {
-  return { name, QString::fromStdString(f.host), StepText(f.shown_step), StepText(f.writing_step),
+  return { name, QString::fromStdString(f.host), f.no_step ? QString("no step") : StepText(f.shown_step),
+    StepText(f.writing_step),
     QString::number(f.gbps, 'f', 2), QString::number(f.last_step_loss_percent, 'f', 3),
     AgeText(f.shown_age_ms),
     f.shown_step < 0 ? QString("-") : QString("%1%").arg(100 * f.shown_completeness, 0, 'f', 1),
@@ -279,11 +283,22 @@ void pqSlabcastStreamMonitor::showFigures()
   {
     this->Chart->show(this->History);
   }
-  this->Status->setText(QString("%1: %2 slab(s)%3, updated %4")
+  // A slab with no published step holds the whole view empty: said here by name.
+  QString missing;
+  const std::int64_t now = slabcast::realtime_ns();
+  for (const slabcast::SlabFigures& f : slabs)
+  {
+    if (f.no_step)
+    {
+      missing += "\n" + QString::fromStdString(slabcast::no_step_text(f, now));
+    }
+  }
+  this->Status->setText(QString("%1: %2 slab(s)%3, updated %4%5")
                           .arg(this->Source->getSMName())
                           .arg(slabs.size())
                           .arg(this->Pause->isChecked() ? ", paused" : "")
-                          .arg(QTime::currentTime().toString("hh:mm:ss.zzz")));
+                          .arg(QTime::currentTime().toString("hh:mm:ss.zzz"))
+                          .arg(missing));
   this->BusyMs += busy.nsecsElapsed() / 1e6;
 }
 

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ public:
   // The last steps taken, pinned, for the time controls (the History property).
   slabcast::StepHistory History;
   int HistoryCapWarned = -1; // the History asked for when its cap was last reported
+  // The slabs last named as holding no published step, and when: named again
+  // when that changes, or every 10 s while it lasts.
+  std::vector<int> NoStepWarned;
+  std::chrono::steady_clock::time_point NoStepWarnedAt;
   // How long the step shown may keep its buffers pinned in place.
   slabcast::InPlaceHold Hold;
   // The stitched ranges of its last steps, for the next ones from the same buffers.

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -39,6 +40,33 @@
 #include <vector>
 
 vtkStandardNewMacro(vtkSlabcastReader);
+
+namespace
+{
+// A warning naming each slab of `slabs` that holds no published step, and
+// since when: named again when the slabs change, or every 10 s while it lasts.
+void ReportSlabsWithoutStep(
+  vtkSlabcastReader* self, SlabcastReaderState& in, const std::map<int, slabcast::SlabMappingPtr>& slabs)
+{
+  const std::int64_t now = slabcast::realtime_ns();
+  std::vector<int> named;
+  std::string text;
+  for (const slabcast::SlabFigures& f : slabcast::slabs_without_step(slabs, now))
+  {
+    named.push_back(f.slab);
+    text += (text.empty() ? "" : "; ") + slabcast::no_step_text(f, now);
+  }
+  const auto at = std::chrono::steady_clock::now();
+  const bool told = named == in.NoStepWarned && at - in.NoStepWarnedAt < std::chrono::seconds(10);
+  in.NoStepWarned = named;
+  if (named.empty() || told)
+  {
+    return;
+  }
+  in.NoStepWarnedAt = at;
+  vtkWarningWithObjectMacro(self, << in.DescriptorPath << ": nothing shown: " << text);
+}
+} // namespace
 
 //------------------------------------------------------------------------------
 vtkSlabcastReader::vtkSlabcastReader()
@@ -308,10 +336,13 @@ int vtkSlabcastReader::RequestData(
     if (choice.buffers.size() != sources.by_slab.size())
     {
       // Nothing published yet (or, in whole steps, no step all slabs hold):
-      // an empty piece now, the first step as soon as it is there.
+      // an empty piece now, the first step as soon as it is there; a slab
+      // that holds no step at all is named, never an empty output in silence.
+      ReportSlabsWithoutStep(this, in, sources.by_slab);
       output->Initialize();
       return 1;
     }
+    in.NoStepWarned.clear();
     // The nearest fill over slabs that lost values: their copies, filled.
     const slabcast::FilledSlabs filled =
       this->Fill == FILL_NEAREST && this->Completeness == WHOLE_STEPS

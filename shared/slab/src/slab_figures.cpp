@@ -1,6 +1,7 @@
 #include "slabcast/slab_figures.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace slabcast {
 
@@ -26,7 +27,48 @@ SlabFigures slab_figures(const SlabHeader& header, std::int64_t shown_step, cons
     f.duplicates = live.duplicates.load();
     f.dropped_steps = live.dropped_steps.load();
     f.receiving = live.writer_pid.load() != 0;
+    // A buffer being written keeps its last publication's step and time
+    // (publish_buffer overwrites them only as it publishes again).
+    f.no_step = true;
+    std::uint64_t newest = 0;
+    for (std::uint32_t b = 0; b < std::min<std::uint32_t>(header.buffers, kMaxBuffers); ++b) {
+        const BufferPublication& p = header.publication[b];
+        const std::uint64_t seq = p.seq.load();
+        if (seq != 0 && !(seq & 1)) f.no_step = false;
+        if (seq != 0 && p.number.load() > newest) {
+            newest = p.number.load();
+            f.last_published_step = p.step.load();
+            f.last_published_ns = p.published_ns.load();
+        }
+    }
     return f;
+}
+
+std::string no_step_text(const SlabFigures& f, std::int64_t now_ns) {
+    std::string text = "slab " + std::to_string(f.slab) + " holds no published step: ";
+    if (f.last_published_ns == 0) {
+        text += "it has published none yet";
+    } else {
+        char ago[32];
+        std::snprintf(ago, sizeof ago, "%.1f", static_cast<double>(now_ns - f.last_published_ns) / 1e9);
+        text += "every buffer is being written; its last, step " + std::to_string(f.last_published_step) +
+                ", was published " + ago + " s ago";
+    }
+    return f.receiving ? text : text + " (no receiver is writing it)";
+}
+
+std::vector<SlabFigures> slabs_without_step(const std::map<int, SlabMappingPtr>& slabs, std::int64_t now_ns) {
+    std::vector<SlabFigures> without;
+    bool begun = false;
+    for (const auto& [index, mapping] : slabs) {
+        SlabHeader h{};
+        if (!mapping->read_header(h)) continue;  // cut short: the pool names it on the next look
+        const SlabFigures f = slab_figures(h, -1, nullptr, now_ns);
+        begun = begun || !f.no_step || f.last_published_ns != 0;
+        if (f.no_step) without.push_back(f);
+    }
+    if (!begun) without.clear();
+    return without;
 }
 
 SlabFigures total_figures(const std::vector<SlabFigures>& slabs) {
@@ -50,6 +92,7 @@ SlabFigures total_figures(const std::vector<SlabFigures>& slabs) {
         t.duplicates += f.duplicates;
         t.dropped_steps += f.dropped_steps;
         t.receiving = t.receiving || f.receiving;
+        t.no_step = t.no_step || f.no_step;
     }
     const double n = static_cast<double>(slabs.size());
     t.shown_completeness = completeness / n;

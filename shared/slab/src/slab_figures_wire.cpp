@@ -75,6 +75,9 @@ std::string encode_figures(const std::vector<SlabFigures>& slabs) {
         put(out, f.duplicates);
         put(out, f.dropped_steps);
         put<std::uint8_t>(out, f.receiving ? 1 : 0);
+        put<std::uint8_t>(out, f.no_step ? 1 : 0);
+        put(out, f.last_published_step);
+        put(out, f.last_published_ns);
     }
     return out;
 }
@@ -105,6 +108,11 @@ std::optional<std::vector<SlabFigures>> decode_figures(const void* bytes, std::s
         const auto receiving = in.take<std::uint8_t>();
         if (receiving > 1) return std::nullopt;
         f.receiving = receiving == 1;
+        const auto no_step = in.take<std::uint8_t>();
+        if (no_step > 1) return std::nullopt;
+        f.no_step = no_step == 1;
+        f.last_published_step = in.take<std::int64_t>();
+        f.last_published_ns = in.take<std::int64_t>();
         slabs.push_back(std::move(f));
     }
     if (!in.whole()) return std::nullopt;

@@ -123,6 +123,20 @@ bool SlabMapping::not_truncated() const {
     return fd_.valid() && ::fstat(fd_.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) >= region_.length();
 }
 
+std::string SlabMapping::header_problem() const {
+    SlabHeader h{};
+    struct stat st {};
+    if (!read_header(h) || ::fstat(fd_.get(), &st) != 0) return "it no longer holds a whole header";
+    if (std::string problem = slab_header_problem(h, static_cast<std::uint64_t>(st.st_size)); !problem.empty())
+        return problem;
+    const bool same = Dims{h.nx, h.ny, h.nz} == dims_ && h.slab_depth == slab_depth_ &&
+                      h.slab_index == geometry_.index && h.stored_z_begin == geometry_.stored_z_begin &&
+                      h.data_bytes == data_bytes_ && static_cast<int>(h.buffers) == buffers_ &&
+                      h.buffer_stride == layout_.buffer_stride && h.ages_offset == layout_.ages_offset &&
+                      h.age_stride == layout_.age_stride;
+    return same ? "" : "its header now describes another shape";
+}
+
 SlabMapping SlabMapping::create(const std::string& path, const Dims& dims, int slab_depth,
                                 const SlabGeometry& geometry, const std::string& field, int buffers) {
     if (field.size() >= sizeof(SlabHeader::field)) fail(path, "field name '" + field + "' is longer than 63 bytes");

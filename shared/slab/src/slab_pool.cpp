@@ -74,15 +74,28 @@ SlabMappingPtr SlabPool::get(const Descriptor& d, const std::string& descriptor_
     // still covers it; else (a receiver that replaced the slab, a file cut
     // short under us) a fresh one, validated anew.
     SlabMappingPtr mapping;
+    bool rewritten = false;
     auto it = cache_.find(entry.index);
     if (it != cache_.end() && it->second.file == entry.file &&
         it->second.mapping->device() == static_cast<unsigned long long>(st.st_dev) &&
         it->second.mapping->inode() == static_cast<unsigned long long>(st.st_ino) &&
         it->second.mapping->not_truncated()) {
-        mapping = it->second.mapping;
-    } else {
+        // The same file, but maybe no longer the same slab: one rewritten in
+        // place (cut to nothing and grown back) reads as a slab that never
+        // published a step. Its header is read again each time (one pread,
+        // against a frame's milliseconds) and checked as a fresh open checks
+        // it, so the file is named rather than shown empty.
+        rewritten = !it->second.mapping->header_problem().empty();
+        if (!rewritten) mapping = it->second.mapping;
+    }
+    if (!mapping) {
         cache_.erase(entry.index);
-        mapping = std::make_shared<const SlabMapping>(SlabMapping::open_read_only(dir.get(), entry.file, path));
+        try {
+            mapping = std::make_shared<const SlabMapping>(SlabMapping::open_read_only(dir.get(), entry.file, path));
+        } catch (const std::exception& e) {
+            if (!rewritten) throw;
+            throw std::runtime_error(std::string(e.what()) + " (rewritten in place while the reader had it mapped)");
+        }
         cache_[entry.index] = Cached{entry.file, mapping};
     }
     // Also for a mapping kept from before: the descriptor may have changed.

@@ -7,8 +7,10 @@
 
 #include "slabcast/publication.h"
 #include "slabcast/slab_file.h"
+#include "slabcast/slab_pool.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,12 @@ struct SlabFigures {
     std::uint64_t duplicates = 0;
     std::uint64_t dropped_steps = 0;
     bool receiving = false;           // a receiver owns the slab now
+    // No buffer holds a published step (each is being written, or none was
+    // ever published): a reader showing whole steps has nothing of this slab
+    // to show, nor of the volume.
+    bool no_step = false;
+    std::int64_t last_published_step = -1;  // its newest publication, in a buffer taken since; -1 none
+    std::int64_t last_published_ns = 0;     // when it was published (CLOCK_REALTIME), 0 never
 };
 
 // The figures in `header` (read with SlabMapping::read_header), for slab
@@ -39,6 +47,16 @@ struct SlabFigures {
 // known), at CLOCK_REALTIME `now_ns`.
 SlabFigures slab_figures(const SlabHeader& header, std::int64_t shown_step, const Publication* shown,
                          std::int64_t now_ns);
+
+// What a reader and the stream monitor say of a slab with no_step: which
+// slab, and since when ("slab 2 holds no published step: every buffer is
+// being written; its last, step 41, was published 12.3 s ago").
+std::string no_step_text(const SlabFigures& f, std::int64_t now_ns);
+
+// The figures of the slabs of `slabs` that hold no published step (their
+// headers read now); none when each holds one, or when none has ever
+// published a step (the stream has not begun: an empty output says enough).
+std::vector<SlabFigures> slabs_without_step(const std::map<int, SlabMappingPtr>& slabs, std::int64_t now_ns);
 
 // All slabs' figures in one row: rates and counters summed, the steps shown and
 // received the lowest (the slab furthest behind), the loss of the last finished

@@ -18,8 +18,9 @@ namespace slabcast {
 constexpr std::size_t kMaxFigureSlabs = 65536;
 constexpr std::size_t kMaxFigureHostBytes = 255;
 // The longest message: a count, then each slab's index, host name (a length
-// and its bytes), fourteen 8-byte figures and whether it is receiving.
-constexpr std::size_t kMaxFigureSlabBytes = 4 + 1 + kMaxFigureHostBytes + 14 * 8 + 1;
+// and its bytes), fourteen 8-byte figures, whether it is receiving, whether
+// it holds no step and its last publication (two 8-byte figures).
+constexpr std::size_t kMaxFigureSlabBytes = 4 + 1 + kMaxFigureHostBytes + 14 * 8 + 1 + 1 + 2 * 8;
 constexpr std::size_t kMaxFigureBytes = 4 + kMaxFigureSlabs * kMaxFigureSlabBytes;
 
 // Every field of every slab, in the host's byte order (as every slabcast

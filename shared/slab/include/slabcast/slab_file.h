@@ -250,6 +250,11 @@ public:
     bool read_header(SlabHeader& out) const;
     // True while the file still covers every mapped byte (fstat).
     bool not_truncated() const;
+    // "" while the header the file holds now (pread) is sound and describes
+    // this mapping's shape; else the problem: a file rewritten in place under
+    // the mapping (cut to nothing and grown back keeps its inode and size,
+    // and its header is gone).
+    std::string header_problem() const;
 
 private:
     UniqueFd fd_;           // declared first: the mapping goes before the file closes
