@@ -188,6 +188,13 @@ class Testbed:
                     START_S, self._delay_line.poll()))
             time.sleep(0.02)
         os.unlink(ready)
+        # A WAN's round trip does not grow when the hosts are busy: at a
+        # real-time priority the delay line (which sleeps in ppoll between
+        # packets) runs the moment a packet is due, whatever else runs on these
+        # cores. At the default priority it shared them with the tools under
+        # test, and a tool that kept both cores busy lengthened its own round
+        # trip (docs/performance.md, "Mover": the tree against the ceiling).
+        os.sched_setscheduler(self._delay_line.pid, os.SCHED_FIFO, os.sched_param(10))
         _ip("link", "set", dev, "up", "mtu", "65535", "txqueuelen", "20000", ns=wan)
         _sysctl(wan, "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.%s.rp_filter=0" % dev)
         # What comes in from a host goes into the delay line; what the delay

@@ -122,6 +122,12 @@ private:
 
 Channel::Channel(int fd) : fd_(fd) {}
 
+Channel Channel::exact(int fd) {
+    Channel c(fd);
+    c.direct_read_ = 0;
+    return c;
+}
+
 Channel::Channel(int fd, const SessionKeys& keys) : fd_(fd) {
     if (keys.cipher == Cipher::None) return;
     out_ = std::make_unique<Seal>(keys.cipher, keys.send, true);
@@ -213,14 +219,23 @@ bool Channel::read_full(void* buf, std::size_t n) {
 std::size_t Channel::waiting() const {
     int on_socket = 0;
     if (::ioctl(fd_, FIONREAD, &on_socket) != 0 || on_socket < 0) on_socket = 0;
-    const auto raw = static_cast<std::size_t>(on_socket) + ahead_bytes_;
+    const auto raw = static_cast<std::size_t>(on_socket) + ahead_bytes_ + (in_buffer_end_ - in_buffer_at_);
     if (!in_) return raw;
     return (in_plain_.size() - in_at_) + (raw > kLengthBytes + kTagBytes ? raw - kLengthBytes - kTagBytes : 0);
 }
 
+std::size_t Channel::take_buffered(std::uint8_t* to, std::size_t n) {
+    const std::size_t take = std::min(n, in_buffer_end_ - in_buffer_at_);
+    std::memcpy(to, in_buffer_.get() + in_buffer_at_, take);
+    in_buffer_at_ += take;
+    return take;
+}
+
 bool Channel::socket_read_full(void* buf, std::size_t n) {
     auto* p = static_cast<std::uint8_t*>(buf);
-    std::size_t got = 0;
+    // in_buffer_'s bytes came off the socket before any read_ahead took: a
+    // refill happens only once both are empty.
+    std::size_t got = in_buffer_ ? take_buffered(p, n) : 0;
     while (got < n && !ahead_.empty()) {
         const std::vector<std::uint8_t>& piece = ahead_.front();
         const std::size_t take = std::min(n - got, piece.size() - ahead_at_);
@@ -233,8 +248,19 @@ bool Channel::socket_read_full(void* buf, std::size_t n) {
             ahead_at_ = 0;
         }
     }
+    while (got < n) {
+        if (n - got >= direct_read_) {
+            if (mover::read_full(fd_, p + got, n - got)) return true;
+            break;
+        }
+        if (!in_buffer_) in_buffer_ = std::make_unique<std::uint8_t[]>(kInBuffer);
+        const std::size_t r = recv_some(fd_, in_buffer_.get(), kInBuffer);
+        if (r == 0) break;
+        in_buffer_at_ = 0;
+        in_buffer_end_ = r;
+        got += take_buffered(p + got, n - got);
+    }
     if (got == n) return true;
-    if (mover::read_full(fd_, p + got, n - got)) return true;
     if (got == 0) return false;
     throw std::runtime_error("the peer closed the connection in the middle of a frame");
 }
@@ -255,6 +281,7 @@ std::optional<std::size_t> Channel::read_ahead(std::size_t most) {
 }
 
 bool Channel::readable(int wait_ms) const {
+    if (in_buffer_at_ < in_buffer_end_) return true;
     pollfd p{fd_, POLLIN, 0};
     return ::poll(&p, 1, wait_ms) > 0;
 }
@@ -310,7 +337,7 @@ void write_frame(Channel& c, const Frame& f, const void* payload, std::size_t le
 }
 
 bool read_frame(int fd, Frame& f, std::string& payload, std::size_t max_payload) {
-    Channel plain(fd);
+    Channel plain = Channel::exact(fd);  // what follows the frame stays on the socket
     return read_frame(plain, f, payload, max_payload);
 }
 

@@ -41,6 +41,10 @@ inline constexpr std::size_t kSealedRecord = 256u << 10;
 class Channel {
 public:
     explicit Channel(int fd);  // plaintext: straight to the socket, as read_full/write_full
+    // Plaintext, and reading no byte beyond what each read asks (no
+    // in_buffer_): for one frame read off a socket that is read otherwise
+    // afterwards (a handshake's frames, before the stream's own channel).
+    static Channel exact(int fd);
     Channel(int fd, const SessionKeys& keys);  // sealed when keys.cipher is not None
     Channel(Channel&&) noexcept;
     Channel& operator=(Channel&&) noexcept;
@@ -70,7 +74,11 @@ public:
 private:
     class Seal;
     std::optional<std::size_t> read_record(std::uint8_t* room, std::size_t room_bytes);
-    bool socket_read_full(void* buf, std::size_t n);  // read_ahead's bytes first, then the socket
+    // The socket's bytes in order: what in_buffer_ holds, then read_ahead's,
+    // then the socket (a small read through in_buffer_, a large one straight
+    // into `buf`).
+    bool socket_read_full(void* buf, std::size_t n);
+    std::size_t take_buffered(std::uint8_t* to, std::size_t n);
 
     int fd_ = -1;
     std::unique_ptr<Seal> out_, in_;
@@ -81,6 +89,16 @@ private:
     std::deque<std::vector<std::uint8_t>> ahead_;
     std::size_t ahead_at_ = 0;  // of ahead_.front(), read so far
     std::size_t ahead_bytes_ = 0;  // held in ahead_, not read yet
+    // A read smaller than kDirectRead (a frame's header, a small file's
+    // payload, a sealed record's length) is served from in_buffer_, filled by
+    // one recv of whatever the socket holds, up to kInBuffer: ten thousand
+    // small files were 36,000 recv calls, a third of what the receiving end
+    // spent in recv beyond what iperf3 spends for the same bytes
+    // (docs/performance.md, "Mover"). Allocated at the first small read.
+    static constexpr std::size_t kInBuffer = 64u << 10, kDirectRead = 16u << 10;
+    std::size_t direct_read_ = kDirectRead;  // 0: exact()
+    std::unique_ptr<std::uint8_t[]> in_buffer_;
+    std::size_t in_buffer_at_ = 0, in_buffer_end_ = 0;
 };
 
 // Whole frames on a plaintext socket (a channel without a seal).

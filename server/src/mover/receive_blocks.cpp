@@ -18,6 +18,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 
 namespace slabcast::mover {
@@ -137,11 +138,48 @@ bool ReceiveTransfer::count_block(FileState& f, std::uint64_t b, std::uint64_t s
 std::shared_ptr<ReceiveTransfer::PartFile> ReceiveTransfer::open_part(std::uint32_t index) {
     FileState& f = files_[index];
     if (f.fd) return f.fd;
-    const std::string part = part_of(index);
-    UniqueFd fd = f.part_ready ? tree_.open_file(part, O_RDWR) : tree_.open_file(part, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (!f.part_ready && ::ftruncate(fd.get(), static_cast<off_t>(manifest_.files[index].size)) != 0)
-        throw std::runtime_error(tree_.root() + "/" + part + ": cannot size it: " + std::strerror(errno));
+    UniqueFd fd = make_part(index, f.part_ready);
     f.part_ready = true;
+    return keep_open(index, std::move(fd));
+}
+
+// A small file's part file is made as its only block arrives: with mutex_
+// held through it, every other stream waited on the creation of each file
+// (two thirds of the receiving end's lock waits for a tree of 10,000 files).
+std::shared_ptr<ReceiveTransfer::PartFile> ReceiveTransfer::part_for_block(std::unique_lock<std::mutex>& lock,
+                                                                           std::uint32_t index) {
+    FileState& f = files_[index];
+    written_.wait(lock, [&] { return !f.opening; });  // another stream makes it: its fd, in a moment
+    if (f.fd || f.status != FileState::Status::Waiting) return f.fd;
+    f.opening = true;
+    const bool ready = f.part_ready;
+    lock.unlock();
+    UniqueFd made;
+    std::exception_ptr failed;
+    try {
+        made = make_part(index, ready);
+    } catch (...) {
+        failed = std::current_exception();
+    }
+    lock.lock();
+    f.opening = false;
+    written_.notify_all();
+    if (failed) std::rethrow_exception(failed);
+    f.part_ready = true;
+    if (f.status != FileState::Status::Waiting) return nullptr;  // resolved meanwhile
+    return keep_open(index, std::move(made));
+}
+
+UniqueFd ReceiveTransfer::make_part(std::uint32_t index, bool ready) {
+    const std::string part = part_of(index);
+    UniqueFd fd = ready ? tree_.open_file(part, O_RDWR) : tree_.open_file(part, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (!ready && ::ftruncate(fd.get(), static_cast<off_t>(manifest_.files[index].size)) != 0)
+        throw std::runtime_error(tree_.root() + "/" + part + ": cannot size it: " + std::strerror(errno));
+    return fd;
+}
+
+std::shared_ptr<ReceiveTransfer::PartFile> ReceiveTransfer::keep_open(std::uint32_t index, UniqueFd fd) {
+    FileState& f = files_[index];
     f.fd = std::make_shared<PartFile>(std::move(fd));
     open_order_.push_back(index);
     ++open_parts_;

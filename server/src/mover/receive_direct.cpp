@@ -62,13 +62,16 @@ void ReceiveTransfer::write_block(Channel& c, const Frame& f, std::uint8_t* buf)
     const std::uint64_t b = f.offset / manifest_.block;
     std::shared_ptr<PartFile> fd;  // none: the payload is read and dropped
     {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
         if (file.status == FileState::Status::Waiting) {
             block_state(file);
-            if (!file.writing[b]) {
-                fd = open_part(f.file);  // may throw: nothing is marked yet
+            if (!file.writing[b]) fd = part_for_block(lock, f.file);  // may throw: nothing is marked yet
+            // Looked at again: the lock was let go while the part file was made.
+            if (fd && file.status == FileState::Status::Waiting && !file.writing[b]) {
                 file.writing[b] = true;
                 ++file.writes;
+            } else {
+                fd.reset();
             }
         }
     }

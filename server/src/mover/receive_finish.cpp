@@ -28,9 +28,10 @@ void ReceiveTransfer::finish_file(std::uint32_t index) {
     std::shared_ptr<PartFile> fd;
     {
         // A block of it still being written (sent again: write_block) may yet
-        // change its bytes or fail it: only once none is, it is judged.
+        // change its bytes or fail it, and a stream may be making its part
+        // file (part_for_block): only once neither is, it is judged.
         std::unique_lock lock(mutex_);
-        written_.wait(lock, [&] { return f.writes == 0; });
+        written_.wait(lock, [&] { return f.writes == 0 && !f.opening; });
         if (f.status != FileState::Status::Finishing) return;  // failed meanwhile
         fd = open_part(index);
     }

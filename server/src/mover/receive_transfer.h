@@ -154,6 +154,7 @@ private:
     struct FileState {
         std::shared_ptr<PartFile> fd;  // its part file while open (kOpenPartFiles at most per transfer)
         bool part_ready = false;  // created and sized, or left by an earlier run: reopened as it is
+        bool opening = false;  // a stream makes its part file now, without mutex_ (part_for_block)
         std::uint64_t blocks = 0, blocks_seen = 0;
         // Per block, allocated at the file's first block (not for every declared
         // block up front), freed once the file is resolved.
@@ -191,6 +192,11 @@ private:
     // Under mutex_: block `b` of a waiting file counts with its checksum; true when the file is now whole.
     bool count_block(FileState& f, std::uint64_t b, std::uint64_t sum);
     std::shared_ptr<PartFile> open_part(std::uint32_t file);  // under mutex_
+    // Under `lock` (mutex_), which it lets go while it makes the part file;
+    // nullptr when the file was resolved meanwhile.
+    std::shared_ptr<PartFile> part_for_block(std::unique_lock<std::mutex>& lock, std::uint32_t file);
+    UniqueFd make_part(std::uint32_t file, bool ready);  // created and sized unless `ready`; no state touched
+    std::shared_ptr<PartFile> keep_open(std::uint32_t file, UniqueFd fd);  // under mutex_
     void finish_file(std::uint32_t file);
     bool read_back_matches(std::uint32_t file, int fd);
     void fail_file(std::uint32_t file, const std::string& why);

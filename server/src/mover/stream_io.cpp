@@ -117,6 +117,16 @@ bool read_full(int fd, void* buf, std::size_t n) {
     return true;
 }
 
+std::size_t recv_some(int fd, void* buf, std::size_t n) {
+    for (;;) {
+        const ssize_t r = ::recv(fd, buf, n, 0);
+        if (r >= 0) return static_cast<std::size_t>(r);
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) throw PeerSilent();
+        throw std::runtime_error(std::string("receive: ") + std::strerror(errno));
+    }
+}
+
 namespace {
 
 [[noreturn]] void send_failed(ssize_t w) {

@@ -46,6 +46,9 @@ public:
 // false on an orderly EOF before the first byte; throws on an error, an EOF
 // in the middle, or (PeerSilent) nothing for the socket's SO_RCVTIMEO.
 bool read_full(int fd, void* buf, std::size_t n);
+// What the socket holds now, up to `n` bytes, waiting for at least one: 0 on
+// an orderly EOF; throws as read_full does.
+std::size_t recv_some(int fd, void* buf, std::size_t n);
 // `more`: more follows at once (MSG_MORE), so a frame's header and its
 // payload sent apart still leave in full segments.
 void write_full(int fd, const void* buf, std::size_t n, bool more = false);
