@@ -10,9 +10,9 @@
         error naming SLAB (stderr), never a silent empty output.
     pvpython pv_slab_changes.py stalled DESCRIPTOR SLAB
         reads the volume, leaves every buffer of SLAB mid-write (each seq
-        odd, as a receiver that stopped inside a step would) and updates: an
-        empty output and a warning naming the slab (stderr); with the buffers
-        published again, the whole volume again.
+        odd, as a receiver that stopped inside a step would) and updates, then
+        again 2 s later: an empty output, and the second time a warning naming
+        the slab (stderr); with the buffers published again, the whole volume.
     pvpython pv_slab_changes.py reshape DESCRIPTOR NX,NY,NZ DEPTH PIECE PIECES
         reads that piece (one slab: zero-copy), has the test writer rewrite the
         volume with other dims as a restarted receiver would (every slab
@@ -23,6 +23,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pv_checks import check, expected_index_values  # noqa: E402
@@ -84,6 +85,9 @@ elif how == "stalled":
         os.pwrite(fd, struct.pack("<Q", seq | 1), 512 + 64 * b)
     algo.Modified()  # what the other slabs' next publications would do
     print("points with every buffer of the slab mid-write: %d" % points_read(algo), flush=True)
+    time.sleep(2.2)  # a slab is named once it has held no step for 2 s (a stream's first steps come apart)
+    algo.Modified()
+    print("points 2 s later: %d" % points_read(algo), flush=True)
     for b, seq in enumerate(seqs):  # published again, as they were, and counted (live.publications, at 384)
         os.pwrite(fd, struct.pack("<Q", (seq | 1) + 1 if seq else 0), 512 + 64 * b)
     publications = struct.unpack("<Q", os.pread(fd, 8, 384))[0]

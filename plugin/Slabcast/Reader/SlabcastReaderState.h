@@ -50,8 +50,10 @@ public:
   // The last steps taken, pinned, for the time controls (the History property).
   slabcast::StepHistory History;
   int HistoryCapWarned = -1; // the History asked for when its cap was last reported
-  // The slabs last named as holding no published step, and when: named again
-  // when that changes, or every 10 s while it lasts.
+  // Slabs seen holding no published step, since when (by this reader); those
+  // last named in a warning, and when: named again when that changes, or
+  // every 10 s while it lasts.
+  std::map<int, std::chrono::steady_clock::time_point> NoStepSince;
   std::vector<int> NoStepWarned;
   std::chrono::steady_clock::time_point NoStepWarnedAt;
   // How long the step shown may keep its buffers pinned in place.

@@ -43,20 +43,32 @@ vtkStandardNewMacro(vtkSlabcastReader);
 
 namespace
 {
-// A warning naming each slab of `slabs` that holds no published step, and
-// since when: named again when the slabs change, or every 10 s while it lasts.
+// A warning naming each slab of `slabs` that has held no published step for
+// kNoStepGrace, and since when: named again when the slabs change, or every
+// 10 s while it lasts. The grace: as a stream begins, its slabs publish their
+// first step one after another, each a moment after the first.
 void ReportSlabsWithoutStep(
   vtkSlabcastReader* self, SlabcastReaderState& in, const std::map<int, slabcast::SlabMappingPtr>& slabs)
 {
+  constexpr auto kNoStepGrace = std::chrono::seconds(2);
   const std::int64_t now = slabcast::realtime_ns();
+  const auto at = std::chrono::steady_clock::now();
+  std::map<int, std::chrono::steady_clock::time_point> since;
   std::vector<int> named;
   std::string text;
   for (const slabcast::SlabFigures& f : slabcast::slabs_without_step(slabs, now))
   {
+    const auto seen = in.NoStepSince.find(f.slab);
+    const auto first = since[f.slab] = seen == in.NoStepSince.end() ? at : seen->second;
+    if (at - first < kNoStepGrace)
+    {
+      continue;
+    }
     named.push_back(f.slab);
-    text += (text.empty() ? "" : "; ") + slabcast::no_step_text(f, now);
+    text += (text.empty() ? "" : "; ") + slabcast::no_step_text(f, now) + " (seen so for " +
+      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(at - first).count()) + " s)";
   }
-  const auto at = std::chrono::steady_clock::now();
+  in.NoStepSince = since; // a slab that holds a step again is forgotten
   const bool told = named == in.NoStepWarned && at - in.NoStepWarnedAt < std::chrono::seconds(10);
   in.NoStepWarned = named;
   if (named.empty() || told)
@@ -342,6 +354,7 @@ int vtkSlabcastReader::RequestData(
       output->Initialize();
       return 1;
     }
+    in.NoStepSince.clear();
     in.NoStepWarned.clear();
     // The nearest fill over slabs that lost values: their copies, filled.
     const slabcast::FilledSlabs filled =
