@@ -77,15 +77,25 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
+_HANDED_OUT = set()  # ports this process gave a role already: released, but maybe not bound yet
+
+
 def free_udp_ports(count):
-    socks = []
-    for _ in range(count):
+    """Ports free right now on loopback (bound, then released), none handed
+    out before by this process: a role started later binds its port only
+    when it starts, and the kernel hands a released port out again (a
+    shuffler's sync port was once the one a receiver was still to bind)."""
+    socks, ports = [], []
+    while len(ports) < count:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
+        socks.append(s)  # held until the end: the kernel cannot offer it twice meanwhile
+        port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            ports.append(port)
     for s in socks:
         s.close()
+    _HANDED_OUT.update(ports)
     return ports
 
 
