@@ -82,9 +82,9 @@ _HANDED_OUT = set()  # ports this process gave a role already: released, but may
 
 def free_udp_ports(count):
     """Ports free right now on loopback (bound, then released), none handed
-    out before by this process: a role started later binds its port only
-    when it starts, and the kernel hands a released port out again (a
-    shuffler's sync port was once the one a receiver was still to bind)."""
+    out before by this process: a role binds its port only when it starts,
+    and the kernel may offer a released port again meanwhile
+    (plugin_live_history once found its shuffler's sync port taken)."""
     socks, ports = [], []
     while len(ports) < count:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
