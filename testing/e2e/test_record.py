@@ -236,6 +236,36 @@ class FullDiskTest(PrivateMountsTest):
         self.assertEqual([s["step"] for s in rec["steps"]], [3, 0, 1], log[-2000:])
         self.assertEqual(rec["recording"]["steps_evicted"], 3)
 
+    def test_steps_counts_steps_recorded_not_steps_taken(self):
+        """--steps 3 with a ballast file that leaves room for two steps: the
+        third is skipped (disk full), the ballast goes, and the recorder
+        records a third step before it stops, instead of stopping with two."""
+        out = os.path.join(self.tmpfs.dir, "rec")
+        ballast = os.path.join(self.tmpfs.dir, "ballast")
+        with open(ballast, "wb") as f:
+            f.write(b"\1" * (STEP_BYTES * 5 // 4))  # 4 MiB less 1.25 MiB: room for two steps
+        d = Deployment(self.ws, self.dataset, name="counted")
+        rec_json = os.path.join(self.ws.dir, "counted.json")
+        rec = self.ws.start("record", ["record", "--descriptor", d.descriptor, "--out", out, "--codec", "none",
+                                       "--stats-json", rec_json, "--steps", "3"])
+        rec.wait_for_text("record: following")
+        try:
+            for n, step in enumerate([0, 1, 2]):
+                d.control("--steps", str(step))
+                wait_for(lambda: len([e for e in read_json_lines(rec_json) if e.get("kind") == "step"]) > n,
+                         what="the recorder to record or skip step %d" % step, seen=lambda: rec.text()[-1500:])
+            results = [e["result"] for e in read_json_lines(rec_json) if e.get("kind") == "step"]
+            self.assertEqual(results, ["recorded", "recorded", "skipped"], rec.text()[-2000:])
+            self.assertTrue(rec.alive(), "record --steps 3 stopped with two steps recorded:\n" + rec.text()[-2000:])
+            os.unlink(ballast)
+            d.control("--steps", "3")
+            self.assertEqual(rec.wait(), 0, rec.text()[-2000:])
+        except Exception:
+            d.print_logs(rec)
+            raise
+        d.stop_all()
+        self.assertEqual([s["step"] for s in self.assert_listed_steps_whole(out)["steps"]], [0, 1, 3])
+
 
 if __name__ == "__main__":
     unittest_main()

@@ -10,6 +10,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -99,6 +104,65 @@ TEST_CASE("a recording lists each step it wrote, and it reads back bit for bit")
         check_step(d, d.steps[1], b);
         CHECK(files_in(out) == listed_files(d));
     }
+}
+
+// VmSize of this process, bytes.
+std::uint64_t address_space() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) * 1024;
+    return 0;
+}
+
+TEST_CASE("a step file that fails for any reason leaves no part file") {
+    // The LZ4 encoder's buffers (4 MiB blocks for an 8 MiB step) cannot be
+    // had: an error that is not the system's (std::bad_alloc or an LZ4
+    // error), where a full disk is one. In a child process, whose memory the
+    // test runner does not share: its address space capped, and every free
+    // piece of its heap of 64 KiB taken but the last 256 KiB, which the
+    // small allocations before the part file is made still find.
+    TempShmDir dir;
+    const std::string out = dir.file("rec");
+    Dataset big = shape();
+    big.dims = Dims{256, 256, 32};
+    const auto n = static_cast<std::size_t>(big.dims.count());
+    std::vector<float> values(n, 1.5f);
+    std::vector<std::uint8_t> ages(n, 0);
+    RecordingRing ring(out, big, "src.slabcast", 32, StepCodec::Lz4, 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const rlimit limit{address_space() + (1u << 20), address_space() + (1u << 20)};
+        int code = ::setrlimit(RLIMIT_AS, &limit) == 0 ? 0 : 10;
+        std::vector<void*> taken;
+        taken.reserve(1u << 16);
+        while (taken.size() < taken.capacity())
+            if (void* p = std::malloc(64u << 10)) taken.push_back(p);
+            else break;
+        for (int i = 0; i < 4 && !taken.empty(); ++i) {
+            std::free(taken.back());
+            taken.pop_back();
+        }
+        try {
+            ring.add({7, values.data(), ages.data(), RecordedStep{}});
+            code = code ? code : 11;  // the write went through: nothing was tested
+        } catch (const std::runtime_error& e) {
+            // Named by the part file it was writing: the step file failed, not what came before.
+            if (!code && std::string(e.what()).find(".part: ") == std::string::npos) code = 14;
+        } catch (...) {
+            code = code ? code : 12;  // an error the recorder would not name
+        }
+        for (const auto& e : std::filesystem::directory_iterator(out))
+            if (e.path().extension() == ".part") code = code ? code : 13;
+        ::_exit(code);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    // 10: no limit set; 11: the write went through; 12: not a runtime_error;
+    // 13: a part file was left; 14: it failed before the step file.
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(read_dataset(out, true).steps.empty());
 }
 
 TEST_CASE("with a budget the ring keeps the newest steps that fit") {

@@ -207,7 +207,7 @@ public:
     void run() {
         spdlog::info("record: following {}", o_.descriptor);
         std::optional<std::uint64_t> published_before;  // by the first slab, when first looked at
-        while (!stop_requested() && (o_.steps == 0 || taken_ < o_.steps)) {
+        while (!stop_requested() && (o_.steps == 0 || counters_.recorded < o_.steps)) {
             open_slabs();
             note_step_starts();
             SlabHeader first{};
@@ -218,6 +218,12 @@ public:
             }
             const std::uint64_t signature = live_signature(o_.descriptor, used_);
             if (signature == last_signature_ || slabs_.size() != descriptor_.slabs.size()) {
+                std::this_thread::sleep_for(kPoll);
+                continue;
+            }
+            // --steps N counts steps recorded: one the disk skipped or failed
+            // leaves room for another, and no more are taken than may be needed.
+            if (o_.steps && counters_.recorded + counters_.pending() >= o_.steps) {
                 std::this_thread::sleep_for(kPoll);
                 continue;
             }
@@ -296,7 +302,6 @@ private:
             return;
         }
         writer_.write(copy);  // the pins go with `choice`, now
-        ++taken_;
     }
 
     const RecordOptions& o_;
@@ -310,7 +315,6 @@ private:
     std::uint64_t last_signature_ = 0;
     std::int64_t last_step_ = -1;
     std::uint64_t last_number_ = 0;
-    std::uint64_t taken_ = 0;  // steps handed to the writer
     // note_step_starts: the step each slab was writing at the last poll, and
     // when the first of them began each step (a step begun again after this
     // long is another lap's).

@@ -134,22 +134,23 @@ void RecordingRing::write_file(const std::string& name, const void* data, std::u
         if (disk_full(errno)) throw NoRoom{};
         throw std::runtime_error(part + ": cannot create: " + std::strerror(errno));
     }
+    // Whatever stops the write (a full disk, an LZ4 error, memory), the part
+    // goes with it: no budget counts an unlisted file.
     try {
         StepFileWriter w(fd.get(), codec_, bytes);
         w.write(data, bytes);
         w.finish();
         stored += w.stored_bytes();
+        // Synced before it takes its name: a listed step's bytes are on the disk.
+        if (::fsync(fd.get()) != 0 || ::rename(part.c_str(), path.c_str()) != 0)
+            throw std::system_error(errno, std::generic_category(), path + ": cannot write");
     } catch (const std::system_error& e) {
         ::unlink(part.c_str());
         if (disk_full(e.code().value())) throw NoRoom{};
         throw std::runtime_error(part + ": " + e.what());
-    }
-    // Synced before it takes its name: a listed step's bytes are on the disk.
-    if (::fsync(fd.get()) != 0 || ::rename(part.c_str(), path.c_str()) != 0) {
-        const int error = errno;
+    } catch (const std::exception& e) {
         ::unlink(part.c_str());
-        if (disk_full(error)) throw NoRoom{};
-        throw std::runtime_error(path + ": cannot write: " + std::strerror(error));
+        throw std::runtime_error(part + ": " + e.what());
     }
 }
 
