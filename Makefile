@@ -22,8 +22,11 @@ build: deps
 test: build
 	bash testing/run-tests.sh $(BUILD) -LE "benchmark|soak|scale"
 
+# SOAK_MINUTES (default 10) sets how long.
+SOAK_MINUTES ?= 10
 soak: build
-	cd $(BUILD) && ctest --output-on-failure -L soak -V
+	cd $(BUILD) && SLABCAST_SOAK_SECONDS=$$(( $(SOAK_MINUTES) * 60 )) \
+		ctest --output-on-failure -L soak -V --timeout $$(( $(SOAK_MINUTES) * 60 + 600 ))
 
 # The SC11 configuration at full size: 1024^3, 32 streams, 2 pvbatch ranks
 # (about 20 GiB of memory; the dataset is generated once into data/cache).

@@ -133,6 +133,17 @@ class PlanTest(unittest.TestCase):
         self.assertIn("--buffers 2", r2.stdout)
         c["receivers"][0]["buffers"] = 40
         self.assertIn('"buffers" must be 2..16', self.plan(c).stderr)
+        # Its readers size it: two live views and a recorder pin 5 at once, one more to write into.
+        del c["receivers"][0]["buffers"]
+        c["receivers"][0]["readers"] = "view,view,record"
+        r3 = self.plan(c, "--host", "r1")
+        self.assertIn("# 2 slab(s) of planned x 6 buffers", r3.stdout)
+        self.assertIn("--buffers 6", r3.stdout)
+        c["receivers"][0]["buffers"] = 4
+        self.assertIn('"readers" view,view,record need 6 buffers a slab, "buffers" gives 4', self.plan(c).stderr)
+        del c["receivers"][0]["buffers"]
+        c["receivers"][0]["readers"] = "view,wall"
+        self.assertIn("'wall' is not one of view, record, history:N", self.plan(c).stderr)
         lines = [l for l in r.stdout.splitlines() if l.startswith("slabcast")]
         for line in lines:
             argv = shlex.split(line)

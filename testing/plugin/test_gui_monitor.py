@@ -19,6 +19,7 @@ import contextlib
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -101,8 +102,11 @@ def body():
                 t.check([row[0] for row in state["rows"]] == ["0", "1", "all"],
                         "rows %s, want slabs 0, 1 and all" % [row[0] for row in state["rows"]])
                 for name in ("Shown", "Receiving", "Gbit/s", "Loss %", "Age", "Complete", "Packets", "Rejected",
-                             "Stale", "Dups", "Dropped"):
+                             "Stale", "Dups", "Dropped", "Pins"):
                     t.check(name in state["columns"], "no column %r in %s" % (name, state["columns"]))
+                # The receiver's 3 buffers, with what one view pins as a step begins.
+                pins = [row[column(state, "Pins")] for row in state["rows"]]
+                t.check(all(re.fullmatch(r"[0-3]/3 \([0-3]\)", p) for p in pins), "Pins column: %s" % pins)
                 t.log("panel: %s" % state["status"])
 
                 # Steps move on in the panel as they arrive.

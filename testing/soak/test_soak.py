@@ -17,9 +17,13 @@ with data in it that the stager created after the warm-up: it reuses its
 slots step after step), and the counters agree: the receiver stored every packet
 the shufflers sent (loopback at this rate loses none), each stream reported a
 complete step for every step sent (none dropped for want of a free buffer:
-the receiver runs with 4 buffers, for its two readers), nothing was rejected,
-and no frame was torn. Prints the
-figures for docs/performance.md."""
+the receiver is told its two readers, `--readers view,view`, and sizes its
+buffers for them), nothing was rejected, and no frame was torn.
+
+Meanwhile it samples, every 10 ms, how many buffers of a slab each reader
+pins at once (pin_sampler.py: the kernel's record of their locks), and the
+receiver reports how many were pinned as each step began. Prints the figures
+for docs/performance.md."""
 
 import json
 import os
@@ -33,6 +37,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
 from slabcast_testlib import (Workspace, free_udp_ports, read_json_lines, read_slab_header, unittest_main,  # noqa: E402
                               wait_for)
+from pin_sampler import PinSampler  # noqa: E402
 
 SECONDS = float(os.environ.get("SLABCAST_SOAK_SECONDS", "600"))
 WARMUP = min(60.0, SECONDS / 5)
@@ -41,7 +46,7 @@ RATE = "250M"  # per stream: 1 Gbit/s in all
 BUDGET = 24 << 20
 SAMPLE_EVERY = 10.0
 GROWTH_BYTES = 4 << 20
-BUFFERS = 4
+READERS = "view,view"  # pvbatch and pvpython
 
 
 def memory(pid):
@@ -137,13 +142,12 @@ class SoakTest(unittest.TestCase):
         receiver = ws.start("receive", [
             "receive", "--name", "soak", "--dims", ",".join(map(str, DIMS)), "--slab-depth", str(DEPTH),
             "--listen", "127.0.0.1", "--allow", "127.0.0.1", "--shm-dir", ws.shm, "--stats-json", recv_json,
-            # Two readers (pvbatch, pvpython) may each still hold a step when the
-            # next begins, beside the newest and the one being written: with
-            # fewer buffers the receiver drops steps (plugin/README.md).
-            "--buffers", str(BUFFERS)]
+            # Two live views (pvbatch, pvpython): the receiver sizes its buffers for them.
+            "--readers", READERS]
             + sum((["--stream", "%d:%d" % (k, p)] for k, p in enumerate(data_ports)), []))
         descriptor = os.path.join(ws.shm, "soak.slabcast")
         wait_for(lambda: os.path.exists(descriptor), what="the descriptor")
+        buffers = read_slab_header(os.path.join(ws.shm, "soak.slab0"))["buffers"]
         stager = ws.start("stage", ["stage", "--dataset", dataset, "--staging", ws.staging, "--streams",
                                     "0-%d" % (STREAMS - 1), "--budget", str(BUDGET), "--loop", "--sync",
                                     "127.0.0.1:%d" % stager_port])
@@ -165,6 +169,8 @@ class SoakTest(unittest.TestCase):
             procs["pvbatch"] = renderer.pid
         if torn_reader:
             procs["pvpython"] = torn_reader.pid
+        readers = {n: procs[n] for n in ("pvbatch", "pvpython") if n in procs}
+        pins = PinSampler(readers, [os.path.join(ws.shm, "soak.slab%d" % k) for k in range(STREAMS)]).start()
         samples = []  # (t, {name: (rss, fds)}, staging {inode: bytes})
         start = time.monotonic()
         while time.monotonic() - start < SECONDS:
@@ -175,10 +181,12 @@ class SoakTest(unittest.TestCase):
                 self.assertIsNone(renderer.poll(), "pvbatch died; see render.log")
             if torn_reader and torn_reader.poll() is not None:
                 del procs["pvpython"]  # done reading: its deadline came a moment before ours
+                pins.forget("pvpython")
                 torn_reader = None
             samples.append((time.monotonic() - start, {n: memory(p) + (fd_count(p),) for n, p in procs.items()},
                             staging_files(ws.staging)))
 
+        pins.stop()
         self.assertEqual(control.stop(), 0)
         time.sleep(1.0)  # the last step drains
         codes = {r.name: r.stop() for r in [stager] + shufflers + [receiver]}
@@ -227,6 +235,13 @@ class SoakTest(unittest.TestCase):
               "median %.2f Gbit/s" % (len(steps_synced), sent, final["packets"], len(reports),
                                        final["loss_percent"], sorted(gbps)[len(gbps) // 2]), flush=True)
         self.assertGreater(len(steps_synced), SECONDS)  # more than a step a second
+        at_start = {}
+        for r in reports:
+            at_start[r["pinned"]] = at_start.get(r["pinned"], 0) + 1
+        print("  %d buffers a slab for readers %s; buffers pinned as a step began (steps): %s" % (
+            buffers, READERS, ", ".join("%d: %d" % kv for kv in sorted(at_start.items()))), flush=True)
+        for line in pins.report():
+            print("  " + line, flush=True)
         print("  %d step(s) dropped (every buffer in use)" % final["dropped_steps"], flush=True)
         self.assertEqual(final["dropped_steps"], 0, "readers held every buffer")
         self.assertEqual(final["packets"], sent, "the receiver stored other than what was sent")

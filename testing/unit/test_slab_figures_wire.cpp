@@ -34,6 +34,10 @@ SlabFigures full(int slab, const std::string& host) {
     f.no_step = true;
     f.last_published_step = 39;
     f.last_published_ns = 1700000000000000001;
+    f.buffers = 5;
+    f.pinned = 3;
+    f.pinned_peak = 4;
+    f.readers = "pvbatch[12] 2 (steps 38, 39)";
     return f;
 }
 }  // namespace
@@ -66,19 +70,37 @@ TEST_CASE("stream figures survive encoding, every field") {
         CHECK(b.no_step == a.no_step);
         CHECK(b.last_published_step == a.last_published_step);
         CHECK(b.last_published_ns == a.last_published_ns);
+        CHECK(b.buffers == a.buffers);
+        CHECK(b.pinned == a.pinned);
+        CHECK(b.pinned_peak == a.pinned_peak);
+        CHECK(b.readers == a.readers);
     }
-    CHECK(bytes.size() == 4 + 2 * (kMaxFigureSlabBytes - kMaxFigureHostBytes) + 7);
+    CHECK(bytes.size() ==
+          4 + 2 * (kMaxFigureSlabBytes - kMaxFigureHostBytes - kMaxFigureReadersBytes + sent[0].readers.size()) + 7);
     const auto none = decode_figures(encode_figures({}).data(), 4);
     REQUIRE(none);
     CHECK(none->empty());
 }
 
+TEST_CASE("buffer counts past the most a slab has are refused") {
+    SlabFigures f = full(1, "h");
+    f.pinned_peak = kMaxBuffers + 1;
+    const std::string bytes = encode_figures({f});
+    CHECK_FALSE(decode_figures(bytes.data(), bytes.size()));
+    f.pinned_peak = kMaxBuffers;
+    const std::string fine = encode_figures({f});
+    CHECK(decode_figures(fine.data(), fine.size()));
+}
+
 TEST_CASE("a host name past the limit is cut, never refused") {
-    const std::string bytes = encode_figures({full(1, std::string(1000, 'h'))});
+    SlabFigures f = full(1, std::string(1000, 'h'));
+    f.readers = std::string(1000, 'r');
+    const std::string bytes = encode_figures({f});
     CHECK(bytes.size() == 4 + kMaxFigureSlabBytes);
     const auto got = decode_figures(bytes.data(), bytes.size());
     REQUIRE(got);
     CHECK((*got)[0].host == std::string(kMaxFigureHostBytes, 'h'));
+    CHECK((*got)[0].readers == std::string(kMaxFigureReadersBytes, 'r'));
 }
 
 TEST_CASE("stream figures that are not one whole message are refused") {
@@ -95,7 +117,9 @@ TEST_CASE("stream figures that are not one whole message are refused") {
     std::memcpy(huge.data(), &too_many, 4);
     CHECK_FALSE(decode_figures(huge.data(), huge.size()));
     CHECK_FALSE(decode_figures(nullptr, 0));
-    for (const std::size_t from_end : {18, 17}) {  // receiving, no_step: a flag is 0 or 1
+    // After the flags: the last publication, the buffer counts, the readers.
+    const std::size_t tail = 2 * 8 + 3 * 4 + 1 + full(1, "").readers.size();
+    for (const std::size_t from_end : {tail + 2, tail + 1}) {  // receiving, no_step: a flag is 0 or 1
         std::string flag = bytes;
         flag[flag.size() - from_end] = 2;
         CHECK_FALSE(decode_figures(flag.data(), flag.size()));

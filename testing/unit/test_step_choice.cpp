@@ -152,8 +152,53 @@ TEST_CASE("with every other buffer pinned the writer takes the newest publicatio
     const auto four = pin_step(s.readers.at(0), 4);
     REQUIRE(four);
     std::string why;
-    CHECK(take_buffer(s.writer[0], &why) == -1);
+    int pinned = -1;
+    CHECK(take_buffer(s.writer[0], &why, &pinned) == -1);
     CHECK(why == "all 3 buffers pinned by readers");
+    CHECK(pinned == 3);
+}
+
+TEST_CASE("the writer counts the buffers readers pin as it takes one") {
+    Slabs s;  // 3 buffers a slab
+    s.write(0, 1);
+    s.write(0, 2);
+    s.write(0, 3);
+    int pinned = -1;
+    const auto take = [&] {
+        const int b = take_buffer(s.writer[0], nullptr, &pinned);
+        publish_buffer(s.writer[0], b, PublishInfo{9, 16, 16, 0, true});
+        return pinned;
+    };
+    CHECK(take() == 0);
+    {
+        const auto shown = pin_publication(s.readers.at(0), *newest_publication(*s.readers.at(0)));
+        REQUIRE(shown);
+        CHECK(take() == 1);  // the newest is taken last: the oldest was free, the pin counted all the same
+        const auto before = pin_publication(s.readers.at(0), *newest_publication(*s.readers.at(0)));
+        REQUIRE(before);
+        CHECK(take() == 2);
+    }
+    CHECK(take() == 0);
+}
+
+TEST_CASE("the buffers readers need: one to write into, and what each pins at once") {
+    CHECK(buffers_for_readers(parse_reader_mix("view")) == kDefaultBuffers);
+    CHECK(buffers_for_readers(parse_reader_mix("view,view")) == 5);
+    CHECK(buffers_for_readers(parse_reader_mix("view,record")) == 4);
+    CHECK(buffers_for_readers(parse_reader_mix("history:4")) == 6);  // StepHistory::depth_allowed(4, 6) == 4
+    CHECK(StepHistory::depth_allowed(4, 6) == 4);
+    CHECK(buffers_for_readers(parse_reader_mix("history:1")) == 3);  // its step and the frame before
+    const ReaderMix mix = parse_reader_mix("view,view,record,history:4");
+    CHECK(mix.views == 2);
+    CHECK(mix.recorders == 1);
+    CHECK(mix.histories == std::vector<int>{4});
+    CHECK(buffers_for_readers(mix) == 11);
+    for (const char* bad : {"", "view,", "views", "history:", "history:0", "history:17", "history:x", "record,,view"})
+        CHECK_THROWS_AS(parse_reader_mix(bad), std::invalid_argument);
+    CHECK_THROWS_WITH(parse_reader_mix("view,wall"), Catch::Contains("'wall' is not one of view, record, history:N"));
+    std::string many = "view";
+    for (int i = 1; i <= kMaxBuffers; ++i) many += ",view";
+    CHECK_THROWS_AS(parse_reader_mix(many), std::invalid_argument);
 }
 
 TEST_CASE("a step chosen again while its slabs publish on is let go of, so they can come to a newer one") {

@@ -53,6 +53,9 @@ const char* const kColumns[][2] = {
   { "Stale", "packets of a step already finished" },
   { "Dups", "records received twice in a step" },
   { "Dropped", "steps not written because readers held every buffer" },
+  { "Pins",
+    "buffers readers held as the last step began / the slab's buffers (the most so far); at all but one the "
+    "next pin drops a step. Hover a slab's cell for who pins what" },
 };
 constexpr int kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
 
@@ -84,7 +87,8 @@ QStringList Row(const slabcast::SlabFigures& f, const QString& name)
     AgeText(f.shown_age_ms),
     f.shown_step < 0 ? QString("-") : QString("%1%").arg(100 * f.shown_completeness, 0, 'f', 1),
     QString::number(f.packets), QString::number(f.rejected), QString::number(f.stale),
-    QString::number(f.duplicates), QString::number(f.dropped_steps) };
+    QString::number(f.duplicates), QString::number(f.dropped_steps),
+    f.buffers ? QString("%1/%2 (%3)").arg(f.pinned).arg(f.buffers).arg(f.pinned_peak) : QString("-") };
 }
 } // namespace
 
@@ -272,6 +276,8 @@ void pqSlabcastStreamMonitor::showFigures()
   for (std::size_t i = 0; i < slabs.size(); ++i)
   {
     put(static_cast<int>(i), Row(slabs[i], QString::number(slabs[i].slab)));
+    this->Table->item(static_cast<int>(i), kColumnCount - 1)
+      ->setToolTip(QString::fromStdString(slabs[i].readers));
   }
   if (!slabs.empty())
   {
@@ -283,7 +289,8 @@ void pqSlabcastStreamMonitor::showFigures()
   {
     this->Chart->show(this->History);
   }
-  // A slab with no published step holds the whole view empty: said here by name.
+  // A slab with no published step holds the whole view empty: said here by
+  // name; and before a step is dropped, the readers that will have dropped it.
   QString missing;
   const std::int64_t now = slabcast::realtime_ns();
   for (const slabcast::SlabFigures& f : slabs)
@@ -291,6 +298,15 @@ void pqSlabcastStreamMonitor::showFigures()
     if (f.no_step)
     {
       missing += "\n" + QString::fromStdString(slabcast::no_step_text(f, now));
+    }
+    if (f.buffers_nearly_all_pinned())
+    {
+      missing += QString("\nslab %1: readers held %2 of its %3 buffers as a step began: the next pin drops a "
+                         "step (receive --readers or --buffers); pinning now: %4")
+                   .arg(f.slab)
+                   .arg(f.pinned_peak)
+                   .arg(f.buffers)
+                   .arg(QString::fromStdString(f.readers));
     }
   }
   this->Status->setText(QString("%1: %2 slab(s)%3, updated %4%5")

@@ -94,10 +94,10 @@ public:
   }
 
   // The buffers an output shows: following writes (Newest data), each slab's
-  // newest writes; following publications (whole steps) with several ranks,
-  // the ranks' step, still pinned since Refresh (or pinned now for a slab this
-  // rank did not see then: FromAgreement), and when that is gone, or with one
-  // rank, this rank's newest whole step.
+  // newest writes; following publications (whole steps), the step Refresh
+  // agreed on, still pinned since (or pinned now for a slab this rank did not
+  // see then: FromAgreement; one process uses it once, for the output after
+  // its Refresh), and when that is gone this rank's newest whole step.
   struct ChosenStep
   {
     slabcast::StepChoice Choice;
@@ -130,7 +130,10 @@ public:
         return { c, false };
       }
     }
-    if (this->HaveAgreement && slabcast_vtk::ProcessCount() > 1)
+    // One process: the step its last Refresh pinned, while those pins are
+    // held (to this output): a newer step pinned beside it would hold one
+    // more buffer of every slab while the view still holds the frame before.
+    if (this->HaveAgreement && (slabcast_vtk::ProcessCount() > 1 || !this->AgreedPins.empty()))
     {
       if (auto c = slabcast::choose_step(bySlab, agreedStep, this->AgreedPins))
       {

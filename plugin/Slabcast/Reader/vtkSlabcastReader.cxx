@@ -1,6 +1,7 @@
-// Over 400 lines: RequestInformation, RequestData and the live polling share one
-// state (SlabcastReaderState.h) and read as one sequence; the History and the
-// arrays live in files of their own.
+// vtkSlabcastReader: RequestInformation, RequestData, Refresh and the live
+// polling, which share one state (SlabcastReaderState.h) and read as one
+// sequence; the History, the stream figures and the arrays live in files of
+// their own.
 #include "vtkSlabcastReader.h"
 
 #include "SlabcastAgreement.h"
@@ -22,16 +23,12 @@
 #include "slabcast/descriptor.h"
 #include "slabcast/extent_values.h"
 #include "slabcast/live_slabs.h"
-#include "slabcast/clock.h"
 #include "slabcast/slab_figures.h"
 #include "slabcast/slab_pool.h"
 #include "slabcast/slab_selection.h"
 #include "slabcast/step_choice.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -41,44 +38,6 @@
 
 vtkStandardNewMacro(vtkSlabcastReader);
 
-namespace
-{
-// A warning naming each slab of `slabs` that has held no published step for
-// kNoStepGrace, and since when: named again when the slabs change, or every
-// 10 s while it lasts. The grace: as a stream begins, its slabs publish their
-// first step one after another, each a moment after the first.
-void ReportSlabsWithoutStep(
-  vtkSlabcastReader* self, SlabcastReaderState& in, const std::map<int, slabcast::SlabMappingPtr>& slabs)
-{
-  constexpr auto kNoStepGrace = std::chrono::seconds(2);
-  const std::int64_t now = slabcast::realtime_ns();
-  const auto at = std::chrono::steady_clock::now();
-  std::map<int, std::chrono::steady_clock::time_point> since;
-  std::vector<int> named;
-  std::string text;
-  for (const slabcast::SlabFigures& f : slabcast::slabs_without_step(slabs, now))
-  {
-    const auto seen = in.NoStepSince.find(f.slab);
-    const auto first = since[f.slab] = seen == in.NoStepSince.end() ? at : seen->second;
-    if (at - first < kNoStepGrace)
-    {
-      continue;
-    }
-    named.push_back(f.slab);
-    text += (text.empty() ? "" : "; ") + slabcast::no_step_text(f, now) + " (seen so for " +
-      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(at - first).count()) + " s)";
-  }
-  in.NoStepSince = since; // a slab that holds a step again is forgotten
-  const bool told = named == in.NoStepWarned && at - in.NoStepWarnedAt < std::chrono::seconds(10);
-  in.NoStepWarned = named;
-  if (named.empty() || told)
-  {
-    return;
-  }
-  in.NoStepWarnedAt = at;
-  vtkWarningWithObjectMacro(self, << in.DescriptorPath << ": nothing shown: " << text);
-}
-} // namespace
 
 //------------------------------------------------------------------------------
 vtkSlabcastReader::vtkSlabcastReader()
@@ -101,8 +60,13 @@ bool vtkSlabcastReader::FollowsLiveData() const
 {
   // With several ranks showing whole steps, a rank that re-executed on its
   // own slabs' news could show another step than the others: only Refresh,
-  // which every rank runs, moves them on.
-  return this->Completeness == NEWEST_DATA || slabcast_vtk::ProcessCount() <= 1;
+  // which every rank runs, moves them on. So too one process a script drives
+  // with Refresh: re-executed by its render on news of its own, it pinned a
+  // newer step while the view still held the two before it, three buffers a
+  // slab for one view (the soak's pvbatch). The GUI's one process, which
+  // never refreshes, follows the slabs by itself.
+  return this->Completeness == NEWEST_DATA ||
+    (slabcast_vtk::ProcessCount() <= 1 && !this->Internals->Refreshed);
 }
 
 //------------------------------------------------------------------------------
@@ -158,48 +122,6 @@ bool vtkSlabcastReader::GetNeedsUpdate()
   const bool unannounced = in.NewsSeenOnlyByMTime;
   in.NewsSeenOnlyByMTime = false;
   return unannounced;
-}
-
-//------------------------------------------------------------------------------
-std::vector<slabcast::SlabFigures> vtkSlabcastReader::StreamFigures()
-{
-  SlabcastReaderState& in = *this->Internals;
-  std::vector<slabcast::SlabFigures> figures;
-  const std::string path = this->FileName ? this->FileName : "";
-  slabcast::Descriptor d;
-  try
-  {
-    d = slabcast::read_descriptor(path);
-  }
-  catch (const std::exception&)
-  {
-    return figures; // no descriptor (yet): nothing to show, RequestInformation says why
-  }
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  const std::int64_t now = slabcast::realtime_ns();
-  for (const auto& e : d.slabs)
-  {
-    try
-    {
-      const slabcast::SlabMappingPtr m = in.Pool.get(d, path, e);
-      slabcast::SlabHeader h{};
-      if (!m->read_header(h))
-      {
-        continue;
-      }
-      const auto shown = in.Shown.find(e.index);
-      const bool showing = shown != in.Shown.end();
-      figures.push_back(slabcast::slab_figures(
-        h, showing ? shown->second.step : -1, showing ? &shown->second : nullptr, now));
-      figures.back().host = host;
-    }
-    catch (const std::exception&)
-    {
-      // Not on this host (another rank has it), or damaged: RequestData names it.
-    }
-  }
-  return figures;
 }
 
 //------------------------------------------------------------------------------
@@ -350,7 +272,7 @@ int vtkSlabcastReader::RequestData(
       // Nothing published yet (or, in whole steps, no step all slabs hold):
       // an empty piece now, the first step as soon as it is there; a slab
       // that holds no step at all is named, never an empty output in silence.
-      ReportSlabsWithoutStep(this, in, sources.by_slab);
+      this->ReportSlabsWithoutStep(sources.by_slab);
       output->Initialize();
       return 1;
     }
@@ -406,11 +328,10 @@ int vtkSlabcastReader::RequestData(
   slabcast_vtk::AttachArrays(output->GetPointData(), values, ages);
   if (!this->ZeroCopy || slabcast_vtk::ProcessCount() == 1)
   {
-    // A copy needs no pin, and one process shows its own choice: the
-    // agreement's pins, held to the next agreement, took one more buffer of
-    // each slab (with a frame in place and the view's frame before, all 3),
-    // and the receiver dropped steps. A re-execution re-pins the step if it
-    // is still there.
+    // A copy needs no pin, and one process uses its agreement for this
+    // output only: held to the next agreement, its pins would keep one more
+    // buffer of each slab beside the frame in place and the view's frame
+    // before. A re-execution re-pins the step if it is still there.
     in.AgreedPins.clear();
   }
 

@@ -31,11 +31,14 @@
 #include "SlabcastReaderModule.h" // for export macro
 #include "vtkImageAlgorithm.h"
 
+#include <map>    // for ReportSlabsWithoutStep
+#include <memory> // for ReportSlabsWithoutStep
 #include <vector> // for StreamFigures
 
 namespace slabcast
 {
 struct SlabFigures;
+class SlabMapping;
 }
 class SlabcastReaderState; // private to the reader's files (SlabcastReaderState.h)
 
@@ -152,8 +155,10 @@ public:
 #ifndef __VTK_WRAP__
   /// Every slab of the descriptor this process can open: its receiver's live
   /// figures read now, and the step this process's output shows of it. The
-  /// stream monitor gathers them from every rank (vtkSlabcastStreamInformation).
-  std::vector<slabcast::SlabFigures> StreamFigures();
+  /// stream monitor gathers them from every rank (vtkSlabcastStreamInformation),
+  /// with `nameReaders`: each slab's readers and what they pin (a pass over
+  /// /proc, for the monitor's twice a second, not for every frame).
+  std::vector<slabcast::SlabFigures> StreamFigures(bool nameReaders = false);
 #endif
 
 protected:
@@ -184,6 +189,9 @@ private:
 
   bool FollowsLiveData() const;
   void TakeHistory(vtkInformation* outInfo);
+#ifndef __VTK_WRAP__
+  void ReportSlabsWithoutStep(const std::map<int, std::shared_ptr<const slabcast::SlabMapping>>& slabs);
+#endif
 
   SlabcastReaderState* Internals;
 };

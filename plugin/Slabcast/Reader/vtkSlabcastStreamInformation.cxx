@@ -32,7 +32,7 @@ void vtkSlabcastStreamInformation::CopyFromObject(vtkObject* object)
   this->Internals->Slabs.clear();
   if (auto* reader = vtkSlabcastReader::SafeDownCast(object))
   {
-    this->Internals->Slabs = reader->StreamFigures();
+    this->Internals->Slabs = reader->StreamFigures(/*nameReaders=*/true);
   }
 }
 

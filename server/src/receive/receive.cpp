@@ -10,6 +10,8 @@
 #include "base/status_reporter.h"
 #include "base/stop_signal.h"
 #include "base/udp.h"
+#include "receive/pin_watch.h"
+#include "receive/receive_options.h"
 #include "receive/receive_stream.h"
 #include "receive/stream_allowlist.h"
 #include "receive/slab_directory.h"
@@ -17,6 +19,7 @@
 
 #include "slabcast/clock.h"
 #include "slabcast/descriptor.h"
+#include "slabcast/publication.h"
 #include "slabcast/slab_file.h"
 #include "slabcast/units.h"
 
@@ -34,29 +37,6 @@
 namespace slabcast {
 namespace {
 
-struct ReceiveOptions {
-    std::string name;
-    std::string dims_text;
-    int slab_depth = 0;
-    std::string listen;
-    std::vector<std::string> streams;  // "K:PORT"
-    std::string shm_dir = kDefaultShmDir;
-    std::string field = "density";
-    int ghost_planes = 1;
-    std::string cpus;
-    std::string interface;
-    std::vector<std::string> allow;  // "CIDR,..." or "K=CIDR,..."
-    bool keep = false;               // leave the slabs in place on a clean stop
-    int rcvbuf_mb = 64;
-    int batch = 64;
-    int stale_window_ms = 250;
-    std::string fill = "previous";
-    int step_timeout_ms = 500;
-    int buffers = kDefaultBuffers;
-    bool gro = true;
-    bool land = true;
-    std::string stats_json;
-};
 
 std::string listen_address(const std::string& listen) {
     std::string a = listen;
@@ -213,7 +193,8 @@ private:
                        {"records", r.records}, {"expected", r.expected},   {"ghost_records", r.ghost_records},
                        {"duplicates", r.duplicates}, {"rejected", r.rejected}, {"stale", r.stale},
                        {"packets", r.packets}, {"complete", r.complete},  {"loss_percent", r.loss_percent()},
-                       {"holes", r.holes},     {"coarse_filled", r.coarse_filled}, {"buffer", r.buffer}});
+                       {"holes", r.holes},     {"coarse_filled", r.coarse_filled}, {"buffer", r.buffer},
+                       {"pinned", r.pinned}});
     }
 
     // NAME.slabcast lists this receiver's slabs and those of the others that
@@ -268,13 +249,15 @@ private:
                                   {"last_step", live.last_step.load()},
                                   {"last_step_loss_percent", live.last_step_loss_ppm.load() / 1e4},
                                   {"publications", live.publications.load()}, {"landed", s->counters.landed.load()},
-                                  {"copied_out", s->counters.copied_out.load()}, {"dropped_steps", live.dropped_steps.load()}});
+                                  {"copied_out", s->counters.copied_out.load()}, {"dropped_steps", live.dropped_steps.load()},
+                                  {"pinned", live.pinned.load()}, {"pinned_peak", live.pinned_peak.load()}});
             dropped += live.dropped_steps.load();
         }
         for (auto& s : streams_)
             samples.push_back({s->spec.slab, s->slab.header().live.packets.load(),
                                steps_begun(s->slab.header().live.generation.load())});
         report_watch(watch_.update(samples, monotonic_ns()));
+        pins_.look(streams_, status_);
         const std::set<int>& missing = watch_.missing();
         const double gbps = meter_.gbit_per_s(bytes);
         const double loss = fexp ? 100.0 * static_cast<double>(fexp - frec) / static_cast<double>(fexp) : 0.0;
@@ -333,62 +316,12 @@ private:
     // Two seconds without a packet after the other streams moved on: longer
     // than any pause inside a step, short enough to be told while it matters.
     StreamWatch watch_{2'000'000'000};
+    PinWatch pins_{o_.buffers};
     StatusReporter status_;
 };
 
 }  // namespace
 
-void register_receive(CLI::App& root, RoleMain& run) {
-    auto o = std::make_shared<ReceiveOptions>();
-    CLI::App* c = root.add_subcommand("receive", "receiver daemon: UDP streams into shared-memory slabs");
-    c->add_option("--name", o->name, "name of the volume (descriptor DIR/NAME.slabcast)")->required();
-    c->add_option("--dims", o->dims_text, "volume size NX,NY,NZ")->required();
-    c->add_option("--slab-depth", o->slab_depth, "z planes per slab (stream)")
-        ->required()
-        ->check(CLI::Range(std::int64_t{1}, kMaxAxis));
-    c->add_option("--listen", o->listen, "address to receive on, e.g. 0.0.0.0 or 127.0.0.1")->required();
-    c->add_option("--stream", o->streams, "SLAB:PORT, once per stream")->required();
-    c->add_option("--shm-dir", o->shm_dir, "directory for slabs and descriptor")->capture_default_str();
-    c->add_option("--field", o->field, "name of the field")->capture_default_str();
-    c->add_option("--ghost-planes", o->ghost_planes, "planes stored below each slab (0 or 1)")
-        ->check(CLI::Range(0, 1))
-        ->capture_default_str();
-    c->add_option("--cpus", o->cpus, "CPUs for the stream threads, e.g. 0,2-3 (default: the NIC's NUMA node)");
-    c->add_option("--interface", o->interface, "NIC whose NUMA node gets the threads (default: the one with --listen)");
-    c->add_option("--allow", o->allow,
-                  "senders to accept: CIDR[,CIDR...] for every stream, or K=CIDR[,...] for stream K; repeatable "
-                  "(default: any sender, with a warning)");
-    c->add_flag("--keep", o->keep, "on SIGINT/SIGTERM leave the slabs and descriptor for readers (default: remove "
-                                   "this receiver's; a kill -9 leaves them, and a restart re-attaches)");
-    // The kernel books SO_RCVBUF in an int, doubled: 1024 MiB is as far as it goes.
-    c->add_option("--rcvbuf-mb", o->rcvbuf_mb, "socket receive buffer, MiB")
-        ->check(CLI::Range(1, 1024))
-        ->capture_default_str();
-    c->add_option("--batch", o->batch, "datagrams per recvmmsg call")->check(CLI::Range(1, 1024))->capture_default_str();
-    c->add_option("--gro", o->gro, "UDP receive offload: the kernel hands over coalesced datagrams")
-        ->capture_default_str();
-    c->add_option("--land", o->land,
-                  "full raw run packets sent in scan order land straight in the slab (the kernel's copy is the "
-                  "only one; a datagram that lands amiss is copied out before anything is stored)")
-        ->capture_default_str();
-    c->add_option("--stale-window-ms", o->stale_window_ms,
-                  "packets of a step replaced less than this ago are stale (late); older ones restart it")
-        ->check(CLI::Range(0, 60000))
-        ->capture_default_str();
-    c->add_option("--buffers", o->buffers,
-                  "value buffers per slab: the newest step, the one being written, and one for each reader that "
-                  "may still hold an older step (3: one renderer); memory: buffers x 1.25 x the slab")
-        ->check(CLI::Range(kMinBuffers, kMaxBuffers))
-        ->capture_default_str();
-    c->add_option("--step-timeout", o->step_timeout_ms,
-                  "ms without a packet of the step being written after which it is published as it is")
-        ->check(CLI::Range(1, 600000))
-        ->capture_default_str();
-    c->add_option("--fill", o->fill, "a published step's missing values: previous (the previous step's) or nearest "
-                                     "(a coarser sample of the same step where one came, age 254; else previous)")
-        ->check(parsed_by(parse_fill_rule, "RULE"))->capture_default_str();
-    c->add_option("--stats-json", o->stats_json, "append JSON lines (status every second, step reports)");
-    c->callback([o, &run] { run = [o] { return Receiver(*o).run(); }; });
-}
+int run_receive(const ReceiveOptions& o) { return Receiver(o).run(); }
 
 }  // namespace slabcast

@@ -239,8 +239,11 @@ void SlabReceiver::begin_step(std::int64_t step, std::int64_t now_ns) {
     raw_in_order_ = false;
     // A buffer no reader pins, never the one on screen; none: the step is
     // dropped, counted, and the sockets keep draining.
-    writing_ = take_buffer(slab_, &current_.dropped_because);
+    writing_ = take_buffer(slab_, &current_.dropped_because, &current_.pinned);
     current_.dropped = writing_ < 0;
+    const auto pinned = static_cast<std::uint32_t>(current_.pinned);
+    live_.pinned.store(pinned);
+    if (pinned > live_.pinned_peak.load()) live_.pinned_peak.store(pinned);
     values_ = writing_ >= 0 ? slab_.values_rw(writing_) : nullptr;
     if (current_.dropped) live_.dropped_steps.fetch_add(1);
     active_ = true;

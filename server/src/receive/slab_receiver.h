@@ -51,6 +51,7 @@ struct StepReport {
     std::uint64_t coarse_filled = 0;  // of the stored values, those filled from a coarser sample (--fill nearest)
     int buffer = -1;             // the buffer it was published in
     bool complete = false;
+    int pinned = 0;              // buffers readers held when it began
     bool dropped = false;        // not written: every buffer was in use
     std::string dropped_because;
     double loss_percent() const {

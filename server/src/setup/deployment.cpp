@@ -4,6 +4,7 @@
 #include "setup/deployment.h"
 
 #include "slabcast/json_file.h"
+#include "slabcast/publication.h"
 #include "slabcast/run_codec.h"
 #include "slabcast/send_order.h"
 #include "slabcast/slab_file.h"
@@ -130,6 +131,21 @@ private:
             if (h.contains("buffers") && (host.buffers < kMinBuffers || host.buffers > kMaxBuffers))
                 throw std::runtime_error(where + ": \"buffers\" must be " + std::to_string(kMinBuffers) + ".." +
                                          std::to_string(kMaxBuffers));
+            host.readers = word_or(h, "readers", "", where);
+            if (!host.readers.empty()) {
+                int need = 0;
+                try {
+                    need = buffers_for_readers(parse_reader_mix(host.readers));
+                } catch (const std::invalid_argument& e) {
+                    throw std::runtime_error(where + ": \"readers\": " + e.what());
+                }
+                if (need > kMaxBuffers || (host.buffers && host.buffers < need))
+                    throw std::runtime_error(where + ": \"readers\" " + host.readers + " need " + std::to_string(need) +
+                                             " buffers a slab" +
+                                             (host.buffers ? ", \"buffers\" gives " + std::to_string(host.buffers)
+                                                           : ", more than " + std::to_string(kMaxBuffers)));
+                if (!host.buffers) host.buffers = need;
+            }
             host.staging = word_or(h, "staging", host.staging, where);
             host.budget = word_or(h, "budget", "", where);
             if (!host.budget.empty()) try {

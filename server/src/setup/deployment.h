@@ -22,6 +22,7 @@ struct PlanHost {
     // Receivers only, empty (0) for the role's default:
     std::string cpus, shm_dir;
     int buffers = 0;            // value buffers per slab (receive --buffers)
+    std::string readers;        // what reads its slabs ("view,record"): sets buffers when not given
     // Senders only:
     std::string staging = "/dev/shm/slabcast-staging";
     std::string budget;         // empty: stage's default

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 namespace slabcast {
 namespace {
@@ -120,7 +121,7 @@ bool buffer_pinned(int fd, int b) {
     return l.l_type != F_UNLCK;
 }
 
-int take_buffer(SlabMapping& m, std::string* why) {
+int take_buffer(SlabMapping& m, std::string* why, int* pinned) {
     SlabHeader& h = m.header_rw();
     // The newest publication is taken last: it is what a reader that looks
     // now will pin. It is taken at all only when readers pin every other
@@ -160,6 +161,12 @@ int take_buffer(SlabMapping& m, std::string* why) {
         p.seq.store(taken, std::memory_order_seq_cst);
         if (!buffer_pinned(m.fd(), b)) {
             h.live.writing_buffer.store(b);
+            if (pinned) {
+                // The ones tried before were pinned; of the rest, count those that are.
+                *pinned = i;
+                for (int j = i + 1; j < candidates; ++j)
+                    *pinned += buffer_pinned(m.fd(), order[static_cast<std::size_t>(j)]) ? 1 : 0;
+            }
             return b;
         }
         // Still pinned: give it back as it was, with a new even seq so that a
@@ -167,7 +174,44 @@ int take_buffer(SlabMapping& m, std::string* why) {
         if (!(seq & 1)) p.seq.store(taken + 1, std::memory_order_release);
     }
     if (why) *why = "all " + std::to_string(m.buffers()) + " buffers pinned by readers";
+    if (pinned) *pinned = candidates;
     return -1;
+}
+
+ReaderMix parse_reader_mix(const std::string& list) {
+    ReaderMix mix;
+    int count = 0;
+    std::size_t at = 0;
+    while (at <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, comma - at);
+        at = comma + 1;
+        if (++count > kMaxBuffers)
+            throw std::invalid_argument("readers '" + list + "': more than " + std::to_string(kMaxBuffers));
+        if (item == "view") {
+            ++mix.views;
+        } else if (item == "record") {
+            ++mix.recorders;
+        } else if (item.rfind("history:", 0) == 0) {
+            const std::string n = item.substr(8);
+            const bool digits = !n.empty() && n.size() <= 2 && n.find_first_not_of("0123456789") == std::string::npos;
+            const int depth = digits ? std::stoi(n) : 0;
+            if (depth < 1 || depth > kMaxBuffers)
+                throw std::invalid_argument("readers '" + list + "': '" + item + "': History is 1.." +
+                                            std::to_string(kMaxBuffers) + " steps");
+            mix.histories.push_back(depth);
+        } else {
+            throw std::invalid_argument("readers '" + list + "': '" + item +
+                                        "' is not one of view, record, history:N");
+        }
+    }
+    return mix;
+}
+
+int buffers_for_readers(const ReaderMix& readers) {
+    int buffers = 1 + 2 * readers.views + readers.recorders;
+    for (int depth : readers.histories) buffers += std::max(2, depth + 1);
+    return buffers;
 }
 
 void publish_buffer(SlabMapping& m, int b, const PublishInfo& info) {

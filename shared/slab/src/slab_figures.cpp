@@ -27,6 +27,9 @@ SlabFigures slab_figures(const SlabHeader& header, std::int64_t shown_step, cons
     f.duplicates = live.duplicates.load();
     f.dropped_steps = live.dropped_steps.load();
     f.receiving = live.writer_pid.load() != 0;
+    f.buffers = static_cast<int>(std::min<std::uint32_t>(header.buffers, kMaxBuffers));
+    f.pinned = static_cast<int>(std::min<std::uint32_t>(live.pinned.load(), kMaxBuffers));
+    f.pinned_peak = static_cast<int>(std::min<std::uint32_t>(live.pinned_peak.load(), kMaxBuffers));
     // A buffer being written keeps its last publication's step and time
     // (publish_buffer overwrites them only as it publishes again).
     f.no_step = true;
@@ -93,6 +96,12 @@ SlabFigures total_figures(const std::vector<SlabFigures>& slabs) {
         t.dropped_steps += f.dropped_steps;
         t.receiving = t.receiving || f.receiving;
         t.no_step = t.no_step || f.no_step;
+        // The slab nearest to dropping a step speaks for all.
+        if (f.buffers - f.pinned_peak < t.buffers - t.pinned_peak || !t.buffers) {
+            t.buffers = f.buffers;
+            t.pinned_peak = f.pinned_peak;
+        }
+        t.pinned = std::max(t.pinned, f.pinned);
     }
     const double n = static_cast<double>(slabs.size());
     t.shown_completeness = completeness / n;

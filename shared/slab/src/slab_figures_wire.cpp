@@ -78,6 +78,12 @@ std::string encode_figures(const std::vector<SlabFigures>& slabs) {
         put<std::uint8_t>(out, f.no_step ? 1 : 0);
         put(out, f.last_published_step);
         put(out, f.last_published_ns);
+        put<std::int32_t>(out, f.buffers);
+        put<std::int32_t>(out, f.pinned);
+        put<std::int32_t>(out, f.pinned_peak);
+        const std::size_t readers = std::min(f.readers.size(), kMaxFigureReadersBytes);
+        put<std::uint8_t>(out, static_cast<std::uint8_t>(readers));
+        out.append(f.readers, 0, readers);
     }
     return out;
 }
@@ -113,6 +119,13 @@ std::optional<std::vector<SlabFigures>> decode_figures(const void* bytes, std::s
         f.no_step = no_step == 1;
         f.last_published_step = in.take<std::int64_t>();
         f.last_published_ns = in.take<std::int64_t>();
+        f.buffers = in.take<std::int32_t>();
+        f.pinned = in.take<std::int32_t>();
+        f.pinned_peak = in.take<std::int32_t>();
+        // Counts of buffers, checked like anything that arrives.
+        for (int v : {f.buffers, f.pinned, f.pinned_peak})
+            if (v < 0 || v > kMaxBuffers) return std::nullopt;
+        f.readers = in.take_text(in.take<std::uint8_t>());
         slabs.push_back(std::move(f));
     }
     if (!in.whole()) return std::nullopt;

@@ -98,7 +98,28 @@ bool buffer_pinned(int fd, int b);
 // (never-published buffers before all), the newest publication only when
 // every other buffer is pinned. Marks it taken (its seq odd) before it looks
 // for pins. Returns -1 when every buffer is pinned; `why` then says so.
-int take_buffer(SlabMapping& m, std::string* why = nullptr);
+// `pinned`: how many buffers readers held as it looked (all of them when it
+// found none).
+int take_buffer(SlabMapping& m, std::string* why = nullptr, int* pinned = nullptr);
+
+// The readers of a slab, for the buffers it needs: live views (the GUI,
+// pvbatch, pvpython, a pvserver's rank), views with History N (their N), and
+// recorders.
+struct ReaderMix {
+    int views = 0;
+    std::vector<int> histories;
+    int recorders = 0;
+};
+// "view,view,record,history:4": each reader once (1..kMaxBuffers of them).
+// Throws std::invalid_argument naming what is wrong.
+ReaderMix parse_reader_mix(const std::string& list);
+// Buffers a slab needs so that its readers never make the receiver drop a
+// step: one to write into, and the most each reader pins at once. A live
+// view pins 2 as it moves on: the new step, while the view still holds the
+// frame it drew before (ParaView's representation keeps its input until it
+// takes the next one). A view with History N pins N + 1 (its N steps and
+// that frame), a recorder 1 (the step it copies out). May exceed kMaxBuffers.
+int buffers_for_readers(const ReaderMix& readers);
 
 struct PublishInfo {
     std::int64_t step = -1;

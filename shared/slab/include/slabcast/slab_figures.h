@@ -40,6 +40,15 @@ struct SlabFigures {
     bool no_step = false;
     std::int64_t last_published_step = -1;  // its newest publication, in a buffer taken since; -1 none
     std::int64_t last_published_ns = 0;     // when it was published (CLOCK_REALTIME), 0 never
+    // The slab's buffers, how many readers pinned as its last step began, and
+    // the most they ever did: at buffers - 1 the next pin drops a step.
+    int buffers = 0;
+    int pinned = 0;
+    int pinned_peak = 0;
+    // Who pins its buffers now, and which steps (reader_pins.h); only where
+    // asked for (the stream monitor), empty elsewhere.
+    std::string readers;
+    bool buffers_nearly_all_pinned() const { return buffers > 1 && pinned_peak >= buffers - 1; }
 };
 
 // The figures in `header` (read with SlabMapping::read_header), for slab

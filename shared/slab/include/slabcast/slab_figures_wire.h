@@ -17,14 +17,18 @@ namespace slabcast {
 // What one message may hold: more slabs, or a longer host name, are refused.
 constexpr std::size_t kMaxFigureSlabs = 65536;
 constexpr std::size_t kMaxFigureHostBytes = 255;
+constexpr std::size_t kMaxFigureReadersBytes = 255;
 // The longest message: a count, then each slab's index, host name (a length
 // and its bytes), fourteen 8-byte figures, whether it is receiving, whether
-// it holds no step and its last publication (two 8-byte figures).
-constexpr std::size_t kMaxFigureSlabBytes = 4 + 1 + kMaxFigureHostBytes + 14 * 8 + 1 + 1 + 2 * 8;
+// it holds no step, its last publication (two 8-byte figures), its buffers
+// and pins (three 4-byte figures) and its readers (a length and its bytes).
+constexpr std::size_t kMaxFigureSlabBytes =
+    4 + 1 + kMaxFigureHostBytes + 14 * 8 + 1 + 1 + 2 * 8 + 3 * 4 + 1 + kMaxFigureReadersBytes;
 constexpr std::size_t kMaxFigureBytes = 4 + kMaxFigureSlabs * kMaxFigureSlabBytes;
 
 // Every field of every slab, in the host's byte order (as every slabcast
-// message); a host name longer than kMaxFigureHostBytes is cut there, and
+// message); a host name longer than kMaxFigureHostBytes is cut there (the
+// readers' text at kMaxFigureReadersBytes), and
 // slabs past kMaxFigureSlabs are left out.
 std::string encode_figures(const std::vector<SlabFigures>& slabs);
 // nullopt unless `bytes` is exactly one encode_figures message (a count

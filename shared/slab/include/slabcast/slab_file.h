@@ -76,6 +76,11 @@ struct SlabLive {
     std::atomic<std::uint64_t> bytes;            // datagram bytes received for this slab, all steps
     std::atomic<std::uint64_t> rate_bits_per_s;  // over the last status second
     std::atomic<std::int64_t> rate_ns;           // CLOCK_REALTIME when that rate was measured, 0 never
+    // Buffers readers pinned when the receiver began its last step, and the
+    // most it has seen pinned so: at buffers - 1 the next reader's pin drops
+    // a step (the receiver warns, naming the readers).
+    std::atomic<std::uint32_t> pinned;
+    std::atomic<std::uint32_t> pinned_peak;
 };
 
 // Steps a slab's receiver has begun, from SlabLive::generation (which also
@@ -157,7 +162,8 @@ static_assert(offsetof(SlabLive, step) == 16 && offsetof(SlabLive, last_step_los
               offsetof(SlabLive, foreign) == 112 && offsetof(SlabLive, writing_buffer) == 120 &&
               offsetof(SlabLive, publications) == 128 && offsetof(SlabLive, dropped_packets) == 144 &&
               offsetof(SlabLive, bytes) == 152 && offsetof(SlabLive, rate_bits_per_s) == 160 &&
-              offsetof(SlabLive, rate_ns) == 168);
+              offsetof(SlabLive, rate_ns) == 168 && offsetof(SlabLive, pinned) == 176 &&
+              offsetof(SlabLive, pinned_peak) == 180);
 
 // The file layout of a slab of `values` stored values in `buffers` buffers:
 // header, K value buffers, K age buffers, each buffer page aligned. False when

@@ -42,7 +42,6 @@ public:
     // nullptr when nothing is held.
     const StepChoice* choose(std::optional<double> time);
     bool following() const { return following_; }
-    void clear() { held_.clear(); }
 
 private:
     int depth_ = 0;
