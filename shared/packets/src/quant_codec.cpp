@@ -1,6 +1,7 @@
 #include "slabcast/quant_codec.h"
 
 #include "quant_kernels.h"
+#include "slabcast/cpu_features.h"
 
 #include <algorithm>
 #include <array>
@@ -190,7 +191,7 @@ QuantPacket quant_encode(const float* values, std::int64_t available, int bits, 
     std::memcpy(out + 4, &q, 4);
     std::size_t at = kQuantHeaderBytes;
     std::int32_t previous = 0;
-    const bool vector = detail::have_avx2_fma();
+    const bool vector = cpu_has_avx2_fma();
     int done = 0;
     while (done < n) {
         const int m = std::min(kQuantBlock, n - done);
@@ -234,7 +235,7 @@ bool quant_decode(const std::uint8_t* payload, std::size_t bytes, int count, int
     std::size_t at = kQuantHeaderBytes;
     std::int32_t level = 0;
     bool in_range = true;
-    const bool vector = detail::have_avx2_fma();
+    const bool vector = cpu_has_avx2_fma();
     // A full block near the payload's end, for the vector kernel to read past.
     std::uint8_t padded[4 * kMostWidth + detail::kQuantReadPast] = {};
     for (int done = 0; done < count; done += kQuantBlock) {
