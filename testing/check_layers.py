@@ -21,7 +21,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 LAYERS = {
     "shared/slab": [],
     "shared/packets": ["shared/slab"],
-    "shared/render": [],
+    "shared/render": ["shared/slab"],
     "server/src/base": ["shared/slab", "shared/packets"],
     "server/src/control": ["shared/slab", "shared/packets", "server/src/base"],
     "server/src/mover": ["shared/slab", "shared/packets", "server/src/base"],

@@ -236,8 +236,8 @@ def library_stream(dims, data, rate, steps, queue=0, compute_ms=0):
         for role in reversed(ws.roles):
             role.stop()
         out = json.loads(r.stdout)
-        # Loss over every value sent: a step lost whole has no report at all.
-        figures = received(recv_json, window.seconds, values_sent=steps * dims[0] * dims[1] * dims[2])
+        # Over every step handed to send_step.
+        figures = received(recv_json, steps, window.seconds)
         return dict(figures, gbps=out["bytes"] * 8e-9 / out["send_s"], sent_bytes=out["bytes"],
                     call_median_ms=1e3 * out["call_median_s"], call_max_ms=1e3 * out["call_max_s"],
                     steps_sent=out["steps_sent"])
@@ -298,24 +298,28 @@ def whole_seconds(events):
     return gbps[busy[0] + 1:busy[-1]] if busy else []
 
 
-def received(recv_json, window_seconds=None, values_sent=None):
-    """The receiver's figures, from its stats json, counted as iperf3's receiver
-    counts: "placed_gbps" is the bytes of the datagrams its sockets took in
-    (all of them stored into slabs when "not_placed" is 0) over its wall-clock
-    window (ReceiveWindow: first to last packet), given window_seconds, and
-    "voxels_per_s" the values placed into the slab over the same window.
-    "loss": the share of values that did not arrive, of those its step reports
-    expected, or of `values_sent` when given (a step lost whole has no report).
+def received(recv_json, steps_sent, window_seconds=None):
+    """The receiver's figures, from its stats json (one stream), counted as
+    iperf3's receiver counts: "placed_gbps" is the bytes of the datagrams its
+    sockets took in (all of them stored into slabs when "not_placed" is 0) over
+    its wall-clock window (ReceiveWindow: first to last packet), given
+    window_seconds, and "voxels_per_s" the values placed into the slab over the
+    same window. "loss": the share of values that did not arrive, of those the
+    `steps_sent` steps hold, so that a step lost whole counts: it has no report
+    (no packet of it arrived, or readers held every buffer). "steps": the step
+    reports; "steps_lost_whole": the steps sent that have none.
     "recv_windows": Gbit/s that arrived each whole second (whole_seconds()).
     "landed": the share of datagrams whose payload landed straight in the slab."""
     events = lib.read_json_lines(recv_json)
     reports = [e for e in events if e.get("kind") == "step"]
     final = [e for e in events if e.get("kind") == "status"][-1]
     received_bytes = sum(s["bytes"] for s in final["streams"])
-    expected = sum(e["expected"] for e in reports) if values_sent is None else values_sent
+    # Every step of a stream expects as many values; with no report at all, every value sent was lost.
+    expected = steps_sent * max((e["expected"] for e in reports), default=1)
     records = sum(e["records"] for e in reports)
     placed = sum(e["records"] + e.get("ghost_records", 0) for e in reports)
     return {"loss": 100.0 * (expected - records) / max(expected, 1), "steps": len(reports),
+            "steps_lost_whole": steps_sent - len(reports),
             "recv_windows": whole_seconds(events), "received_bytes": received_bytes, "window_seconds": window_seconds,
             "placed_gbps": received_bytes * 8e-9 / window_seconds if window_seconds else None,
             "voxels_per_s": placed / window_seconds if window_seconds else None,
@@ -324,17 +328,19 @@ def received(recv_json, window_seconds=None, values_sent=None):
 
 
 def summarize(shuffle_json, recv_json, window_seconds=None):
-    """The run's figures: received()'s, and the shuffler's. "sent_gbps" is its
-    packet bytes over its time sending steps, "windows" its Gbit/s each whole
-    second, "sent_bytes" and "packets" what it sent; "recv_gbps" is
-    "sent_gbps" times the share of values that arrived."""
+    """The run's figures (one stream): received()'s, its loss over every step
+    the shuffler began (finished, or abandoned when the controller moved on),
+    and the shuffler's own over the steps it finished: "sent_gbps" is its
+    packet bytes over its time sending them, "windows" its Gbit/s each whole
+    second, "sent_bytes" and "packets" what it sent. What arrived is the
+    receiver's to say: received()'s "placed_gbps" and "received_bytes"."""
     events = lib.read_json_lines(shuffle_json)
-    sent = [e for e in events if e.get("kind") == "step" and e.get("result") == "finished"]
+    began = [e for e in events if e.get("kind") == "step" and e.get("result") in ("finished", "abandoned")]
+    sent = [e for e in began if e["result"] == "finished"]
     send_seconds = sum(e["seconds"] for e in sent)
     sent_bytes = sum(e["gbps"] * e["seconds"] / 8e-9 for e in sent)
     sent_gbps = sent_bytes * 8e-9 / max(send_seconds, 1e-9)
-    figures = received(recv_json, window_seconds)
-    return dict(figures, sent_gbps=sent_gbps, recv_gbps=sent_gbps * (1 - figures["loss"] / 100.0),
+    return dict(received(recv_json, len(began), window_seconds), sent_gbps=sent_gbps,
                 sent_bytes=sent_bytes, packets=sum(e["packets_sent"] for e in sent), windows=whole_seconds(events))
 
 

@@ -14,7 +14,9 @@ stream of the whole volume: the 16 steps of a 256^3 cosmology dataset,
 prestaged, looped over, back to back from the controller, the shuffler paced
 at 95% of the limit (its --rate counts UDP payload). Counted at the receiver:
 whole steps (every value arrived) over its wall clock from the first packet
-to the last (benchlib.ReceiveWindow), and the values placed a second.
+to the last (benchlib.ReceiveWindow), the values placed a second, and the
+loss: the share of the values of every step sent that did not arrive, a step
+lost whole (no report from the receiver) included.
 
 A format is CODEC[xTHREADS]: "quant:8x2" is quant:8 packed on 2 threads.
 

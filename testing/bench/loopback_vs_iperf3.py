@@ -59,7 +59,8 @@ def main():
     benchlib.print_provenance()
     print("%-32s %-40s %-40s %s" % ("", "sent Gb/s (each run)", "received Gb/s (each run)", "loss % (each run)"))
     for name, runs in results.items():
-        received = [x.get("placed_gbps") or x["recv_gbps"] for x in runs]
+        # slabcast's receiver, or the peer's own.
+        received = [x["placed_gbps"] if "placed_gbps" in x else x["recv_gbps"] for x in runs]
         print("%-32s %-40s %-40s %s" % (name, " ".join("%.2f" % x["sent_gbps"] for x in runs),
                                         " ".join("%.2f" % v for v in received),
                                         " ".join("%.3f" % x["loss"] for x in runs)))

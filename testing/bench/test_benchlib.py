@@ -1,10 +1,11 @@
 """What the benchmarks share (benchlib.py) under a hostile environment: the
 staging directory prestage() makes must be one the stager accepts (not
 writable by anyone else) whatever the umask, since the stager refuses a
-world-writable one and the benchmark then fails. And the receiver's figures
-the benchmarks print, from stats json lines written here: a second with
-nothing received between steps counts, and a step lost whole counts as lost.
-Needs no build."""
+world-writable one and the benchmark then fails. And the figures the
+benchmarks print, from stats json lines written here: a second with nothing
+received between steps counts, a step lost whole (no report from the
+receiver) counts as lost, and what arrived is the receiver's count, not one
+derived from the sender's. Needs no build."""
 
 import json
 import os
@@ -57,21 +58,55 @@ class ReceivedTest(unittest.TestCase):
         self.assertEqual(benchlib.whole_seconds(status + [{"kind": "step"}]), [10.0, 0.0, 10.0])
         self.assertEqual(benchlib.whole_seconds([{"kind": "status", "gbps": 0.0}]), [])
 
-    def test_a_step_lost_whole_counts_when_the_values_sent_are_given(self):
+    def receiver_json(self):
+        """Two step reports of 100 values (all of step 0, half of step 1) and a status line."""
         stream = {"bytes": 4000, "packets": 4, "landed": 3}
-        path = self.write_json_lines([
+        return self.write_json_lines([
             {"kind": "step", "step": 0, "records": 100, "expected": 100},
             {"kind": "step", "step": 1, "records": 50, "expected": 100, "ghost_records": 10},
             {"kind": "status", "gbps": 1.0, "packets": 4, "rejected": 0, "stale": 1, "duplicates": 0,
              "streams": [stream]}])
-        r = benchlib.received(path, window_seconds=2.0)
+
+    def test_a_step_lost_whole_counts_as_lost(self):
+        path = self.receiver_json()
+        r = benchlib.received(path, 2, window_seconds=2.0)
         self.assertAlmostEqual(r["loss"], 25.0)
+        self.assertEqual((r["steps"], r["steps_lost_whole"]), (2, 0))
         self.assertAlmostEqual(r["voxels_per_s"], 80.0)
         self.assertAlmostEqual(r["placed_gbps"], 4000 * 8e-9 / 2.0)
         self.assertAlmostEqual(r["landed"], 0.75)
         self.assertEqual(r["not_placed"], 1)
-        self.assertAlmostEqual(benchlib.received(path, values_sent=300)["loss"], 50.0)
-        self.assertIsNone(benchlib.received(path)["voxels_per_s"])
+        three = benchlib.received(path, 3)
+        self.assertAlmostEqual(three["loss"], 50.0)
+        self.assertEqual(three["steps_lost_whole"], 1)
+        self.assertIsNone(three["voxels_per_s"])
+
+    def test_no_report_at_all_is_every_value_lost(self):
+        path = self.write_json_lines([
+            {"kind": "status", "gbps": 0.0, "packets": 0, "rejected": 0, "stale": 0, "duplicates": 0,
+             "streams": [{"bytes": 0, "packets": 0}]}])
+        r = benchlib.received(path, 4)
+        self.assertAlmostEqual(r["loss"], 100.0)
+        self.assertEqual(r["steps_lost_whole"], 4)
+
+    def test_summarize_counts_loss_over_the_steps_the_shuffler_began_and_arrivals_at_the_receiver(self):
+        # Three steps sent at 2 Gbit/s for 1 s each, one of them abandoned; the
+        # receiver reports two (step 2 lost whole) and took in 4000 bytes.
+        shuffle = self.write_json_lines(
+            [{"kind": "step", "step": k, "result": "finished", "packets_sent": 10, "seconds": 1.0, "gbps": 2.0}
+             for k in (0, 1)]
+            + [{"kind": "step", "step": 2, "result": "abandoned", "packets_sent": 5, "seconds": 0.5, "gbps": 2.0},
+               {"kind": "step", "step": 3, "result": "missing"},
+               {"kind": "status", "gbps": 2.0}])
+        r = benchlib.summarize(shuffle, self.receiver_json(), window_seconds=2.0)
+        self.assertAlmostEqual(r["loss"], 50.0)  # 150 of 300 values
+        self.assertEqual(r["steps_lost_whole"], 1)
+        self.assertAlmostEqual(r["sent_gbps"], 2.0)  # over the finished steps
+        self.assertAlmostEqual(r["sent_bytes"], 2 * 2.0 / 8e-9)
+        self.assertEqual(r["packets"], 20)
+        # What arrived is the receiver's count: no figure derived from the sender's rate.
+        self.assertAlmostEqual(r["placed_gbps"], 4000 * 8e-9 / 2.0)
+        self.assertNotIn("recv_gbps", r)
 
 
 if __name__ == "__main__":

@@ -14,9 +14,11 @@ the "copies" column says how many steps it copied while the controller ran
 the steps in once before the run instead, with no stager.
 
 Each format is run at the highest rate at which the receiver loses under
-0.1% of the values: unpaced first, then at 90% of what arrived, until the
-loss is under 0.1%. Voxels a second count every value placed in the slab
-over the receiver's wall clock, from the first packet's arrival to the last's
+0.1% of the values (of every step sent: a step lost whole, with no report
+from the receiver, counts): unpaced first, then at 90% of what arrived (the
+bytes the receiver took in over its window), until the loss is under 0.1%.
+Voxels a second count every value placed in the slab over the receiver's
+wall clock, from the first packet's arrival to the last's
 (benchlib.ReceiveWindow), so the time between steps counts; "wire Gb/s" is
 the bytes sent over the same window.
 
@@ -70,7 +72,8 @@ def run_format(dims, fmt, rate, steps, staging, budget=None):
 
 
 def best_rate(dims, fmt, steps, staging, budget=None, tries=6):
-    """The first run under LOSS_LIMIT: unpaced, then 90% of what arrived."""
+    """The first run under LOSS_LIMIT: unpaced, then 90% of what arrived
+    (benchlib.received()'s placed_gbps)."""
     rate, runs = "0", []
     for _ in range(tries):
         r = run_format(dims, fmt, rate, steps, staging, budget)
@@ -80,7 +83,7 @@ def best_rate(dims, fmt, steps, staging, budget=None, tries=6):
             fmt, rate, r["voxels_per_s"] * 1e-6, r["wire_gbps"], r["loss"]), flush=True)
         if r["loss"] < LOSS_LIMIT:
             return r, runs
-        rate = "%.2fG" % (0.9 * r["wire_gbps"] * (1 - r["loss"] / 100))
+        rate = "%.2fG" % (0.9 * r["placed_gbps"])
     return None, runs
 
 

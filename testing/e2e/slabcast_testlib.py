@@ -85,7 +85,8 @@ def free_udp_ports(count):
     """Ports free right now on loopback (bound, then released), none handed
     out before by this process: a role binds its port only when it starts,
     and the kernel may offer a released port again meanwhile
-    (plugin_live_history once found its shuffler's sync port taken)."""
+    (plugin_live_history once found its shuffler's sync port taken). The
+    plugin tests take theirs here too (plugin_testlib): one registry."""
     socks, ports = [], []
     while len(ports) < count:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

@@ -18,6 +18,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+# The end-to-end tests' own: one registry of the ports handed out, whichever
+# helper a process takes them through.
+from slabcast_testlib import free_udp_ports  # noqa: E402
 
 # How long a test waits for an event (a log line, a file, a step shown) before
 # it fails saying what it saw: enough for a machine 2-5x slower than usual
@@ -214,28 +218,6 @@ def pvserver(directory, env, ranks=2, options=("--force-offscreen-rendering",)):
                 server.kill()
                 server.wait()
         logfile.close()
-
-
-_HANDED_OUT = set()  # ports this process gave a role already: released, but maybe not bound yet
-
-
-def free_udp_ports(count):
-    """Ports free right now on loopback (bound, then released), none handed
-    out before by this process: a role binds its port only when it starts,
-    and the kernel may offer a released port again meanwhile
-    (plugin_live_history once found its shuffler's sync port taken)."""
-    socks, ports = [], []
-    while len(ports) < count:
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)  # held until the end: the kernel cannot offer it twice meanwhile
-        port = s.getsockname()[1]
-        if port not in _HANDED_OUT:
-            ports.append(port)
-    for s in socks:
-        s.close()
-    _HANDED_OUT.update(ports)
-    return ports
 
 
 @contextlib.contextmanager

@@ -3,7 +3,9 @@
 // encodes about 600 Mvoxel/s a core, 2.4 GB/s of values: docs/performance.md,
 // "Codecs"), so on a path faster than one core encodes, the encoder and not the
 // path would bound the stream, which is what the paper's streams are built to
-// avoid (Balman et al., 2012, section 4.2). The slab's planes are cut into
+// avoid (Balman et al., 2012, section 4.2). It needs cores to spare: measured
+// only on a 2-core host so far, where it was slower than one thread
+// (docs/performance.md, "Over a WAN path"). The slab's planes are cut into
 // parts of about equal depth, each packed by a walker of its own on a thread
 // of its own into a small ring of batches made once; the sending thread takes
 // a batch from each part in turn. Every packet names its first voxel, so the

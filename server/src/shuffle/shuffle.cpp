@@ -351,8 +351,10 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
         })
         ->capture_default_str();
     c->add_option("--encode-threads", o->encode_threads,
-                  "threads packing the stream's packets, each a part of the slab (a codec that one core cannot "
-                  "run at the path's rate); 1: the sending thread")
+                  "threads packing the stream's packets, each a part of the slab: for a codec that one core "
+                  "cannot run at the path's rate, on a sender with 4 or more cores (not yet measured there; on a "
+                  "2-core host, where they competed with the sending thread and the receiver, slower than 1); "
+                  "1: the sending thread")
         ->check(CLI::Range(1, ParallelPacker::kMostThreads))
         ->capture_default_str();
     c->add_option("--ghost-planes", o->ghost_planes, "also send this many planes below the slab (0 or 1)")

@@ -1,9 +1,11 @@
 #include "slabcast/quant_codec.h"
 
 #include "quant_kernels.h"
+#include "slabcast/cpu_features.h"
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -68,6 +70,11 @@ void unpack(const std::uint8_t* in, std::uint32_t* z) {
 }
 
 constexpr int kMostWidth = kMaxQuantBits + 1;
+
+// The kernels allow_quant_kernels() allows at most. Read once a call:
+// relaxed, since a test sets it between calls.
+std::atomic<QuantKernels> g_allowed{QuantKernels::Avx2};
+
 using PackFn = void (*)(const std::uint32_t*, std::uint8_t*);
 using UnpackFn = void (*)(const std::uint8_t*, std::uint32_t*);
 template <std::size_t... W>
@@ -171,6 +178,17 @@ void keep_finite(float* values, int m, float lo, float q, std::uint32_t levels) 
 
 }  // namespace
 
+QuantKernels allow_quant_kernels(QuantKernels most) {
+    g_allowed.store(most, std::memory_order_relaxed);
+    return quant_kernels();
+}
+
+QuantKernels quant_kernels() {
+    return g_allowed.load(std::memory_order_relaxed) == QuantKernels::Avx2 && cpu_has_avx2_fma()
+               ? QuantKernels::Avx2
+               : QuantKernels::Portable;
+}
+
 QuantPacket quant_encode(const float* values, std::int64_t available, int bits, std::uint8_t* out,
                          std::size_t capacity) {
     const int n = static_cast<int>(std::min<std::int64_t>(available, kMaxQuantValues));
@@ -190,7 +208,7 @@ QuantPacket quant_encode(const float* values, std::int64_t available, int bits, 
     std::memcpy(out + 4, &q, 4);
     std::size_t at = kQuantHeaderBytes;
     std::int32_t previous = 0;
-    const bool vector = detail::have_avx2_fma();
+    const bool vector = quant_kernels() == QuantKernels::Avx2;
     int done = 0;
     while (done < n) {
         const int m = std::min(kQuantBlock, n - done);
@@ -234,7 +252,7 @@ bool quant_decode(const std::uint8_t* payload, std::size_t bytes, int count, int
     std::size_t at = kQuantHeaderBytes;
     std::int32_t level = 0;
     bool in_range = true;
-    const bool vector = detail::have_avx2_fma();
+    const bool vector = quant_kernels() == QuantKernels::Avx2;
     // A full block near the payload's end, for the vector kernel to read past.
     std::uint8_t padded[4 * kMostWidth + detail::kQuantReadPast] = {};
     for (int done = 0; done < count; done += kQuantBlock) {

@@ -28,15 +28,6 @@
 
 namespace slabcast::run::detail {
 
-bool have_avx2_fma() {
-#if defined(__x86_64__)
-    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return yes;
-#else
-    return false;
-#endif
-}
-
 namespace {
 
 constexpr int kMostWidth = kMaxQuantBits + 1;

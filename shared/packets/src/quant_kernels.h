@@ -1,14 +1,12 @@
 // The quant codec's block kernels for AVX2 and FMA (quant_codec_avx2.cpp,
-// the only file built for them): called only where the CPU has both, so the
-// library still runs on any x86-64.
+// the only file built for them): called only where the CPU has both
+// (slabcast/cpu_features.h), so the library still runs on any x86-64.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 namespace slabcast::run::detail {
-
-bool have_avx2_fma();
 
 // Bytes the kernel may read after a block's own (and then ignores): the
 // caller copies a block with fewer than these after it into a padded buffer.

@@ -33,8 +33,8 @@ struct Frame {
 void composite(const Frame& frame, const Ray& ray, float out[4]);
 
 // The same for eight rays at once (hit[i]: ray i meets the piece); only
-// where have_avx2() and the piece has fewer than 2^31 points.
-bool have_avx2();
+// where cpu_has_avx2_fma() (slabcast/cpu_features.h) and the piece has
+// fewer than 2^31 points.
 void composite8_avx2(const Frame& frame, const Ray rays[8], const bool hit[8], float out[8][4]);
 
 }  // namespace slabcast::render::detail

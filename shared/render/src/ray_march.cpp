@@ -1,6 +1,7 @@
 #include "slabcast/render/ray_march.h"
 
 #include "ray_kernels.h"
+#include "slabcast/cpu_features.h"
 
 #include <algorithm>
 #include <cmath>
@@ -231,7 +232,7 @@ void RayMarcher::render(const Piece& given, const TransferTable& table, const Ra
     const detail::Frame frame{piece, table, bricks_, how};
     // Eight rays at once where the CPU can and every point's index fits the
     // 32-bit lanes; a row of a tile is two such packets.
-    const bool packets = how.vectorised && detail::have_avx2() &&
+    const bool packets = how.vectorised && cpu_has_avx2_fma() &&
                          piece.nx * piece.ny * piece.nz < (std::int64_t{1} << 31);
     // Only the pixels the piece covers: a ray's setup costs as much as a
     // few samples, and on several ranks each piece covers a part of the frame.

@@ -12,11 +12,6 @@
 
 namespace slabcast::render::detail {
 
-bool have_avx2() {
-    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return yes;
-}
-
 namespace {
 
 __m256 lanes(const float v[8]) { return _mm256_loadu_ps(v); }

@@ -66,7 +66,9 @@ typedef struct slabcast_options {
                                 into one of N buffers and returns, a thread sends them in order */
     slabcast_queue_policy queue_policy;
     int encode_threads;      /* threads packing the stream's packets, each a part of the slab, for a codec one
-                                core cannot run at the rate; 0 or 1 (the default): the sending thread */
+                                core cannot run at the rate, on 4 or more cores (not yet measured there;
+                                slower than 1 on a 2-core host: docs/performance.md); 0 or 1 (the
+                                default): the sending thread */
 } slabcast_options;
 
 /* Fills `options` with the defaults (every pointer NULL, queue_steps 0). */

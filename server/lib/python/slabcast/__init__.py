@@ -183,7 +183,9 @@ class Sender:
     "quad". codec (run packets): "none", "lz4", "zfp:RATE" or "quant:BITS". order: "scan",
     "morton" or "progressive" (coarse first). bind: the local address to send from (None: the kernel's).
     encode_threads: threads packing the packets, each a part of the slab, for a
-    codec one core cannot run at the rate (1: the sending thread).
+    codec one core cannot run at the rate, on 4 or more cores (not yet measured
+    there; slower than 1 on a 2-core host: docs/performance.md); 1: the sending
+    thread.
 
     queue_steps 0 (synchronous): send_step returns once the step is handed to
     the kernel, paced at the rate. queue_steps N > 0: send_step copies the step

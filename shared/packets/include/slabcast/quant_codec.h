@@ -46,4 +46,16 @@ QuantPacket quant_encode(const float* values, std::int64_t available, int bits, 
 // nothing after them.
 bool quant_decode(const std::uint8_t* payload, std::size_t bytes, int count, int bits, float* values);
 
+// The block kernels both run on full blocks: AVX2 and FMA where the CPU has
+// them (slabcast/cpu_features.h), the portable loops elsewhere. They give the
+// same bytes and values bit for bit; the unit tests and fuzz_run_decode hold
+// one to the other by running each.
+enum class QuantKernels { Portable, Avx2 };
+// Every call from now on, in every thread, runs `most` where the CPU has it,
+// else the portable loops: Avx2 (the default) is the best available. For
+// tests and fuzzers; the data path never calls it. Returns quant_kernels().
+QuantKernels allow_quant_kernels(QuantKernels most);
+// The kernels the next call runs.
+QuantKernels quant_kernels();
+
 }  // namespace slabcast::run
