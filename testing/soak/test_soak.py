@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
 from slabcast_testlib import (Workspace, free_udp_ports, read_json_lines, read_slab_header, unittest_main,  # noqa: E402
                               wait_for)
 from pin_sampler import PinSampler  # noqa: E402
+from soak_samples import fd_count, grew, median, memory  # noqa: E402
 
 SECONDS = float(os.environ.get("SLABCAST_SOAK_SECONDS", "600"))
 WARMUP = min(60.0, SECONDS / 5)
@@ -47,28 +48,6 @@ BUDGET = 24 << 20
 SAMPLE_EVERY = 10.0
 GROWTH_BYTES = 4 << 20
 READERS = "view,view"  # pvbatch and pvpython
-
-
-def memory(pid):
-    """(resident, private anonymous) bytes. Resident includes the shared memory
-    a role maps (a staged step, the slabs) and comes and goes with it; growth
-    of the anonymous part is what a leak looks like."""
-    fields = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "RssAnon"):
-                fields[key] = int(value.split()[0]) * 1024
-    return fields.get("VmRSS", 0), fields.get("RssAnon", 0)
-
-
-def median(values):
-    values = sorted(values)
-    return values[len(values) // 2]
-
-
-def fd_count(pid):
-    return len(os.listdir("/proc/%d/fd" % pid))
 
 
 def staging_files(path):
@@ -207,12 +186,13 @@ class SoakTest(unittest.TestCase):
             rss_max = max(s[1][name][0] for s in settled)
             # The floor of each minute: pvbatch's heap swings by ~30 MiB from frame to frame
             # (measured: 138-166 MiB over 600 frames with no trend), a leak lifts the floor.
-            anon0, anon1 = min(s[1][name][1] for s in first), min(s[1][name][1] for s in last)
+            anon_first, anon_last = [s[1][name][1] for s in first], [s[1][name][1] for s in last]
+            anon0, anon1 = min(anon_first), min(anon_last)
             fds0, fds1 = median(s[1][name][2] for s in first), median(s[1][name][2] for s in last)
             print("  %-9s %7.1f (max %7.1f)   private %7.1f -> %7.1f   fds %d -> %d" % (
                 name, settled[-1][1][name][0] / 2**20, rss_max / 2**20, anon0 / 2**20, anon1 / 2**20, fds0, fds1),
                 flush=True)
-            self.assertLessEqual(anon1 - anon0, max(GROWTH_BYTES, anon0 // 20), "%s grew" % name)
+            self.assertFalse(grew(anon_first, anon_last, GROWTH_BYTES), "%s grew" % name)
             self.assertLessEqual(fds1, fds0, "%s opened descriptors and kept them" % name)
         staged = [sum(s[2].values()) for s in samples]
         settled_staged = [sum(s[2].values()) for s in settled]
