@@ -35,17 +35,25 @@ def median(values):
     return values[len(values) // 2]
 
 
-def tree_bytes(path):
-    """Bytes the files under `path` hold on their file system, each inode once."""
-    seen = {}
+def files_by_inode(path):
+    """{inode: bytes on the file system} of the files under `path` that hold
+    data: a file with two names (a staged step is a second name for its
+    slot) counts once, and empty ones (done markers) not at all."""
+    files = {}
     for root, _, names in os.walk(path):
         for name in names:
             try:
                 st = os.stat(os.path.join(root, name))
             except FileNotFoundError:
                 continue
-            seen[st.st_ino] = st.st_blocks * 512
-    return sum(seen.values())
+            if st.st_size > 0:
+                files[st.st_ino] = st.st_blocks * 512
+    return files
+
+
+def tree_bytes(path):
+    """Bytes the files under `path` hold on their file system."""
+    return sum(files_by_inode(path).values())
 
 
 def used_bytes(mount):

@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
 from slabcast_testlib import (Workspace, free_udp_ports, read_json_lines, read_slab_header, unittest_main,  # noqa: E402
                               wait_for)
 from pin_sampler import PinSampler  # noqa: E402
-from soak_samples import fd_count, grew, median, memory  # noqa: E402
+from soak_samples import fd_count, files_by_inode, grew, median, memory  # noqa: E402
 
 SECONDS = float(os.environ.get("SLABCAST_SOAK_SECONDS", "600"))
 WARMUP = min(60.0, SECONDS / 5)
@@ -48,22 +48,6 @@ BUDGET = 24 << 20
 SAMPLE_EVERY = 10.0
 GROWTH_BYTES = 4 << 20
 READERS = "view,view"  # pvbatch and pvpython
-
-
-def staging_files(path):
-    """{inode: bytes} of the files in the staging area that hold data: a step
-    staged is a second name for its slot, so each inode counts once (the done
-    markers are empty)."""
-    files = {}
-    for root, _, names in os.walk(path):
-        for name in names:
-            try:
-                st = os.stat(os.path.join(root, name))
-            except FileNotFoundError:
-                continue
-            if st.st_size > 0:
-                files[st.st_ino] = st.st_blocks * 512
-    return files
 
 
 class SoakTest(unittest.TestCase):
@@ -163,7 +147,7 @@ class SoakTest(unittest.TestCase):
                 pins.forget("pvpython")
                 torn_reader = None
             samples.append((time.monotonic() - start, {n: memory(p) + (fd_count(p),) for n, p in procs.items()},
-                            staging_files(ws.staging)))
+                            files_by_inode(ws.staging)))
 
         pins.stop()
         self.assertEqual(control.stop(), 0)
