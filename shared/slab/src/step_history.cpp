@@ -1,5 +1,7 @@
 #include "slabcast/step_history.h"
 
+#include "slabcast/publication.h"
+
 #include <algorithm>
 
 namespace slabcast {
@@ -15,7 +17,13 @@ std::uint64_t first_publication(const StepChoice& c) {
 
 }  // namespace
 
-int StepHistory::depth_allowed(int wanted, int buffers) { return std::max(0, std::min(wanted, buffers - 2)); }
+int StepHistory::depth_allowed(int wanted, int buffers) {
+    // The most steps whose view, by the rule every reader is sized by, fits
+    // the slab's buffers.
+    int depth = std::max(0, wanted);
+    while (depth > 0 && buffers_for_readers(ReaderMix{0, {depth}, 0}) > buffers) --depth;
+    return depth;
+}
 
 void StepHistory::set_depth(int depth) {
     depth_ = std::max(0, depth);

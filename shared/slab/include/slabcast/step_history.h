@@ -18,8 +18,9 @@ namespace slabcast {
 
 class StepHistory {
 public:
-    // Steps a slab of `buffers` buffers lets a reader hold without taking the
-    // receiver's last two: at most `wanted`.
+    // Steps a slab of `buffers` buffers lets a view keep, at most `wanted`:
+    // its N steps and the frame before, and one buffer for the receiver to
+    // write into (buffers_for_readers: buffers - 2).
     static int depth_allowed(int wanted, int buffers);
 
     // Keeps at most `depth` steps (0: none, and everything held lets go).
