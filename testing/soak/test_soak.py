@@ -119,7 +119,8 @@ class SoakTest(unittest.TestCase):
             "shuffle", "--stream", str(k), "--to", "127.0.0.1:%d" % data_ports[k], "--staging", ws.staging,
             "--dataset", dataset, "--slab-depth", str(DEPTH), "--sync", "127.0.0.1:%d" % sync_ports[k],
             "--rate", RATE, "--stats-json", shuffle_json[k]]) for k in range(STREAMS)]
-        wait_for(lambda: all("sync on" in s.text() for s in shufflers), what="the shufflers")
+        for s in shufflers:  # one that exits fails at once, with its log
+            s.wait_for_text("sync on")
         control_json = os.path.join(ws.dir, "control.json")
         control = ws.start("control", ["control", "--dataset", dataset, "--loop", "--stager",
                                        "127.0.0.1:%d" % stager_port, "--stats-json", control_json]

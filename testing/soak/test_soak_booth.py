@@ -118,7 +118,8 @@ class BoothSoakTest(unittest.TestCase):
             "--sync", "%s:%d" % (tb.SENDER, SYNC_PORT + k), "--rate", RATE, "--order", "progressive",
             "--codec", "quant:10", "--wait-staged-ms", str(WAIT_S * 1000), "--stats-json", self.shuffle_json[k]]
             + auth, prefix=bed.prefix("sender")) for k in range(STREAMS)]
-        wait_for(lambda: all("sync on" in s.text() for s in shufflers), timeout=WAIT_S, what="the shufflers to start")
+        for s in shufflers:  # one that exits fails at once, with its log
+            s.wait_for_text("sync on", WAIT_S)
         routes = sum((["--route", "%s:%d=%s:%d" % (tb.WAN_SENDER_SIDE, DATA_PORT + k, tb.RECEIVER, DATA_PORT + k)]
                       for k in range(STREAMS)), [])
         self.relay_json = os.path.join(ws.dir, "relay.json")
