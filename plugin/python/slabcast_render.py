@@ -158,6 +158,29 @@ def step_caption(reader, frame_ms=None, level=None):
         step, complete, "%.0f ms" % age if age < 10000 else "%.0f s" % (age / 1000), stream, frame, drawn)
 
 
+def step_timeline(reader):
+    """The shown step's timeline from the reader's field data, in CLOCK_REALTIME
+    seconds (None: unknown): when it was sent (the earliest of its senders'
+    step stamps, their clocks), published whole (its last slab) and picked
+    by the reader."""
+    def at(name, end):
+        ns = field_range(reader, name, (0, 0))[end]
+        return ns / 1e9 if ns > 0 else None
+    return {"sent": at("StepSentNs", 0), "published": at("StepPublishedNs", 1), "picked": at("StepPickedNs", 1)}
+
+
+def latency_text(timeline, shown):
+    """'latency: sent->published 120 ms, published->shown 80 ms' for a frame
+    shown at `shown` (time.time()); the parts not known are left out."""
+    sent, published = timeline["sent"], timeline["published"]
+    if published is None:
+        return ""
+    parts = ["published->shown %.1f ms" % (1000 * (shown - published))]
+    if sent is not None:
+        parts.insert(0, "sent->published %.1f ms" % (1000 * (published - sent)))
+    return "latency: " + ", ".join(parts)
+
+
 def show_frame_extras(reader, view, args):
     """The caption in the upper left corner and, with --show-holes, the values
     the step lost as a translucent cyan overlay (cells touching a value whose
@@ -483,6 +506,7 @@ def main(argv):
             wall.show(view)
         else:
             Render(view)
+        shown = time.time()  # drawn (and with --wall on the screens): what the timeline ends with
         reader.UpdatePropertyInformation()
         step = reader.GetPropertyValue("Step")
         t1 = time.monotonic()
@@ -502,9 +526,11 @@ def main(argv):
                 drawn = display.GetPropertyValue("SlabcastRenderedLevel")
             # Read: the reader's update and the caption's field data; draw:
             # the render and composite.
-            print("frame %d: step %d, %.1f ms%s%s, read %.0f ms, draw %.0f ms%s" % (
+            latency = latency_text(step_timeline(reader), shown)
+            print("frame %d: step %d, %.1f ms%s%s, read %.0f ms, draw %.0f ms%s%s" % (
                 frame, step, frame_ms, " (new step)" if new and frame else "",
                 "" if drawn is None else ", level %d" % drawn, 1000 * (t_read - t0), 1000 * (t1 - t_read),
+                " | " + latency if latency else "",
                 " | caption: " + text.replace("\n", " / ") if text else ""), flush=True)
         frame += 1
         reason = stop_reason(args, frame, step, start)

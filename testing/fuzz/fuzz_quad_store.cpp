@@ -1,6 +1,7 @@
 // libFuzzer harness: any datagram into the receiver's store path, against a
-// real slab in /dev/shm: quad packets and run packets (docs/wire-format.md;
-// the corpus holds both, so the run packet's magic is there to mutate from).
+// real slab in /dev/shm: quad packets, run packets and step stamps
+// (docs/wire-format.md; the corpus holds all three, so the run packet's and
+// the stamp's magic are there to mutate from).
 // ASan catches a write outside the slab; the checks below catch accounting
 // that stops adding up.
 #include "receive/slab_receiver.h"
@@ -47,10 +48,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     while (at + 2 <= size) {
         const std::size_t length = std::min<std::size_t>(size - at - 2, data[at] | (data[at + 1] << 8));
         at += 2;
-        const std::uint64_t packets = t.receiver->total_packets(), rejected = t.receiver->total_rejected();
+        const std::uint64_t packets = t.receiver->total_packets(), rejected = t.receiver->total_rejected(),
+                            stamps = t.receiver->total_stamps();
         const PacketVerdict v = t.receiver->handle(data + at, length, t.now += 400'000);
         if (v == PacketVerdict::Rejected && t.receiver->total_rejected() != rejected + 1) __builtin_trap();
         if (v == PacketVerdict::Stored && t.receiver->total_packets() != packets + 1) __builtin_trap();
+        if ((v == PacketVerdict::Stamp) != (t.receiver->total_stamps() == stamps + 1)) __builtin_trap();
+        // A stamp times a step and stores nothing.
+        if (v == PacketVerdict::Stamp && t.receiver->total_packets() != packets) __builtin_trap();
         at += length;
     }
     const StepReport& r = t.receiver->current();

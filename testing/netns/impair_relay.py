@@ -16,6 +16,10 @@ With --spoof the relay sends each datagram from its original source address
 and port (IP_TRANSPARENT), so the receiver's sender allowlist sees the real
 sender, as it would behind a router.
 
+Step stamps (the 24-byte datagram a sender puts before a step's first
+packet, docs/wire-format.md) are datagrams like the others, lost and delayed
+alike, and counted apart ("stamps"): they carry no values.
+
 On SIGTERM/SIGINT (or after --duration) it writes its counts as JSON to --stats
 and exits. It also counts datagrams the kernel dropped at its own sockets
 (SO_RXQ_OVFL), which would make its figures wrong; a test should require 0.
@@ -60,6 +64,8 @@ def parse_route(text):
 
 
 RUN_MAGIC = struct.unpack("<i", b"SCR\x80")[0]
+STAMP_MAGIC = struct.unpack("<i", b"SCT\x80")[0]
+STAMP_BYTES = 24
 RUN_HEADER_BYTES = 36
 RUN_PAYLOAD_MAX = 8972 - RUN_HEADER_BYTES  # a 9000-byte MTU's UDP payload, less the header
 CODEC_NONE, CODEC_LZ4, CODEC_ZFP, CODEC_QUANT = 0, 1, 2, 3
@@ -91,6 +97,11 @@ def run_values(data):
     else:
         fits = False
     return count if fits else 0
+
+
+def is_stamp(data):
+    """A step stamp: 24 bytes that begin with its magic."""
+    return len(data) == STAMP_BYTES and struct.unpack_from("<i", data, 0)[0] == STAMP_MAGIC
 
 
 def packet_values(data):
@@ -135,7 +146,7 @@ class Route:
         self.out = {}  # source address -> socket that sends as that source (--spoof) or None -> one socket
         self.spoof = args.spoof
         self.counts = dict(datagrams=0, records=0, dropped=0, records_dropped=0, duplicated=0, reordered=0,
-                           forwarded=0, kernel_dropped=0, other=0)
+                           forwarded=0, kernel_dropped=0, other=0, stamps=0)
 
     def sender(self, source):
         key = source if self.spoof else None
@@ -206,7 +217,9 @@ def main():
                 c = r.counts
                 c["datagrams"] += 1
                 c["records"] += records
-                c["other"] += records == 0
+                stamp = is_stamp(data)
+                c["stamps"] += stamp
+                c["other"] += records == 0 and not stamp
                 if r.dropper.pick():
                     c["dropped"] += 1
                     c["records_dropped"] += records

@@ -344,11 +344,12 @@ class BoothSoakTest(unittest.TestCase):
         with open(self.relay_json) as f:
             routes = json.load(f)["routes"]
         relayed = {k: sum(r[k] for r in routes) for k in ("datagrams", "dropped", "forwarded", "kernel_dropped")}
-        arrived = final["packets"] + final["stale"] + final["rejected"]
+        arrived = final["packets"] + final["stale"] + final["rejected"] + final["stamps"]
         print("  relay: %d datagrams, %d dropped (%.3f%%), %d forwarded; the receiver took %d (%d stale, %d "
-              "rejected), loss %.3f%% of records" % (
+              "rejected, %d step stamps), loss %.3f%% of records" % (
                   relayed["datagrams"], relayed["dropped"], 100.0 * relayed["dropped"] / max(1, relayed["datagrams"]),
-                  relayed["forwarded"], arrived, final["stale"], final["rejected"], final["loss_percent"]), flush=True)
+                  relayed["forwarded"], arrived, final["stale"], final["rejected"], final["stamps"],
+                  final["loss_percent"]), flush=True)
         expect(relayed["kernel_dropped"] == 0, "the relay's own socket dropped datagrams")
         expect(arrived == relayed["forwarded"], "the receiver lost datagrams the relay forwarded")
         self.write_out(samples, monitor)

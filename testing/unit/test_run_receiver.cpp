@@ -9,6 +9,8 @@
 #include "slabcast/publication.h"
 #include "slabcast/quad_packet.h"
 #include "slabcast/run_codec.h"
+#include "slabcast/step_stamp.h"
+#include "slabcast/clock.h"
 
 #include <catch2/catch.hpp>
 
@@ -66,7 +68,20 @@ struct RunFixture {
         count = got.count;
         return p;
     }
-    PacketVerdict send(const std::vector<std::uint8_t>& p) { return receiver.handle(p.data(), p.size(), 1'000'000'000); }
+    PacketVerdict send(const std::vector<std::uint8_t>& p, std::int64_t now_ns = 1'000'000'000) {
+        return receiver.handle(p.data(), p.size(), now_ns);
+    }
+    std::vector<std::uint8_t> stamp_packet(int step, std::int64_t sent_ns, int slab_index = 1) const {
+        std::vector<std::uint8_t> p(stamp::kBytes);
+        stamp::write(p.data(), stamp::StepStamp{step, slab_index, sent_ns});
+        return p;
+    }
+    // The whole of `step` in runs of 50, at monotonic time `now_ns`.
+    void send_step(int step, std::int64_t now_ns = 1'000'000'000) {
+        for (std::int64_t first = 0; first < stored; first += 50)
+            REQUIRE(send(run_packet(step, first, static_cast<int>(std::min<std::int64_t>(50, stored - first))), now_ns) ==
+                    PacketVerdict::Stored);
+    }
     const float* shown() const { return slab.values(newest_publication(slab)->buffer); }
     bool exact(int step) const {
         const float* v = shown();
@@ -184,4 +199,50 @@ TEST_CASE_METHOD(RunFixture, "lz4 and zfp runs land where raw ones would; one th
             REQUIRE(std::fabs(v[i] - want) <= want * 0x1p-10f);
         }
     }
+}
+
+TEST_CASE_METHOD(RunFixture, "a step stamp before the step's first packet times it: sent, begun, published in order") {
+    const std::int64_t sent = realtime_ns() - 5'000'000;
+    CHECK(send(stamp_packet(0, sent)) == PacketVerdict::Stamp);
+    send_step(0);
+    REQUIRE(reports.size() == 1);
+    CHECK(reports[0].sent_ns == sent);
+    CHECK(reports[0].begun_ns > sent);
+    CHECK(reports[0].published_ns >= reports[0].begun_ns);
+    CHECK(receiver.total_stamps() == 1);
+    CHECK(receiver.total_packets() == 4);  // a stamp is not a data packet
+    const auto p = newest_publication(slab);
+    REQUIRE(p);
+    CHECK(p->sent_ns == sent);
+    CHECK(p->begun_ns == reports[0].begun_ns);
+    CHECK(p->published_ns == reports[0].published_ns);
+    CHECK(slab.header().live.stamps.load() == 1);
+}
+
+TEST_CASE_METHOD(RunFixture, "the stamp after the first batch times a step whose first stamp was lost; the first kept wins") {
+    REQUIRE(send(run_packet(0, 0, 50)) == PacketVerdict::Stored);
+    CHECK(send(stamp_packet(0, 111)) == PacketVerdict::Stamp);
+    CHECK(send(stamp_packet(0, 222)) == PacketVerdict::Stamp);  // a duplicate of another time changes nothing
+    send_step(0);
+    REQUIRE(reports.size() == 1);
+    CHECK(reports[0].sent_ns == 111);
+    CHECK(newest_publication(slab)->sent_ns == 111);
+}
+
+TEST_CASE_METHOD(RunFixture, "a stamp of another slab is refused; one of another step, or too old, times nothing") {
+    CHECK(send(stamp_packet(0, 111, 2)) == PacketVerdict::Rejected);
+    CHECK(send(stamp_packet(0, 111, 1), 1'000'000'000) == PacketVerdict::Stamp);
+    CHECK(send(stamp_packet(5, 333, 1), 1'000'000'000) == PacketVerdict::Stamp);  // replaces it: step 5 is next
+    send_step(0);
+    REQUIRE(reports.size() == 1);
+    CHECK(reports[0].sent_ns == 0);
+    // A stamp older than the step timeout (500 ms) is not this lap's.
+    CHECK(send(stamp_packet(1, 444)) == PacketVerdict::Stamp);
+    send_step(1, 1'600'000'000);
+    REQUIRE(reports.size() == 2);
+    CHECK(reports[1].sent_ns == 0);
+    CHECK(reports[1].begun_ns > 0);
+    CHECK(newest_publication(slab)->sent_ns == 0);
+    CHECK(receiver.total_rejected() == 1);
+    CHECK(receiver.total_stamps() == 3);
 }

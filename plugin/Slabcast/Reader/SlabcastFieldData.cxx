@@ -49,18 +49,41 @@ void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
 {
   using B = slabcast::SlabBuffer;
   using H = slabcast::SlabHeader;
-  // The step's age: since the last of its slabs published it (0 while being written).
-  std::int64_t published = 0;
+  // The step's timeline (CLOCK_REALTIME ns, 0 unknown): sent when the first
+  // of its slabs left its sender (the senders' clocks; unknown when a slab's
+  // stamp did not come), begun when the first of its packets arrived,
+  // published when the last of its slabs was whole, picked now, by this
+  // reader. Several ranks: the earliest send and the latest publication are
+  // the ranges' ends.
+  const std::int64_t picked = slabcast::realtime_ns();
+  std::int64_t published = 0, sent = 0, begun = 0;
+  bool every_stamp = !choice.buffers.empty();
   for (const auto& kv : choice.buffers)
   {
-    if (kv.second.pin)
+    if (!kv.second.pin)
     {
-      published = std::max(published, kv.second.pin->publication().published_ns);
+      every_stamp = false;
+      continue;
+    }
+    const slabcast::Publication& p = kv.second.pin->publication();
+    published = std::max(published, p.published_ns);
+    every_stamp = every_stamp && p.sent_ns > 0;
+    if (p.sent_ns > 0)
+    {
+      sent = sent == 0 ? p.sent_ns : std::min(sent, p.sent_ns);
+    }
+    if (p.begun_ns > 0)
+    {
+      begun = begun == 0 ? p.begun_ns : std::min(begun, p.begun_ns);
     }
   }
   AddOne<vtkTypeInt64Array>(fd, "Step", choice.step);
-  AddOne<vtkDoubleArray>(fd, "StepAgeMs",
-    choice.whole && published > 0 ? (slabcast::realtime_ns() - published) / 1e6 : 0.0);
+  AddOne<vtkDoubleArray>(
+    fd, "StepAgeMs", choice.whole && published > 0 ? (picked - published) / 1e6 : 0.0);
+  AddOne<vtkTypeInt64Array>(fd, "StepSentNs", choice.whole && every_stamp ? sent : 0);
+  AddOne<vtkTypeInt64Array>(fd, "StepBegunNs", choice.whole ? begun : 0);
+  AddOne<vtkTypeInt64Array>(fd, "StepPublishedNs", choice.whole ? published : 0);
+  AddOne<vtkTypeInt64Array>(fd, "StepPickedNs", picked);
   AddOne<vtkIntArray>(fd, "WholeStep", choice.whole ? 1 : 0);
   AddOne<vtkIntArray>(fd, "StepAgreed", agreed);
   AddOne<vtkIntArray>(fd, "ZeroCopy", zeroCopy);

@@ -21,7 +21,9 @@ struct DatasetStep;
 namespace slabcast_vtk
 {
 
-// The step shown, its age, and per slab (in `choice`'s order) how whole it is
+// The step shown, its age, its timeline ("StepSentNs", "StepBegunNs",
+// "StepPublishedNs", "StepPickedNs": CLOCK_REALTIME nanoseconds, 0 unknown
+// or, for a step being written, not yet), and per slab (in `choice`'s order) how whole it is
 // and the receiver's counters from `headers` (read from the same slabs), so
 // the GUI's Information panel and scripts can show what is on screen; and
 // "RangeValuesRead", the values read to find the step's ranges (0: the

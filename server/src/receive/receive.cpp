@@ -184,9 +184,13 @@ private:
         counters.finished_records += r.records;
         ++counters.steps_finished;
         spdlog::info("stream {} step {}: {} of {} records, loss {:.3f}%, {} duplicates, {} rejected, {} stale, "
-                     "published in buffer {}{}",
+                     "published in buffer {}{}{}",
                      r.stream, r.step, r.records, r.expected, r.loss_percent(), r.duplicates, r.rejected, r.stale,
-                     r.buffer, r.complete ? "" : fmt::format(" ({} holes filled, {} from a coarser sample of the step)", r.holes, r.coarse_filled));
+                     r.buffer, r.complete ? "" : fmt::format(" ({} holes filled, {} from a coarser sample of the step)", r.holes, r.coarse_filled),
+                     r.sent_ns ? fmt::format(", sent->begun {:.1f} ms, sent->published {:.1f} ms",
+                                             1e-6 * static_cast<double>(r.begun_ns - r.sent_ns),
+                                             1e-6 * static_cast<double>(r.published_ns - r.sent_ns))
+                               : std::string());
         // On the stream's receiving thread, as its next step arrives: only when recorded.
         if (!status_.recording()) return;
         status_.event({{"kind", "step"},       {"stream", r.stream},       {"step", r.step},
@@ -194,7 +198,8 @@ private:
                        {"duplicates", r.duplicates}, {"rejected", r.rejected}, {"stale", r.stale},
                        {"packets", r.packets}, {"complete", r.complete},  {"loss_percent", r.loss_percent()},
                        {"holes", r.holes},     {"coarse_filled", r.coarse_filled}, {"buffer", r.buffer},
-                       {"pinned", r.pinned}});
+                       {"pinned", r.pinned},   {"sent_ns", r.sent_ns}, {"begun_ns", r.begun_ns},
+                       {"published_ns", r.published_ns}});
     }
 
     // NAME.slabcast lists this receiver's slabs and those of the others that
@@ -218,7 +223,7 @@ private:
     // streams that went quiet or came back.
     nlohmann::json snapshot() {
         std::uint64_t bytes = 0, packets = 0, rejected = 0, stale = 0, dups = 0, fexp = 0, frec = 0, foreign = 0,
-                      dropped = 0;
+                      dropped = 0, stamps = 0;
         nlohmann::json per_stream = nlohmann::json::array();
         std::int64_t step = -1;
         double progress = 0;
@@ -236,6 +241,7 @@ private:
             packets += live.packets.load();
             rejected += live.rejected.load();
             stale += live.stale.load();
+            stamps += live.stamps.load();
             dups += live.duplicates.load();
             foreign += live.foreign.load();
             fexp += s->counters.finished_expected.load();
@@ -270,8 +276,8 @@ private:
                                          : std::string(),
                                  missing.empty() ? std::string() : fmt::format(", MISSING streams {}", fmt::join(missing, ",")))},
             {"missing", missing}, {"gbps", gbps}, {"packets", packets}, {"loss_percent", loss}, {"step", step}, {"rejected", rejected},
-            {"stale", stale}, {"duplicates", dups}, {"foreign", foreign}, {"dropped_steps", dropped},
-            {"streams", per_stream}};
+            {"stale", stale}, {"stamps", stamps}, {"duplicates", dups}, {"foreign", foreign},
+            {"dropped_steps", dropped}, {"streams", per_stream}};
     }
 
     void report_watch(const StreamWatch::Changes& changes) {

@@ -4,6 +4,7 @@
 #include "slabcast/publication.h"
 #include "slabcast/quad_packet.h"
 #include "slabcast/run_codec.h"
+#include "slabcast/step_stamp.h"
 
 #include <unistd.h>
 #include <immintrin.h>
@@ -66,6 +67,7 @@ bool SlabReceiver::comes_round_again(std::int64_t step) {
 
 PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns,
                                    const std::uint8_t* landed) {
+    if (!landed && stamp::is_stamp(packet, length)) return take_stamp(packet, length, now_ns);
     Arrival a;
     const bool ok = run::is_run_packet(packet, length) ? read_run(packet, length, landed, a)
                                                        : !landed && read_quad(packet, length, a);
@@ -113,6 +115,24 @@ PacketVerdict SlabReceiver::handle(const std::uint8_t* packet, std::size_t lengt
     else store_scattered(a.records, a.count);
     if (ready_to_publish()) end_step(true);
     return PacketVerdict::Stored;
+}
+
+// A stamp of the step in progress times it, unless one already did (the
+// sender sends two); a stamp of another step waits for that step to begin.
+PacketVerdict SlabReceiver::take_stamp(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns) {
+    stamp::StepStamp st;
+    if (stamp::parse(packet, length, st) != stamp::ParseResult::Ok || st.slab != geometry_.index) {
+        ++total_rejected_;
+        ++current_.rejected;
+        return PacketVerdict::Rejected;
+    }
+    ++total_stamps_;
+    if (active_ && st.step == current_.step) {
+        if (current_.sent_ns == 0) current_.sent_ns = st.sent_ns;
+    } else {
+        pending_stamp_ = Stamp{st.step, st.sent_ns, now_ns};
+    }
+    return PacketVerdict::Stamp;
 }
 
 bool SlabReceiver::ready_to_publish() const {
@@ -232,6 +252,10 @@ void SlabReceiver::begin_step(std::int64_t step, std::int64_t now_ns) {
     current_.stream = stream_;
     current_.step = step;
     current_.expected = expected;
+    current_.begun_ns = realtime_ns();
+    if (pending_stamp_.step == step && now_ns - pending_stamp_.at_ns <= step_timeout_ns_)
+        current_.sent_ns = pending_stamp_.sent_ns;
+    pending_stamp_ = Stamp{};
     holes_.reset();
     owned_seen_ = MinMax{};
     ghost_seen_ = MinMax{};
@@ -295,7 +319,8 @@ void SlabReceiver::publish_step() {
     _mm_sfence();  // the stores that bypassed the cache (copy_min_max) before the step is seen
     publish_buffer(slab_, w, PublishInfo{current_.step, current_.records, current_.expected, current_.holes,
                                          current_.records == current_.expected, owned_range(),
-                                         ghost_range(values, ages)});
+                                         ghost_range(values, ages), current_.sent_ns, current_.begun_ns});
+    current_.published_ns = slab_.header().publication[w].published_ns.load(std::memory_order_relaxed);
     current_.buffer = w;
     previous_ = w;
     writing_ = -1;
@@ -339,6 +364,7 @@ void SlabReceiver::post_counters() {
     live_.packets.store(total_packets_, std::memory_order_relaxed);
     live_.rejected.store(total_rejected_, std::memory_order_relaxed);
     live_.stale.store(total_stale_, std::memory_order_relaxed);
+    live_.stamps.store(total_stamps_, std::memory_order_relaxed);
     live_.duplicates.store(total_duplicates_, std::memory_order_relaxed);
     live_.heartbeat_ns.store(realtime_ns(), std::memory_order_relaxed);
     live_.writes.fetch_add(1, std::memory_order_release);

@@ -54,12 +54,18 @@ struct StepReport {
     int pinned = 0;              // buffers readers held when it began
     bool dropped = false;        // not written: every buffer was in use
     std::string dropped_because;
+    // The step's timeline (CLOCK_REALTIME): sent by its sender (the step
+    // stamp, the sender's clock; 0 none came), its first packet taken here,
+    // published (0 not published).
+    std::int64_t sent_ns = 0;
+    std::int64_t begun_ns = 0;
+    std::int64_t published_ns = 0;
     double loss_percent() const {
         return expected ? 100.0 * static_cast<double>(expected - records) / static_cast<double>(expected) : 0.0;
     }
 };
 
-enum class PacketVerdict { Stored, Rejected, Stale, Dropped };
+enum class PacketVerdict { Stored, Rejected, Stale, Dropped, Stamp };
 
 class SlabReceiver final : public LandingSite {
 public:
@@ -105,6 +111,7 @@ public:
     std::uint64_t total_packets() const { return total_packets_; }
     std::uint64_t total_rejected() const { return total_rejected_; }
     std::uint64_t total_stale() const { return total_stale_; }
+    std::uint64_t total_stamps() const { return total_stamps_; }
     std::uint64_t finished_expected() const { return finished_expected_; }
     std::uint64_t finished_records() const { return finished_records_; }
     const StepHoles& holes() const { return holes_; }
@@ -129,6 +136,7 @@ private:
         bool landed = false;    // its payload landed in the slab (LandingSite)
     };
     bool read_quad(const std::uint8_t* packet, std::size_t length, Arrival& a) const;
+    PacketVerdict take_stamp(const std::uint8_t* packet, std::size_t length, std::int64_t now_ns);
     bool read_run(const std::uint8_t* packet, std::size_t length, const std::uint8_t* landed, Arrival& a);
     bool run_offset(const run::Header& h, std::int64_t& first) const;
     bool inside(const std::uint8_t* packet, int n) const;
@@ -190,7 +198,16 @@ private:
     // current step between): late packets come one by one, a step behind.
     std::int64_t stale_run_step_ = -1;
     int stale_run_ = 0;
+    // A step stamp that came before its step's first packet (as its sender
+    // sends it), kept for that step if it begins within the step timeout.
+    struct Stamp {
+        std::int64_t step = -1;
+        std::int64_t sent_ns = 0;
+        std::int64_t at_ns = 0;  // arrival, monotonic
+    };
+    Stamp pending_stamp_;
     std::uint64_t total_packets_ = 0, total_rejected_ = 0, total_stale_ = 0, total_duplicates_ = 0;
+    std::uint64_t total_stamps_ = 0;
     std::uint64_t finished_expected_ = 0, finished_records_ = 0;
 };
 

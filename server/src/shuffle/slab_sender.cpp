@@ -1,6 +1,10 @@
 #include "shuffle/slab_sender.h"
 
+#include "slabcast/clock.h"
 #include "slabcast/quad_packet.h"
+#include "slabcast/step_stamp.h"
+
+#include <sys/socket.h>
 
 #include <spdlog/spdlog.h>
 
@@ -96,9 +100,29 @@ bool SlabSender::send_batch(const std::function<bool()>& stop, const std::functi
 void SlabSender::send(DatagramBatch& batch, const std::function<bool()>& stop,
                       const std::function<void()>& on_refused) {
     pacer_.wait_to_send(batch.bytes());
+    // The step's first packet leaves now: its stamp goes before it and once
+    // more after it, so that one lost datagram does not lose the time.
+    const bool first = packets_in_step_ == 0;
+    if (first) {
+        stamp_.step = step_;
+        stamp_.slab = o_.slab;
+        stamp_.sent_ns = realtime_ns();
+        send_stamp(on_refused);
+    }
     batch.send(socket_.fd(), stop, on_refused);
+    if (first) send_stamp(on_refused);
     packets_in_step_ += static_cast<std::uint64_t>(batch.count());
     bytes_in_step_ += batch.bytes();
+}
+
+void SlabSender::send_stamp(const std::function<void()>& on_refused) {
+    std::uint8_t bytes[stamp::kBytes];
+    stamp::write(bytes, stamp_);
+    // Best effort, never waited for: a stamp the kernel cannot take now costs
+    // the step its time, not its data. A refusal it reports (ICMP port
+    // unreachable, from an earlier datagram) is the caller's, as for a batch.
+    if (::send(socket_.fd(), bytes, sizeof bytes, MSG_DONTWAIT) == static_cast<ssize_t>(sizeof bytes)) ++stamps_sent_;
+    else if (errno == ECONNREFUSED && on_refused) on_refused();
 }
 
 }  // namespace slabcast

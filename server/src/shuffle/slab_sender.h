@@ -12,6 +12,7 @@
 
 #include "slabcast/pacer.h"
 #include "slabcast/run_codec.h"
+#include "slabcast/step_stamp.h"
 #include "slabcast/volume.h"
 
 #include <cstdint>
@@ -62,6 +63,8 @@ public:
     std::uint64_t values_in_step() const { return values_in_step_; }
     std::uint64_t packets_in_step() const { return packets_in_step_; }
     std::uint64_t bytes_in_step() const { return bytes_in_step_; }
+    // Step stamps sent (slabcast/step_stamp.h), two a step, apart from the packets.
+    std::uint64_t stamps_sent() const { return stamps_sent_; }
     std::uint64_t total_packets() const { return packer_ ? packer_->total_packets() : walker_->total_packets(); }
     std::uint64_t total_values() const { return packer_ ? packer_->total_values() : walker_->total_records(); }
     std::size_t fixed_packet_bytes() const {
@@ -73,6 +76,7 @@ public:
 
 private:
     void send(DatagramBatch& batch, const std::function<bool()>& stop, const std::function<void()>& on_refused);
+    void send_stamp(const std::function<void()>& on_refused);
 
     SlabSenderOptions o_;
     Pacer pacer_;
@@ -84,6 +88,8 @@ private:
     const float* planes_ = nullptr;
     std::int32_t step_ = -1;
     std::uint64_t values_in_step_ = 0, packets_in_step_ = 0, bytes_in_step_ = 0;
+    stamp::StepStamp stamp_;  // the step's, once its first batch went
+    std::uint64_t stamps_sent_ = 0;
 };
 
 }  // namespace slabcast

@@ -26,6 +26,11 @@ bool read_raw(const SlabMapping& m, int b, BufferRanges& out) {
     return ::pread(m.fd(), &out, sizeof out, at) == static_cast<ssize_t>(sizeof out);
 }
 
+bool read_raw(const SlabMapping& m, int b, BufferTimes& out) {
+    const off_t at = static_cast<off_t>(offsetof(SlabHeader, times) + sizeof(BufferTimes) * b);
+    return ::pread(m.fd(), &out, sizeof out, at) == static_cast<ssize_t>(sizeof out);
+}
+
 }  // namespace
 
 std::optional<Publication> read_publication(const SlabMapping& m, int b) {
@@ -35,13 +40,14 @@ std::optional<Publication> read_publication(const SlabMapping& m, int b) {
     // touched the buffer while the first copy's fields were read.
     BufferPublication first{}, again{};
     BufferRanges ranges{};
+    BufferTimes times{};
     for (int attempt = 0; attempt < 8; ++attempt) {
         if (!read_raw(m, b, first)) return std::nullopt;
         const std::uint64_t seq = first.seq.load(std::memory_order_relaxed);
         if (seq == 0) return std::nullopt;  // never published
         if (seq & 1) return std::nullopt;   // the writer has it
         std::atomic_thread_fence(std::memory_order_acquire);
-        if (!read_raw(m, b, ranges) || !read_raw(m, b, again)) return std::nullopt;
+        if (!read_raw(m, b, ranges) || !read_raw(m, b, times) || !read_raw(m, b, again)) return std::nullopt;
         if (again.seq.load(std::memory_order_relaxed) != seq) continue;
         Publication p;
         p.buffer = b;
@@ -56,6 +62,10 @@ std::optional<Publication> read_publication(const SlabMapping& m, int b) {
         if (ranges.seq == seq) {
             p.owned_range = ranges.owned;
             p.ghost_range = ranges.ghost;
+        }
+        if (times.seq == seq) {
+            p.sent_ns = times.sent_ns;
+            p.begun_ns = times.begun_ns;
         }
         return p;
     }
@@ -227,6 +237,7 @@ void publish_buffer(SlabMapping& m, int b, const PublishInfo& info) {
     p.published_ns.store(realtime_ns(), std::memory_order_relaxed);
     p.complete.store(info.complete ? 1 : 0, std::memory_order_relaxed);
     h.ranges[b] = BufferRanges{seq + 1, info.owned_range, info.ghost_range};
+    h.times[b] = BufferTimes{seq + 1, info.sent_ns, info.begun_ns, 0};
     // Values, ages and fields before the even seq that makes them visible.
     p.seq.store(seq + 1, std::memory_order_release);
     h.live.publications.fetch_add(1, std::memory_order_release);

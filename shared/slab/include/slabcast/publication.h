@@ -28,6 +28,11 @@ struct Publication {
     std::uint64_t expected = 0;
     std::uint64_t holes = 0;
     std::int64_t published_ns = 0;
+    // The step's timeline before publication (BufferTimes): when its sender
+    // sent its first packet (the sender's clock) and when the receiver took
+    // its first packet; 0 unknown (no stamp came, or an older receiver).
+    std::int64_t sent_ns = 0;
+    std::int64_t begun_ns = 0;
     bool complete = false;
     // The receiver's measure of the buffer's owned and ghost planes (known 0:
     // none, the reader measures them itself).
@@ -129,6 +134,8 @@ struct PublishInfo {
     bool complete = false;
     PartRange owned_range{};  // known 0: not measured
     PartRange ghost_range{};
+    std::int64_t sent_ns = 0;   // the step stamp's time, 0 none
+    std::int64_t begun_ns = 0;  // CLOCK_REALTIME of the step's first packet, 0 unknown
 };
 // Publishes buffer b (taken with take_buffer and written): fills in its
 // publication, makes its seq even, and counts it in live.publications.

@@ -81,6 +81,7 @@ struct SlabLive {
     // a step (the receiver warns, naming the readers).
     std::atomic<std::uint32_t> pinned;
     std::atomic<std::uint32_t> pinned_peak;
+    std::atomic<std::uint64_t> stamps;           // step stamps taken (slabcast/step_stamp.h), all steps
 };
 
 // Steps a slab's receiver has begun, from SlabLive::generation (which also
@@ -126,6 +127,20 @@ struct BufferRanges {
 };
 static_assert(sizeof(PartRange) == 12 && sizeof(BufferRanges) == 32);
 
+// When a published buffer's step was sent and begun: the sender's time of its
+// first data packet, from the step stamp (slabcast/step_stamp.h; the sender's
+// clock, 0 when no stamp came), and the receiver's time of the first packet
+// it took of the step (CLOCK_REALTIME). With the publication's published_ns
+// they are the step's timeline up to the reader. Written with the
+// publication, under its seqlock, like BufferRanges.
+struct BufferTimes {
+    std::uint64_t seq;
+    std::int64_t sent_ns;
+    std::int64_t begun_ns;
+    std::int64_t reserved;
+};
+static_assert(sizeof(BufferTimes) == 32);
+
 struct SlabHeader {
     char magic[8];
     std::uint32_t version;
@@ -147,8 +162,10 @@ struct SlabHeader {
     std::uint8_t reserved_live[512 - 256 - sizeof(SlabLive)];
     BufferPublication publication[kMaxBuffers];
     BufferRanges ranges[kMaxBuffers];
+    std::uint8_t pin_bytes[64];   // never written: readers lock bytes kPinLockOffset + b
+    BufferTimes times[kMaxBuffers];
 };
-static_assert(sizeof(SlabHeader) <= static_cast<std::size_t>(kPinLockOffset));
+static_assert(sizeof(SlabHeader) <= kSlabHeaderBytes);
 // The byte offsets are a contract with other readers (docs/shared-memory.md, the
 // Python test tools): pin them.
 static_assert(offsetof(SlabHeader, data_bytes) == 16 && offsetof(SlabHeader, nx) == 24 &&
@@ -156,14 +173,15 @@ static_assert(offsetof(SlabHeader, data_bytes) == 16 && offsetof(SlabHeader, nx)
               offsetof(SlabHeader, buffers) == 124 && offsetof(SlabHeader, buffer_stride) == 128 &&
               offsetof(SlabHeader, ages_offset) == 136 && offsetof(SlabHeader, age_stride) == 144 &&
               offsetof(SlabHeader, live) == 256 && offsetof(SlabHeader, publication) == 512 &&
-              offsetof(SlabHeader, ranges) == 1536);
+              offsetof(SlabHeader, ranges) == 1536 && offsetof(SlabHeader, pin_bytes) == kPinLockOffset &&
+              offsetof(SlabHeader, times) == 2112);
 static_assert(offsetof(SlabLive, step) == 16 && offsetof(SlabLive, last_step_loss_ppm) == 56 &&
               offsetof(SlabLive, packets) == 64 && offsetof(SlabLive, heartbeat_ns) == 104 &&
               offsetof(SlabLive, foreign) == 112 && offsetof(SlabLive, writing_buffer) == 120 &&
               offsetof(SlabLive, publications) == 128 && offsetof(SlabLive, dropped_packets) == 144 &&
               offsetof(SlabLive, bytes) == 152 && offsetof(SlabLive, rate_bits_per_s) == 160 &&
               offsetof(SlabLive, rate_ns) == 168 && offsetof(SlabLive, pinned) == 176 &&
-              offsetof(SlabLive, pinned_peak) == 180);
+              offsetof(SlabLive, pinned_peak) == 180 && offsetof(SlabLive, stamps) == 184);
 
 // The file layout of a slab of `values` stored values in `buffers` buffers:
 // header, K value buffers, K age buffers, each buffer page aligned. False when
