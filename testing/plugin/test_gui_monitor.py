@@ -101,8 +101,8 @@ def body():
                         "View menu: %s" % state.get("viewMenu"))
                 t.check([row[0] for row in state["rows"]] == ["0", "1", "all"],
                         "rows %s, want slabs 0, 1 and all" % [row[0] for row in state["rows"]])
-                for name in ("Shown", "Receiving", "Gbit/s", "Loss %", "Age", "Complete", "Packets", "Rejected",
-                             "Stale", "Dups", "Dropped", "Pins"):
+                for name in ("Shown", "Receiving", "Gbit/s", "Loss %", "Age", "Latency", "Complete", "Packets",
+                             "Rejected", "Stale", "Dups", "Dropped", "Pins"):
                     t.check(name in state["columns"], "no column %r in %s" % (name, state["columns"]))
                 # The receiver's 3 buffers, with what one view pins as a step begins.
                 pins = [row[column(state, "Pins")] for row in state["rows"]]
@@ -117,6 +117,9 @@ def body():
                 packets = column(later, "Packets")
                 t.check(int(later["rows"][2][packets]) == sum(int(r[packets]) for r in later["rows"][:2]),
                         "the all-slabs row is not the sum of the slabs' packets")
+                # The shufflers stamp every step: each slab's newest has its sent->published.
+                latency = [row[column(later, "Latency")] for row in later["rows"]]
+                t.check(all(re.fullmatch(r"\d+ ms", v) for v in latency), "Latency column: %s" % latency)
                 if remote:
                     # Whole steps on two ranks: both slabs show one step, and it moves on.
                     steps = wait_state(probe, "two more steps", lambda s: len(set(shown_steps(s))) == 1

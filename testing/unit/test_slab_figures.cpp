@@ -63,6 +63,7 @@ TEST_CASE("a slab's figures are its receiver's counters and the step shown") {
     CHECK(f.stale == 4);
     CHECK(f.duplicates == 5);
     CHECK(f.receiving);
+    CHECK(f.latency_ms == -1);  // the test writer's step came with no step stamp
 
     // A step being received; nothing shown on this host.
     const int b = take_buffer(m);
@@ -77,6 +78,23 @@ TEST_CASE("a slab's figures are its receiver's counters and the step shown") {
     f = slab_figures(h, 5, &*p, now);
     CHECK(f.shown_age_ms == -1);
     CHECK(f.shown_completeness == 0);
+
+    // Published with its sender's stamp: the latency is its publication's
+    // time less the stamp's.
+    PublishInfo info;
+    info.step = 1;
+    info.sent_ns = realtime_ns() - 40'000'000;
+    info.begun_ns = info.sent_ns + 1'000'000;
+    publish_buffer(m, b, info);
+    REQUIRE(m.read_header(h));
+    f = slab_figures(h, -1, nullptr, now);
+    CHECK(f.last_published_step == 1);
+    CHECK(f.latency_ms == Approx(static_cast<double>(f.last_published_ns - info.sent_ns) / 1e6));
+    CHECK(f.latency_ms >= 40.0);
+    const auto q = newest_publication(m);
+    REQUIRE(q);
+    CHECK(q->sent_ns == info.sent_ns);
+    CHECK(q->begun_ns == info.begun_ns);
 }
 
 TEST_CASE("a slab whose every buffer is being written holds no step, named with its last publication") {
@@ -125,7 +143,11 @@ TEST_CASE("the all-slabs row sums rates and counters and shows the slab furthest
     slabs[0].shown_age_ms = 40;
     slabs[1].shown_age_ms = 90;
     slabs[2].shown_age_ms = -1;
+    slabs[0].latency_ms = 120;
+    slabs[1].latency_ms = -1;
+    slabs[2].latency_ms = 150;
     const SlabFigures t = total_figures(slabs);
+    CHECK(t.latency_ms == 150);
     CHECK(t.gbps == Approx(4.0));
     CHECK(t.packets == 30);
     CHECK(t.shown_step == 6);

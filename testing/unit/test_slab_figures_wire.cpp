@@ -34,6 +34,7 @@ SlabFigures full(int slab, const std::string& host) {
     f.no_step = true;
     f.last_published_step = 39;
     f.last_published_ns = 1700000000000000001;
+    f.latency_ms = 123.25;
     f.buffers = 5;
     f.pinned = 3;
     f.pinned_peak = 4;
@@ -70,6 +71,7 @@ TEST_CASE("stream figures survive encoding, every field") {
         CHECK(b.no_step == a.no_step);
         CHECK(b.last_published_step == a.last_published_step);
         CHECK(b.last_published_ns == a.last_published_ns);
+        CHECK(b.latency_ms == a.latency_ms);
         CHECK(b.buffers == a.buffers);
         CHECK(b.pinned == a.pinned);
         CHECK(b.pinned_peak == a.pinned_peak);

@@ -47,6 +47,9 @@ const char* const kColumns[][2] = {
   { "Gbit/s", "the receiver's rate for this stream over its last second" },
   { "Loss %", "records lost in the last finished step" },
   { "Age", "how long ago the step shown was published" },
+  { "Latency",
+    "sent->published of the newest step: from its sender's first packet to its publication here (the "
+    "sender's clock against this host's: on two hosts, off by however far they are apart)" },
   { "Complete", "share of the step shown that arrived (the rest is shown from an older step)" },
   { "Packets", "packets the receiver placed, all steps" },
   { "Rejected", "malformed or out-of-slab packets" },
@@ -84,7 +87,7 @@ QStringList Row(const slabcast::SlabFigures& f, const QString& name)
   return { name, QString::fromStdString(f.host), f.no_step ? QString("no step") : StepText(f.shown_step),
     StepText(f.writing_step),
     QString::number(f.gbps, 'f', 2), QString::number(f.last_step_loss_percent, 'f', 3),
-    AgeText(f.shown_age_ms),
+    AgeText(f.shown_age_ms), f.latency_ms < 0 ? QString("-") : AgeText(f.latency_ms),
     f.shown_step < 0 ? QString("-") : QString("%1%").arg(100 * f.shown_completeness, 0, 'f', 1),
     QString::number(f.packets), QString::number(f.rejected), QString::number(f.stale),
     QString::number(f.duplicates), QString::number(f.dropped_steps),

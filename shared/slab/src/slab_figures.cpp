@@ -42,6 +42,10 @@ SlabFigures slab_figures(const SlabHeader& header, std::int64_t shown_step, cons
             newest = p.number.load();
             f.last_published_step = p.step.load();
             f.last_published_ns = p.published_ns.load();
+            const BufferTimes& t = header.times[b];
+            f.latency_ms = t.seq == seq && t.sent_ns > 0 && f.last_published_ns > 0
+                               ? static_cast<double>(f.last_published_ns - t.sent_ns) / 1e6
+                               : -1;
         }
     }
     return f;
@@ -84,6 +88,7 @@ SlabFigures total_figures(const std::vector<SlabFigures>& slabs) {
         t.writing_step = std::min(t.writing_step, f.writing_step);
         t.last_step = std::min(t.last_step, f.last_step);
         t.shown_age_ms = std::max(t.shown_age_ms, f.shown_age_ms);
+        t.latency_ms = std::max(t.latency_ms, f.latency_ms);
         t.rate_ns = std::max(t.rate_ns, f.rate_ns);
         completeness += f.shown_completeness;
         loss += f.last_step_loss_percent;

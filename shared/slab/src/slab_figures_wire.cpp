@@ -78,6 +78,7 @@ std::string encode_figures(const std::vector<SlabFigures>& slabs) {
         put<std::uint8_t>(out, f.no_step ? 1 : 0);
         put(out, f.last_published_step);
         put(out, f.last_published_ns);
+        put(out, f.latency_ms);
         put<std::int32_t>(out, f.buffers);
         put<std::int32_t>(out, f.pinned);
         put<std::int32_t>(out, f.pinned_peak);
@@ -119,6 +120,7 @@ std::optional<std::vector<SlabFigures>> decode_figures(const void* bytes, std::s
         f.no_step = no_step == 1;
         f.last_published_step = in.take<std::int64_t>();
         f.last_published_ns = in.take<std::int64_t>();
+        f.latency_ms = in.take<double>();
         f.buffers = in.take<std::int32_t>();
         f.pinned = in.take<std::int32_t>();
         f.pinned_peak = in.take<std::int32_t>();

@@ -40,6 +40,9 @@ struct SlabFigures {
     bool no_step = false;
     std::int64_t last_published_step = -1;  // its newest publication, in a buffer taken since; -1 none
     std::int64_t last_published_ns = 0;     // when it was published (CLOCK_REALTIME), 0 never
+    // That publication's sent->published: from its sender's step stamp (the
+    // sender's clock) to its publication, in ms; -1 not known.
+    double latency_ms = -1;
     // The slab's buffers, how many readers pinned as its last step began, and
     // the most they ever did: at buffers - 1 the next pin drops a step.
     int buffers = 0;
@@ -69,7 +72,8 @@ std::vector<SlabFigures> slabs_without_step(const std::map<int, SlabMappingPtr>&
 
 // All slabs' figures in one row: rates and counters summed, the steps shown and
 // received the lowest (the slab furthest behind), the loss of the last finished
-// step over all slabs (each weighted alike), the oldest step age.
+// step over all slabs (each weighted alike), the oldest step age, the longest
+// latency.
 SlabFigures total_figures(const std::vector<SlabFigures>& slabs);
 
 // Merges `from` into `into` by slab index (a slab seen by two ranks on one

@@ -20,10 +20,11 @@ constexpr std::size_t kMaxFigureHostBytes = 255;
 constexpr std::size_t kMaxFigureReadersBytes = 255;
 // The longest message: a count, then each slab's index, host name (a length
 // and its bytes), fourteen 8-byte figures, whether it is receiving, whether
-// it holds no step, its last publication (two 8-byte figures), its buffers
-// and pins (three 4-byte figures) and its readers (a length and its bytes).
+// it holds no step, its last publication (three 8-byte figures: step, time,
+// latency), its buffers and pins (three 4-byte figures) and its readers (a
+// length and its bytes).
 constexpr std::size_t kMaxFigureSlabBytes =
-    4 + 1 + kMaxFigureHostBytes + 14 * 8 + 1 + 1 + 2 * 8 + 3 * 4 + 1 + kMaxFigureReadersBytes;
+    4 + 1 + kMaxFigureHostBytes + 14 * 8 + 1 + 1 + 3 * 8 + 3 * 4 + 1 + kMaxFigureReadersBytes;
 constexpr std::size_t kMaxFigureBytes = 4 + kMaxFigureSlabs * kMaxFigureSlabBytes;
 
 // Every field of every slab, in the host's byte order (as every slabcast
