@@ -5,8 +5,9 @@ sections 4 and 5): Gbit/s over time, loss per step, and step latency.
 
     slabcast_plot.py STATS.jsonl... --out report.png
 
-writes report-throughput.png, report-loss.png, report-latency.png and
-report-series.json, which holds exactly the series plotted:
+writes report-throughput.png, report-loss.png, report-latency.png,
+report-transfer.png and report-series.json, which holds exactly the series
+plotted:
 
 - throughput: "aggregate", each receive status line's "gbps" against its time
   (seconds since the first line of all the files); with several receivers (one
@@ -22,6 +23,11 @@ report-series.json, which holds exactly the series plotted:
   "sync" event to the receive "step" event of the last stream that finished it
   (the hosts' clocks must agree, e.g. NTP); steps some stream never finished
   are in "incomplete".
+- transfer (needs the receivers' step events with senders' step stamps): per
+  step, milliseconds from its first packet's send (the earliest of its
+  streams' stamps, the senders' clocks) to its publication on the last
+  stream, and their p50/p95/p99 (nearest rank); drawn as a distribution.
+  Steps some stream published without a stamp are in "unstamped".
 
 A dataset step that comes round again (control --loop) is a new pass: each
 point carries "step" and "pass", and the figures are then drawn against the
@@ -175,6 +181,34 @@ def latency(lines):
     return out
 
 
+def transfer(lines):
+    """Per (step, pass): sent->published in ms over every stream that
+    reported it, from the step events' sent_ns and published_ns."""
+    seen, steps, first_seen = {}, {}, {}
+    for _, where, j in sorted_by_time(lines):
+        if j["role"] != "receive" or j.get("kind") != "step" or "published_ns" not in j:
+            continue
+        stream, step = int(number(j, "stream", where)), int(number(j, "step", where))
+        n = seen[(stream, step)] = seen.get((stream, step), -1) + 1
+        key = (step, n)
+        first_seen.setdefault(key, j["time"])
+        sent, published = int(number(j, "sent_ns", where)), int(number(j, "published_ns", where))
+        steps.setdefault(key, []).append((sent, published))
+    out = {"steps": [], "unstamped": []}
+    for key in sorted(steps, key=first_seen.get):
+        pairs = steps[key]
+        if any(sent <= 0 or published <= 0 for sent, published in pairs):
+            out["unstamped"].append({"step": key[0], "pass": key[1]})
+            continue
+        ms = (max(p for _, p in pairs) - min(s for s, _ in pairs)) / 1e6
+        out["steps"].append({"step": key[0], "pass": key[1], "ms": ms, "streams": len(pairs)})
+    ordered = sorted(p["ms"] for p in out["steps"])
+    for q in (50, 95, 99):
+        # Nearest rank: the smallest value with at least q% of the steps at or below it.
+        out["p%d" % q] = ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)] if ordered else None
+    return out
+
+
 def step_axis(keys):
     """x of each (step, pass), in the order they came: the step number, or the
     step of the run once a step comes round again."""
@@ -255,6 +289,19 @@ def figures(series, prefix, plt):
         save(fig, ax, "latency", "Step latency", lat["x_label"], "seconds")
     else:
         print("slabcast plot: no latency figure: no step the controller synced was finished by every stream")
+
+    tr = series["transfer"]
+    if tr["steps"]:
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        values = [p["ms"] for p in tr["steps"]]
+        ax.hist(values, bins=min(50, max(5, len(values) // 4)), color="tab:blue", alpha=0.8,
+                label="steps (%d)" % len(values))
+        for q, style in ((50, "-"), (95, "--"), (99, ":")):
+            ax.axvline(tr["p%d" % q], color="black", linestyle=style, label="p%d %.1f ms" % (q, tr["p%d" % q]))
+        save(fig, ax, "transfer", "Step latency, sent->published (senders' clocks against the receivers')",
+             "ms from the step's first packet sent to its last stream's publication", "steps")
+    else:
+        print("slabcast plot: no transfer figure: no step reached every receiver with its senders' step stamps")
     return written
 
 
@@ -274,7 +321,7 @@ def main(argv):
     t0 = min(j["time"] for _, _, j in lines)
     has_control = any(j["role"] == "control" for _, _, j in lines)
     series = {"t0": t0, "files": args.files, "throughput": throughput(lines, t0), "loss": loss(lines),
-              "latency": latency(lines) if has_control else None}
+              "latency": latency(lines) if has_control else None, "transfer": transfer(lines)}
     if not (series["throughput"]["aggregate"] or series["throughput"]["per_stream"] or series["loss"]["overall"]):
         raise PlotError("%s: nothing to plot: no receive or shuffle lines" % ", ".join(args.files))
     os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)

@@ -96,8 +96,15 @@ def expected_series(files):
             reports = [j for j in by_time(lines, "receive", "step") if j["stream"] == k and j["step"] == sync["step"]]
             done.append(reports[n]["time"])
         latency.append((sync["step"], n, max(done) - sync["time"]))
+    # Transfer: the n-th report of a step from every stream, the earliest stamp to the latest publication.
+    transfer = []
+    for s, n, _ in overall:
+        reports = []
+        for k in range(STREAMS):
+            reports.append([j for j in by_time(lines, "receive", "step") if j["stream"] == k and j["step"] == s][n])
+        transfer.append((s, n, (max(j["published_ns"] for j in reports) - min(j["sent_ns"] for j in reports)) / 1e6))
     return {"t0": t0, "aggregate": aggregate, "per_stream": per_stream, "source": source, "loss": loss,
-            "overall": overall, "latency": latency}
+            "overall": overall, "latency": latency, "transfer": transfer}
 
 
 class PlotTest(unittest.TestCase):
@@ -140,7 +147,7 @@ class PlotTest(unittest.TestCase):
     def test_the_figures_show_the_series_of_the_json_lines(self):
         r = plot(self.files, self.out("report.png"))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        for figure in ("throughput", "loss", "latency"):
+        for figure in ("throughput", "loss", "latency", "transfer"):
             self.assert_not_blank(self.out("report-%s.png" % figure))
         with open(self.out("report-series.json")) as f:
             got = json.load(f)
@@ -174,6 +181,15 @@ class PlotTest(unittest.TestCase):
         self.assert_points([(p["step"], p["pass"], p["seconds"]) for p in lat["steps"]], want["latency"], "latency")
         for step, n, seconds in want["latency"]:
             self.assertTrue(0 < seconds < 10, (step, n, seconds))
+
+        # Every step came with its shufflers' stamps (one host, one clock): sent before published.
+        tr = got["transfer"]
+        self.assertEqual(tr["unstamped"], [])
+        self.assert_points([(p["step"], p["pass"], p["ms"]) for p in tr["steps"]], want["transfer"], "transfer")
+        ordered = sorted(ms for _, _, ms in want["transfer"])
+        self.assertTrue(all(ms > 0 for ms in ordered), ordered)
+        self.assertEqual(tr["p50"], ordered[2])  # nearest rank of 6: the 3rd
+        self.assertEqual(tr["p95"], ordered[5])
 
     def assert_points(self, got, want, what):
         self.assertEqual(len(got), len(want), "%s: %d points, the JSON lines give %d" % (what, len(got), len(want)))

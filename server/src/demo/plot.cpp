@@ -108,11 +108,11 @@ void register_plot(CLI::App& root, RoleMain& run) {
     auto o = std::make_shared<PlotOptions>();
     CLI::App* c = root.add_subcommand(
         "plot", "the figures of a run from the roles' --stats-json files: Gbit/s over time, loss per step, step "
-                "latency (PNG, python3 + matplotlib)");
+                "latency, and the distribution of each step's sent->published (PNG, python3 + matplotlib)");
     c->add_option("files", o->files, "files the roles' --stats-json wrote (any roles; the controller's for latency)")
         ->required();
-    c->add_option("--out", o->out, "report.png: writes report-throughput.png, report-loss.png, report-latency.png "
-                                   "and report-series.json (the series plotted)")
+    c->add_option("--out", o->out, "report.png: writes report-throughput.png, report-loss.png, report-latency.png, "
+                                   "report-transfer.png and report-series.json (the series plotted)")
         ->required();
     c->callback([o, &run] { run = [o] { return run_plot(*o); }; });
 }

@@ -11,8 +11,8 @@
 
 namespace slabcast {
 
-// The command that writes OUT-throughput.png, OUT-loss.png, OUT-latency.png
-// and OUT-series.json (`out` as OUT.png) from `files`. Throws
+// The command that writes OUT-throughput.png, OUT-loss.png, OUT-latency.png,
+// OUT-transfer.png and OUT-series.json (`out` as OUT.png) from `files`. Throws
 // std::runtime_error, in one line saying what to install or build, when the
 // script, python3 or matplotlib is missing.
 std::vector<std::string> plot_command(const std::vector<std::string>& files, const std::string& out);
