@@ -170,15 +170,19 @@ def step_timeline(reader):
 
 
 def latency_text(timeline, shown):
-    """'latency: sent->published 120 ms, published->shown 80 ms' for a frame
-    shown at `shown` (time.time()); the parts not known are left out."""
-    sent, published = timeline["sent"], timeline["published"]
+    """'latency: sent->published 120.0 ms, published->shown 80.0 ms (picked
+    after 30.0 ms)' for a frame shown at `shown` (time.time()): the step's
+    transfer, then its wait for this renderer to take it and the drawing; the
+    parts not known are left out."""
+    sent, published, picked = timeline["sent"], timeline["published"], timeline["picked"]
     if published is None:
         return ""
-    parts = ["published->shown %.1f ms" % (1000 * (shown - published))]
+    text = "published->shown %.1f ms" % (1000 * (shown - published))
     if sent is not None:
-        parts.insert(0, "sent->published %.1f ms" % (1000 * (published - sent)))
-    return "latency: " + ", ".join(parts)
+        text = "sent->published %.1f ms, " % (1000 * (published - sent)) + text
+    if picked is not None:
+        text += " (picked after %.1f ms)" % (1000 * (picked - published))
+    return "latency: " + text
 
 
 def show_frame_extras(reader, view, args):

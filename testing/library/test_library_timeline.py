@@ -5,7 +5,7 @@ the one before; slabcast_render.py draws it on 2 ranks (pvbatch under mpirun).
 Every frame of a step prints `latency: sent->published X ms,
 published->shown Y ms`, read from the reader's field data (the senders' step
 stamps, the receivers' publications), and on one host, one clock, the
-timeline is in order: sent <= published <= shown. The receiver's step report
+timeline is in order: sent <= published <= picked <= shown. The receiver's step report
 carries the same stamps: sent <= begun <= published for every slab of every
 step. No figure is held to a time: only to the order of events."""
 import os
@@ -24,7 +24,8 @@ lt.require_plugin()
 DIMS, DEPTH, SLABS, LAST = (48, 48, 48), 24, 2, 5
 RATE = "200M"
 FRAME = re.compile(r"^frame (\d+): step (-?\d+), .*?(?:\| latency: (.*?))?(?: \| caption: .*)?$")
-LATENCY = re.compile(r"^(?:sent->published (-?[\d.]+) ms, )?published->shown (-?[\d.]+) ms$")
+LATENCY = re.compile(r"^(?:sent->published (-?[\d.]+) ms, )?published->shown (-?[\d.]+) ms"
+                     r"(?: \(picked after (-?[\d.]+) ms\))?$")
 
 
 def volume(step):
@@ -84,9 +85,12 @@ class Timeline(unittest.TestCase):
             self.assertIsNotNone(m, "frame %d: %r" % (frame, latency))
             self.assertIsNotNone(m.group(1), "frame %d (step %d): the step's send time is unknown: %r" % (
                 frame, step, latency))
-            to_published, to_shown = float(m.group(1)), float(m.group(2))
+            self.assertIsNotNone(m.group(3), "frame %d (step %d): no time the reader picked it: %r" % (
+                frame, step, latency))
+            to_published, to_shown, to_picked = float(m.group(1)), float(m.group(2)), float(m.group(3))
             self.assertGreaterEqual(to_published, 0.0, "frame %d: published before it was sent" % frame)
-            self.assertGreaterEqual(to_shown, 0.0, "frame %d: shown before it was published" % frame)
+            self.assertGreaterEqual(to_picked, 0.0, "frame %d: picked before it was published" % frame)
+            self.assertGreaterEqual(to_shown, to_picked, "frame %d: shown before it was picked" % frame)
 
         # The receiver's own timeline of the same steps, every slab: sent <= begun <= published.
         timed = re.findall(r"stream (\d+) step (\d+): .*, sent->begun (-?[\d.]+) ms, sent->published (-?[\d.]+) ms",
