@@ -119,8 +119,8 @@ TEST_CASE("stream figures that are not one whole message are refused") {
     std::memcpy(huge.data(), &too_many, 4);
     CHECK_FALSE(decode_figures(huge.data(), huge.size()));
     CHECK_FALSE(decode_figures(nullptr, 0));
-    // After the flags: the last publication, the buffer counts, the readers.
-    const std::size_t tail = 2 * 8 + 3 * 4 + 1 + full(1, "").readers.size();
+    // After the flags: the last publication (step, time, latency), the buffer counts, the readers.
+    const std::size_t tail = 3 * 8 + 3 * 4 + 1 + full(1, "").readers.size();
     for (const std::size_t from_end : {tail + 2, tail + 1}) {  // receiving, no_step: a flag is 0 or 1
         std::string flag = bytes;
         flag[flag.size() - from_end] = 2;
