@@ -54,11 +54,17 @@ class Timeline(unittest.TestCase):
 
         send(0)
         r.wait_published(range(SLABS), 0)
+        display = self.enterContext(t.xvfb()) if hasattr(self, "enterContext") else None
+        if display is None:
+            xvfb = t.xvfb()
+            display = xvfb.__enter__()
+            self.addCleanup(xvfb.__exit__, None, None, None)
         cmd = t.pvbatch_cmd(t.env_path("SLABCAST_RENDER"), [
             r.descriptor, "--until-step", LAST, "--timeout", 5 * lt.WAIT_S, "--interval", 0.1, "--size", "200x200",
             "--range", "0.5,8"], ranks=2)
         print("$ " + " ".join(cmd), flush=True)
-        proc = subprocess.Popen(cmd, env=t.paraview_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(cmd, env=t.paraview_env(display), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
         frames, lines, sent = [], [], 0
         try:
             for line in proc.stdout:  # ends by itself (--until-step / --timeout)
