@@ -7,7 +7,12 @@ Each frame: ask the reader whether its slabs published a new step, and if so
 have every rank agree on the newest step all slabs hold (the reader's Refresh
 command) and re-execute; render, with the step, how whole it is and how old in
 a corner; optionally save the image; print one line: frame number, step shown,
-frame time. --show-holes colours the values the step lost (shown from an
+frame time and the step's latency (sent->published, published->shown).
+Between frames it waits on the receiver: a publication ends the wait within
+a few milliseconds and the new step is drawn at once (with --coarsest, coarse
+first, then refined frame by frame, --refine-interval apart, unless a newer
+step comes first); a step already in full resolution is drawn again only
+every --redraw seconds. --show-holes colours the values the step lost (shown from an
 earlier step, see the reader's `<field>_age` array); --completeness newest shows each
 slab as it is being written instead of whole steps. Runs for
 --frames frames (0: until stopped), until --until-step is on screen, until
@@ -70,6 +75,12 @@ def parse_args(argv):
     p.add_argument("--azimuth", type=float, default=30.0)
     p.add_argument("--elevation", type=float, default=20.0)
     p.add_argument("--interval", type=float, default=0.0, help="minimum seconds between frames")
+    p.add_argument("--refine-interval", type=float, default=0.0,
+                   help="seconds between a step's progressive frames (--coarsest); a newly published step "
+                        "ends the wait at once and is drawn coarse")
+    p.add_argument("--redraw", type=float, default=1.0,
+                   help="with the step on screen in full resolution and nothing new, draw it again after this "
+                        "many seconds (the caption's age); a publication ends the wait at once")
     p.add_argument("--every-frame", action="store_true",
                    help="re-execute the reader every frame, new step or not (measures the full update path)")
     p.add_argument("--stop-file", default=None,
@@ -107,16 +118,82 @@ def add_frame_options(p):
                    help="no figures in the corner (step, completeness, age, Gbit/s, loss, frame time)")
 
 
-def refresh(reader, first=False):
-    """True when the reader has a new step to show (always on the first
-    frame); then every rank agrees on it (Refresh, a command ParaView runs on
-    every rank in order) and the view re-executes the reader."""
-    reader.UpdatePropertyInformation()
-    if not first and reader.GetPropertyValue("NeedsUpdate") != 1:
-        return False
+def has_news(reader):
+    """True when the reader's slabs published since its last agreement (it
+    reads only the NeedsUpdate property, on the root rank: the slabs'
+    headers, no re-execution, no figures gathered)."""
+    proxy = reader.SMProxy
+    proxy.UpdatePropertyInformation(proxy.GetProperty("NeedsUpdate"))
+    return reader.GetPropertyValue("NeedsUpdate") == 1
+
+
+def take_news(reader):
+    """Every rank agrees on the newest step all slabs hold (Refresh, a
+    command ParaView runs on every rank in order) and the view is to
+    re-execute the reader. Returns the agreed step."""
     reader.SMProxy.InvokeCommand("Refresh")
     reader.MarkModified(reader)
+    proxy = reader.SMProxy
+    proxy.UpdatePropertyInformation(proxy.GetProperty("AgreedStep"))
+    return reader.GetPropertyValue("AgreedStep")
+
+
+def refresh(reader, first=False):
+    """True when the reader has news to show (always on the first frame):
+    then every rank agrees on the step (take_news)."""
+    if not first and not has_news(reader):
+        return False
+    take_news(reader)
     return True
+
+
+# While it waits between frames the renderer reads its slabs' headers this
+# often (has_news): a step is taken within this long of its publication, not
+# at the end of a frame or a pause.
+NEWS_POLL_S = 0.002
+
+
+def news_for_all(reader, wall, timed_out=False):
+    """"news" (has_news), "done" (`timed_out` or a signal) or "wait". With
+    --wall every rank runs this script and Refresh is collective: rank 0's
+    answer, for every rank."""
+    state = "news" if has_news(reader) else "done" if timed_out or STOP else "wait"
+    return wall.decide(state, ("news", "done", "wait")) if wall else state
+
+
+def wait_for_news(reader, until, agreed, wall=None):
+    """Waits until time.monotonic() reaches `until` (on rank 0, with --wall)
+    or a step newer than `agreed` is agreed on, whichever comes first. A
+    publication that leaves the newest whole step as it was (one slab of
+    several) is taken and the wait goes on. Returns (True when a newer step
+    was taken, the agreed step)."""
+    while True:
+        state = news_for_all(reader, wall, time.monotonic() >= until)
+        if state == "done":
+            return False, agreed
+        if state == "news":
+            step = take_news(reader)
+            if step != agreed:
+                return True, step
+            continue
+        time.sleep(max(0.0, min(until - time.monotonic(), NEWS_POLL_S)))
+
+
+def first_agreement(reader, args, wall=None):
+    """The step of the first frame. Started before its stream's first step
+    (the receiver's descriptor there, nothing published yet), the renderer
+    says so and waits for one (until --timeout); without a descriptor the
+    reader's error stands."""
+    start = time.monotonic()
+    step = take_news(reader)
+    if step < 0 and min(reader.GetPropertyValue("VolumeDimensions")) > 0:
+        print("slabcast_render: waiting for the first step of %s" % args.descriptor, flush=True)
+        while step < 0:
+            until = start + args.timeout if args.timeout else time.monotonic() + 1.0
+            _, step = wait_for_news(reader, until, step, wall)
+            if step < 0 and (STOP or (args.timeout and time.monotonic() >= until)):
+                fail("no step of %s was published in %.0f s" % (args.descriptor, time.monotonic() - start))
+    return step
 
 
 def value_field(reader):
@@ -330,6 +407,14 @@ class Wall:
             writer.SetInputData(self.frame)
             writer.Write()
 
+    def decide(self, choice, choices):
+        """Rank 0's `choice` (one of `choices`), for every rank."""
+        from vtkmodules.vtkCommonCore import vtkIntArray
+        index = vtkIntArray()
+        index.InsertNextValue(choices.index(choice))
+        self.controller.Broadcast(index, 0)
+        return choices[index.GetValue(0)]
+
     def agree(self, reason):
         """Rank 0's decision to stop, for every rank: a rank leaving the loop
         alone would leave the others waiting in the next frame's render."""
@@ -456,7 +541,7 @@ def main(argv):
     if unavailable(mapper):
         fail(unavailable(mapper))
     apply_stride(reader, mapper)
-    refresh(reader, first=True)
+    agreed = first_agreement(reader, args, wall)
     reader.UpdatePipeline()
     field = value_field(reader)
     if field is None:
@@ -490,10 +575,13 @@ def main(argv):
     frame_ms = None  # the last frame's time, shown in the next one's caption
     level = None     # the level of detail of the last frame (slabcast's progressive frames)
     unsaved = False  # --save-new-only: this step has no saved frame yet
+    new = True       # this frame shows a step for the first time
     while True:
         t0 = time.monotonic()
-        new = refresh(reader, first=frame == 0)
-        if args.every_frame and not new:
+        if news_for_all(reader, wall) == "news":
+            step = take_news(reader)
+            new, agreed = new or step != agreed, step
+        elif args.every_frame:
             reader.MarkModified(reader)
         text = ""
         # Progressive: a new step's first frame at the coarsest level, each
@@ -544,8 +632,12 @@ def main(argv):
             if reason != "done":
                 print("slabcast_render: " + reason, flush=True)
             break
-        if args.interval:
-            time.sleep(max(0.0, args.interval - (time.monotonic() - t0)))
+        new = False
+        time.sleep(max(0.0, args.interval - (time.monotonic() - t0)))
+        if not args.every_frame:
+            refining = progressive and level > 1
+            new, agreed = wait_for_news(
+                reader, t0 + max(args.interval, args.refine_interval if refining else args.redraw), agreed, wall)
 
 
 def stop_reason(args, frame, step, start):

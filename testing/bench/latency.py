@@ -116,6 +116,9 @@ def run_path(path, args, dims):
         parts = (transfer, picked, shown - picked)
         first, full = steps.get(step, (None, None))
         steps[step] = (first or parts, full or (parts if level == 1 else None))
+    if not steps:
+        raise SystemExit("%s: no frame showed a step with its timeline; the renderer said:\n%s" % (
+            path, "\n".join(lines[-20:])))
     return steps
 
 
