@@ -214,7 +214,8 @@ def field_range(reader, name, default=(0.0, 0.0)):
 def step_caption(reader, frame_ms=None, level=None):
     """Two lines, 'step 40, 100.0% arrived, 120 ms old' and '2.01 Gbit/s,
     loss 0.000%, frame 35 ms', from the output's field data (the least
-    complete slab, the oldest age over every rank; the whole stream's rate and
+    complete slab; its age now: the oldest over every rank when the reader
+    took the step, and the time since; the whole stream's rate and
     the loss of its last finished step, gathered from every rank) and the
     last frame's time; with `level` (slabcast's progressive frames) a third,
     'full resolution' or '1/4 resolution, refining'."""
@@ -230,7 +231,11 @@ def step_caption(reader, frame_ms=None, level=None):
         drawn = "\nfull resolution" if level <= 1 else "\n1/%d resolution, refining" % level
     if int(field_range(reader, "WholeStep", (1, 1))[0]) == 0:
         return "step %d, being written, %.1f%% arrived\n%s%s%s" % (step, complete, stream, frame, drawn)
+    # Its age when the reader took it, and since: how old the step on screen is now.
     age = field_range(reader, "StepAgeMs")[1]
+    picked = step_timeline(reader)["picked"]
+    if picked is not None:
+        age += 1000 * max(0.0, time.time() - picked)
     return "step %d, %.1f%% arrived, %s old\n%s%s%s" % (
         step, complete, "%.0f ms" % age if age < 10000 else "%.0f s" % (age / 1000), stream, frame, drawn)
 
@@ -260,6 +265,25 @@ def latency_text(timeline, shown):
     if picked is not None:
         text += " (picked after %.1f ms)" % (1000 * (picked - published))
     return "latency: " + text
+
+
+def next_level(level, new, coarsest):
+    """Progressive frames: a new step's first frame at the coarsest level,
+    each next frame of it at half the last, down to full resolution (1)."""
+    return coarsest if new or level is None else max(1, level // 2)
+
+
+def frame_line(frame, step, frame_ms, new, level, read_s, draw_s, reader, shown, caption):
+    """A frame's line: 'frame 3: step 40, 95.0 ms (new step), level 4, read
+    2 ms, draw 93 ms | latency: ... | caption: ...'. Read: the reader's update
+    and the caption's field data; draw: the render (and composite); level:
+    the level drawn (None: not progressive); shown: time.time() when the
+    frame was on screen."""
+    latency = latency_text(step_timeline(reader), shown)
+    return "frame %d: step %d, %.1f ms%s%s, read %.0f ms, draw %.0f ms%s%s" % (
+        frame, step, frame_ms, " (new step)" if new else "", "" if level is None else ", level %d" % level,
+        1000 * read_s, 1000 * draw_s, " | " + latency if latency else "",
+        " | caption: " + caption.replace("\n", " / ") if caption else "")
 
 
 def show_frame_extras(reader, view, args):
@@ -584,10 +608,8 @@ def main(argv):
         elif args.every_frame:
             reader.MarkModified(reader)
         text = ""
-        # Progressive: a new step's first frame at the coarsest level, each
-        # next frame of it at half that, down to full resolution.
         if progressive:
-            level = args.coarsest if new else max(1, level // 2)
+            level = next_level(level, new, args.coarsest)
             display.SlabcastLevel = level
         if caption is not None:
             reader.UpdatePipeline()
@@ -616,14 +638,8 @@ def main(argv):
             if progressive:
                 display.UpdatePropertyInformation()
                 drawn = display.GetPropertyValue("SlabcastRenderedLevel")
-            # Read: the reader's update and the caption's field data; draw:
-            # the render and composite.
-            latency = latency_text(step_timeline(reader), shown)
-            print("frame %d: step %d, %.1f ms%s%s, read %.0f ms, draw %.0f ms%s%s" % (
-                frame, step, frame_ms, " (new step)" if new and frame else "",
-                "" if drawn is None else ", level %d" % drawn, 1000 * (t_read - t0), 1000 * (t1 - t_read),
-                " | " + latency if latency else "",
-                " | caption: " + text.replace("\n", " / ") if text else ""), flush=True)
+            print(frame_line(frame, step, frame_ms, new and frame, drawn, t_read - t0, t1 - t_read, reader, shown,
+                             text), flush=True)
         frame += 1
         reason = stop_reason(args, frame, step, start)
         if wall:
