@@ -15,7 +15,8 @@ slabcast_render.py's loop does between frames: every few milliseconds it
 reads the receiver's headers, and a newly published step is on screen at
 once, coarse, then refined down to full resolution, with nobody clicking.
 SLABCAST_FRAME_LOG names a file for one line a frame, as slabcast_render.py
-prints them (the step, its level, its latency), for tests and benchmarks."""
+prints them (the step, its level, its latency), and SLABCAST_VIEW_SIZE
+("WxH") fixes the views' size, for tests and benchmarks."""
 import os
 import sys
 import time
@@ -23,10 +24,10 @@ import time
 # The GUI runs this file as a string, without __file__: the demo says where it is.
 sys.path.insert(0, os.environ["SLABCAST_SCRIPT_DIR"] if "SLABCAST_SCRIPT_DIR" in os.environ
                 else os.path.dirname(os.path.abspath(__file__)))
-from slabcast_mappers import apply_stride, resolve, volume_dims  # noqa: E402
+from slabcast_mappers import CPU_VOLUME, apply_stride, resolve, volume_dims  # noqa: E402
 from slabcast_mappers import show_volume as show_through  # noqa: E402
-from slabcast_render import (apply_cosmic_preset, frame_line, has_news, next_level, step_caption,  # noqa: E402
-                             take_news, value_field)
+from slabcast_render import (apply_cosmic_preset, drawn_level, frame_line, has_news, next_level,  # noqa: E402
+                             step_caption, take_news, value_field)
 
 from paraview.simple import (AssignViewToLayout, CreateView, GetActiveViewOrCreate, GetLayout,  # noqa: E402
                              OpenDataFile, Render, Show, Text)
@@ -43,7 +44,8 @@ class LiveView:
 
     def __init__(self, reader, view, display, caption, coarsest, log):
         self.reader, self.view, self.display, self.caption, self.log = reader, view, display, caption, log
-        self.coarsest = coarsest if display.GetProperty("SlabcastLevel") is not None else None
+        # Progressive on the plugin's CPU ray marcher only (Slabcast Volume).
+        self.coarsest = coarsest if display.Representation == CPU_VOLUME else None
         self.agreed = take_news(reader)
         self.level = None
         self.frame = 0
@@ -78,13 +80,10 @@ class LiveView:
         self.next_frame = t1 + (0.0 if refining else REDRAW_S)
         if self.log:
             self.reader.UpdatePropertyInformation()
-            drawn = None
-            if self.coarsest is not None:
-                self.display.UpdatePropertyInformation()
-                drawn = self.display.GetPropertyValue("SlabcastRenderedLevel")
+            drawn, cut = drawn_level(self.display) if self.coarsest is not None else (None, False)
             self.log.write(frame_line(self.frame, self.reader.GetPropertyValue("Step"), self.frame_ms,
                                       new and self.frame > 0, drawn, t_read - t0, t1 - t_read, self.reader, shown,
-                                      text) + "\n")
+                                      text, cut) + "\n")
             self.log.flush()
         self.frame += 1
 
@@ -127,6 +126,8 @@ coarsest = int(os.environ.get("SLABCAST_COARSEST", "4"))
 frame_log = open(os.environ["SLABCAST_FRAME_LOG"], "a") if os.environ.get("SLABCAST_FRAME_LOG") else None
 
 left = GetActiveViewOrCreate("RenderView")
+if os.environ.get("SLABCAST_VIEW_SIZE"):  # "WxH": the views' layout at a fixed size (ParaView's preview mode)
+    GetLayout(left).SetSize(*(int(v) for v in os.environ["SLABCAST_VIEW_SIZE"].lower().split("x")))
 shown = [(left,) + show_volume(os.environ["SLABCAST_DESCRIPTOR"], left, labels[0], value_range, coarsest, frame_log)]
 left.ResetCamera()
 left.GetActiveCamera().Azimuth(30)

@@ -273,17 +273,26 @@ def next_level(level, new, coarsest):
     return coarsest if new or level is None else max(1, level // 2)
 
 
-def frame_line(frame, step, frame_ms, new, level, read_s, draw_s, reader, shown, caption):
+def frame_line(frame, step, frame_ms, new, level, read_s, draw_s, reader, shown, caption, cut=False):
     """A frame's line: 'frame 3: step 40, 95.0 ms (new step), level 4, read
     2 ms, draw 93 ms | latency: ... | caption: ...'. Read: the reader's update
     and the caption's field data; draw: the render (and composite); level:
     the level drawn (None: not progressive); shown: time.time() when the
-    frame was on screen."""
+    frame was on screen; cut: the CPU mapper stopped the frame for a newer
+    step ('(cut: a newer step)'; the frame before it stayed on screen)."""
     latency = latency_text(step_timeline(reader), shown)
-    return "frame %d: step %d, %.1f ms%s%s, read %.0f ms, draw %.0f ms%s%s" % (
-        frame, step, frame_ms, " (new step)" if new else "", "" if level is None else ", level %d" % level,
+    return "frame %d: step %d, %.1f ms%s%s%s, read %.0f ms, draw %.0f ms%s%s" % (
+        frame, step, frame_ms, " (new step)" if new else "", " (cut: a newer step)" if cut else "",
+        "" if level is None else ", level %d" % level,
         1000 * read_s, 1000 * draw_s, " | " + latency if latency else "",
         " | caption: " + caption.replace("\n", " / ") if caption else "")
+
+
+def drawn_level(display):
+    """(the level of the picture on screen, whether its last frame was cut for
+    a newer step) of a Slabcast Volume representation."""
+    display.UpdatePropertyInformation()
+    return display.GetPropertyValue("SlabcastRenderedLevel"), display.GetPropertyValue("SlabcastFrameCut") == 1
 
 
 def show_frame_extras(reader, view, args):
@@ -634,12 +643,9 @@ def main(argv):
             else:
                 SaveScreenshot(path, view, ImageResolution=[width, height])
         if not (wall and wall.rank):  # with --wall, rank 0 speaks for all
-            drawn = None
-            if progressive:
-                display.UpdatePropertyInformation()
-                drawn = display.GetPropertyValue("SlabcastRenderedLevel")
+            drawn, cut = drawn_level(display) if progressive else (None, False)
             print(frame_line(frame, step, frame_ms, new and frame, drawn, t_read - t0, t1 - t_read, reader, shown,
-                             text), flush=True)
+                             text, cut), flush=True)
         frame += 1
         reason = stop_reason(args, frame, step, start)
         if wall:

@@ -30,6 +30,10 @@ Per step it prints:
   also loads and uploads everything, is reported on its own. On one
   2-core machine the renderer and the stream share the cores: steps come
   faster than frames, and a step the renderer skips has no frame.
+And over the steps, send->first pixel and send->full resolution (p50,
+p95): from the senders' step stamps to the step's first frame, and to its
+first in full resolution, from the renderer's frame lines, beside the
+paper's 3.9 s from send to picture (section 4).
 And, per role, the largest resident memory seen (sampled every 0.5 s):
 private (RssAnon) and the tmpfs pages it maps (RssShmem), which the slabs'
 readers share and so are not added up.
@@ -42,7 +46,9 @@ Figures: docs/performance.md, "Scale". Not part of the default ctest run.
 """
 import argparse
 import json
+import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -54,6 +60,9 @@ import benchlib  # noqa: E402
 
 PAPER_RENDER_MVOXEL_PER_CORE = 1024 ** 3 / 2.5 / 32 / 1e6
 PAPER_STEP_S = 1.4
+PAPER_SEND_TO_PICTURE_S = 3.9  # section 4: ~1.4 s to the booth, ~2.5 s more to the image
+# The renderer's frame line: "... | latency: sent->published X ms, published->shown Y ms ..."
+LATENCY = re.compile(r"\| latency: sent->published (-?[\d.]+) ms, published->shown (-?[\d.]+) ms")
 PAPER_HOST_GBPS_VALUES = 4e9 * 8 / PAPER_STEP_S / 4 / 1e9
 CORES = os.cpu_count()
 
@@ -159,15 +168,18 @@ def per_step(out_dir, n, streams):
             if line.startswith("slabcast_render: ") and ", mapper " in line:
                 mapper = line.split(", mapper ", 1)[1].strip()  # "stride:4 (auto, ...)"
             # "frame 3: step 5, 3343.1 ms[, level 1], read 120 ms, draw 3200 ms | caption ..."
-            if line.startswith("frame ") and ": step " in line:
+            if line.startswith("frame ") and ": step " in line and "(cut: " not in line:
                 index = int(line.split(":")[0].split()[1])
                 step = int(line.split(": step ")[1].split(",")[0])
                 seconds = float(line.split(", ")[1].split(" ms")[0]) / 1000
                 level = int(line.split(", level ")[1].split(",")[0]) if ", level " in line else 1
+                # "| latency: sent->published X ms, published->shown Y ms": send to this frame.
+                timeline = LATENCY.search(line)
+                to_shown = (float(timeline.group(1)) + float(timeline.group(2))) / 1000 if timeline else None
                 if index == 0:
                     first = (step, seconds)
                 else:
-                    frames.append((step, seconds, level))
+                    frames.append((step, seconds, level, to_shown))
     rows = []
     for t_sync, step in syncs:
         got = [first_after(e, t_sync) for e in published.get(step, {}).values()]
@@ -180,7 +192,7 @@ def per_step(out_dir, n, streams):
         stage = [x for x in staged.get(step, []) if x[0] <= start]
         rows.append({"step": step, "sync_to_published_s": last - t_sync, "latency_s": last - start,
                      "gbps": n ** 3 * 4 * 8 / (last - start) / 1e9, "loss_percent": 100.0 * lost / expected,
-                     "frame_s": None, "first_frame_s": None,
+                     "frame_s": None, "first_frame_s": None, "send_to_first_s": None, "send_to_full_s": None,
                      "stage_gbytes_per_s": max(stage)[2] if stage else None,
                      "stage_setup_s": max(stage)[3] if stage else None})
     # Frames and steps both go forward in time: each frame belongs to the
@@ -188,13 +200,15 @@ def per_step(out_dir, n, streams):
     # frame_s: the step's first frame in full resolution; first_frame_s: its
     # first frame at all (coarse where progressive).
     at = 0
-    for step, seconds, level in frames:
+    for step, seconds, level, to_shown in frames:
         for i in range(at, len(rows)):
             if rows[i]["step"] == step:
                 if rows[i]["first_frame_s"] is None:
                     rows[i]["first_frame_s"] = seconds
+                    rows[i]["send_to_first_s"] = to_shown
                 if rows[i]["frame_s"] is None and level == 1:
                     rows[i]["frame_s"] = seconds
+                    rows[i]["send_to_full_s"] = to_shown
                 at = i
                 break
     return rows, first, mapper
@@ -242,6 +256,10 @@ def rendered_points(mapper, n):
     return n
 
 
+def nearest_rank(ordered, q):
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else float("nan")
@@ -275,6 +293,12 @@ def report(result, a):
               "%.2f s vs 2.5 s"
               % (lat, PAPER_STEP_S, PAPER_STEP_S / lat, gbps, PAPER_HOST_GBPS_VALUES, gbps / PAPER_HOST_GBPS_VALUES,
                  mvox_drawn, PAPER_RENDER_MVOXEL_PER_CORE, mvox_drawn / PAPER_RENDER_MVOXEL_PER_CORE, frame))
+    for name, key in (("send->first pixel", "send_to_first_s"), ("send->full resolution", "send_to_full_s")):
+        values = sorted(r[key] for r in rows if r[key] is not None)
+        if values:
+            print("%s (the senders' step stamps to the frame drawn, %d steps): p50 %.2f s, p95 %.2f s; the "
+                  "paper's send to picture %.1f s" % (name, len(values), nearest_rank(values, 50),
+                                                      nearest_rank(values, 95), PAPER_SEND_TO_PICTURE_S))
     print("largest resident memory (MiB, private / tmpfs pages mapped):")
     for role, (anon, shmem) in sorted(result["memory"].items()):
         print("  %-8s %8.0f / %8.0f" % (role, anon, shmem))

@@ -213,11 +213,11 @@ def main():
                 for level, kind, value in ancillary:
                     if level == socket.SOL_SOCKET and kind == SO_RXQ_OVFL and len(value) >= 4:
                         r.counts["kernel_dropped"] = struct.unpack("<I", value[:4])[0]
-                records = packet_values(data)
+                stamp = is_stamp(data)  # no values, though its bytes may read as a quad packet's
+                records = 0 if stamp else packet_values(data)
                 c = r.counts
                 c["datagrams"] += 1
                 c["records"] += records
-                stamp = is_stamp(data)
                 c["stamps"] += stamp
                 c["other"] += records == 0 and not stamp
                 if r.dropper.pick():

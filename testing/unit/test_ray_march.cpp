@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -246,4 +247,35 @@ TEST_CASE("a coarse frame of a new step marches without measuring its bricks; a 
     CHECK(marcher.measured());
     marcher.new_values();
     CHECK_FALSE(marcher.measured());
+}
+
+TEST_CASE("a frame asked to stop stops and says so; one never stopped is the frame drawn without asking") {
+    const std::int64_t nx = 20, ny = 18, nz = 33;
+    const std::vector<float> v = random_volume(nx, ny, nz, 7);
+    const Piece piece{v.data(), nx, ny, nz};
+    const TransferTable table = ramp(0, 1, 0.2f, 0.1f, 0.7, 2.0);
+    WorkerPool pool(2);
+    RayMarcher marcher;
+    March march;
+    march.sample_distance = 0.7;
+    Image plain, asked, stopped;
+    for (Image* image : {&plain, &asked, &stopped}) image->resize(96, 96);
+    CHECK(marcher.render(piece, table, down_z(33.0), march, plain, pool));
+
+    int asks = 0;
+    march.stop = [&asks] {
+        ++asks;
+        return false;
+    };
+    CHECK(marcher.render(piece, table, down_z(33.0), march, asked, pool));
+    CHECK(asks >= 1);  // before the calling thread's first tile at least
+    CHECK(largest_difference(plain, asked) == 0);
+
+    // On the calling thread alone (no other thread to have begun a tile),
+    // stopped before its first tile: nothing drawn.
+    WorkerPool alone(1);
+    march.stop = [] { return true; };
+    CHECK_FALSE(marcher.render(piece, table, down_z(33.0), march, stopped, alone));
+    CHECK(std::all_of(stopped.rgba.begin(), stopped.rgba.end(), [](std::uint8_t c) { return c == 0; }));
+    CHECK(std::any_of(plain.rgba.begin(), plain.rgba.end(), [](std::uint8_t c) { return c != 0; }));
 }

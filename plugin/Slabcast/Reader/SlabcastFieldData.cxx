@@ -5,6 +5,7 @@
 #include "vtkIntArray.h"
 #include "vtkNew.h"
 #include "vtkTypeInt64Array.h"
+#include "vtkTypeUInt64Array.h"
 
 #include "slabcast/clock.h"
 #include "slabcast/dataset.h"
@@ -43,6 +44,11 @@ void AddOne(vtkFieldData* fd, const char* name, typename ArrayT::ValueType v)
 }
 
 } // namespace
+
+void AddNewsKey(vtkFieldData* fd, std::uint64_t key)
+{
+  AddOne<vtkTypeUInt64Array>(fd, "SlabcastNewsKey", key);
+}
 
 void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
   const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, bool agreed, std::int64_t rangeValuesRead)

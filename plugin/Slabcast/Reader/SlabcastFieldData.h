@@ -31,6 +31,11 @@ namespace slabcast_vtk
 void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
   const std::vector<slabcast::SlabHeader>& headers, int zeroCopy, bool agreed, std::int64_t rangeValuesRead);
 
+// "SlabcastNewsKey": the key under which the reader says what this output
+// shows (slabcast/step_news.h), for the CPU mapper to stop a frame of a step
+// a newer one has replaced.
+void AddNewsKey(vtkFieldData* fd, std::uint64_t key);
+
 // The whole stream's figures (every slab of every rank): "StreamGbps", the
 // receivers' rate over their last status second, and "StreamLossPercent",
 // the last finished step's loss, for a frame's caption.

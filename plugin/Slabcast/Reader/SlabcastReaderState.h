@@ -17,6 +17,7 @@
 #include "slabcast/slab_pool.h"
 #include "slabcast/step_choice.h"
 #include "slabcast/step_history.h"
+#include "slabcast/step_news.h"
 #include "slabcast/stitched_planes.h"
 
 #include <cstdint>
@@ -56,6 +57,9 @@ public:
   std::map<int, std::chrono::steady_clock::time_point> NoStepSince;
   std::vector<int> NoStepWarned;
   std::chrono::steady_clock::time_point NoStepWarnedAt;
+  // This output's key in the process's StepNews, which the CPU mapper asks
+  // while it draws (forgotten with the reader).
+  const std::uint64_t NewsKey = slabcast::StepNews::instance().new_key();
   // How long the step shown may keep its buffers pinned in place.
   slabcast::InPlaceHold Hold;
   // The stitched ranges of its last steps, for the next ones from the same buffers.

@@ -1,10 +1,12 @@
 #include "vtkSlabcastVolumeMapper.h"
 
 #include "slabcast/render/ray_march.h"
+#include "slabcast/step_news.h"
 
 #include "vtkCamera.h"
 #include "vtkColorTransferFunction.h"
 #include "vtkDataArray.h"
+#include "vtkFieldData.h"
 #include "vtkFloatArray.h"
 #include "vtkImageData.h"
 #include "vtkMatrix3x3.h"
@@ -13,11 +15,14 @@
 #include "vtkObjectFactory.h"
 #include "vtkOpenGLRayCastImageDisplayHelper.h"
 #include "vtkPiecewiseFunction.h"
+#include "vtkTypeUInt64Array.h"
 #include "vtkRenderer.h"
 #include "vtkVolume.h"
 #include "vtkVolumeProperty.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace render = slabcast::render;
@@ -27,7 +32,8 @@ struct vtkSlabcastVolumeMapper::Internals
   render::WorkerPool Pool{ render::WorkerPool::default_threads() };
   render::RayMarcher Marcher;
   render::TransferTable Table;
-  render::Image Image;
+  // The last whole frame, shown; the frame being drawn, shown once whole.
+  render::Image Image, Drawing;
   vtkNew<vtkOpenGLRayCastImageDisplayHelper> Display;
   vtkNew<vtkMatrix4x4> ToWorld, ToVolume, ToPiece;
   // Filled once: the transfer functions sampled for the table.
@@ -41,6 +47,7 @@ struct vtkSlabcastVolumeMapper::Internals
   double TableSampleDistance = 0.0;
 
   int RenderedLevel = 0;  // 0: nothing drawn yet
+  bool FrameCut = false;
   bool WarnedScalars = false, WarnedSpacing = false, WarnedDirection = false;
 };
 
@@ -57,6 +64,11 @@ vtkSlabcastVolumeMapper::~vtkSlabcastVolumeMapper() = default;
 int vtkSlabcastVolumeMapper::GetRenderedLevel() const
 {
   return this->Internal->RenderedLevel;
+}
+
+int vtkSlabcastVolumeMapper::GetFrameCut() const
+{
+  return this->Internal->FrameCut ? 1 : 0;
 }
 
 int vtkSlabcastVolumeMapper::GetThreads() const
@@ -205,13 +217,24 @@ void vtkSlabcastVolumeMapper::Render(vtkRenderer* ren, vtkVolume* vol)
     }
   }
 
-  in.Image.resize((width + level - 1) / level, (height + level - 1) / level);
-  in.Marcher.render(piece, in.Table, rays, march, in.Image, in.Pool);
+  // A live reader's output names its key: once a newer step replaces the one
+  // drawn, the frame stops and the last whole one stays on screen.
+  const auto* news = vtkTypeUInt64Array::SafeDownCast(input->GetFieldData()->GetArray("SlabcastNewsKey"));
+  const std::uint64_t key = news && news->GetNumberOfTuples() == 1 ? news->GetValue(0) : 0;
+  if (key != 0)
+  {
+    march.stop = [key] { return slabcast::StepNews::instance().newer(key); };
+  }
+  in.Drawing.resize((width + level - 1) / level, (height + level - 1) / level);
+  in.FrameCut = !in.Marcher.render(piece, in.Table, rays, march, in.Drawing, in.Pool);
+  if (!in.FrameCut || in.RenderedLevel == 0)
+  {
+    std::swap(in.Image, in.Drawing);
+    in.RenderedLevel = level;
+  }
   int size[2] = { in.Image.width, in.Image.height };
   int at[2] = { 0, 0 };
   in.Display->RenderTexture(vol, ren, size, size, size, at, -1.0f, in.Image.rgba.data());
-
-  in.RenderedLevel = level;
 }
 
 void vtkSlabcastVolumeMapper::PrintSelf(ostream& os, vtkIndent indent)

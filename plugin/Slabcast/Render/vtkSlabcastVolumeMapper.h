@@ -70,6 +70,13 @@ public:
   int GetRenderedLevel() const;
 
   /**
+   * 1 when the last frame was stopped because a newer step replaced the one
+   * it drew (a live slabcast reader's output, slabcast/step_news.h): the
+   * frame before it stays on screen, and the renderer draws the new step next.
+   */
+  int GetFrameCut() const;
+
+  /**
    * Threads this rank renders on (the SLABCAST_RENDER_THREADS environment
    * variable, else the host's cores shared among its MPI ranks).
    */

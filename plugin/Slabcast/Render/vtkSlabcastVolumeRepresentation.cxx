@@ -61,6 +61,11 @@ int vtkSlabcastVolumeRepresentation::GetSlabcastRenderedLevel()
   return this->Mapper()->GetRenderedLevel();
 }
 
+int vtkSlabcastVolumeRepresentation::GetSlabcastFrameCut()
+{
+  return this->Mapper()->GetFrameCut();
+}
+
 int vtkSlabcastVolumeRepresentation::GetSlabcastThreads()
 {
   return this->Mapper()->GetThreads();

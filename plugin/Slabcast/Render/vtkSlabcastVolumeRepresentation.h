@@ -26,6 +26,7 @@ public:
   void SetSlabcastSampleDistance(double distance);
   void SetSlabcastLevel(int level);
   int GetSlabcastRenderedLevel();
+  int GetSlabcastFrameCut();
   int GetSlabcastThreads();
 
 protected:

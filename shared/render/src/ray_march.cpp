@@ -4,6 +4,7 @@
 #include "slabcast/cpu_features.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -213,7 +214,7 @@ std::uint8_t to_byte(float v) { return static_cast<std::uint8_t>(std::clamp(v, 0
 
 }  // namespace
 
-void RayMarcher::render(const Piece& given, const TransferTable& table, const Rays& rays, const March& march,
+bool RayMarcher::render(const Piece& given, const TransferTable& table, const Rays& rays, const March& march,
                         Image& image, WorkerPool& pool) {
     std::fill(image.rgba.begin(), image.rgba.end(), std::uint8_t{0});
     Piece piece = given;
@@ -222,7 +223,7 @@ void RayMarcher::render(const Piece& given, const TransferTable& table, const Ra
         piece.whole_is_piece();
     if (!piece.values || piece.nx < 2 || piece.ny < 2 || piece.nz < 2 || !(march.sample_distance > 0) ||
         image.width <= 0 || image.height <= 0)
-        return;
+        return true;
     March how = march;
     how.skip_empty = march.skip_empty && table.transparent_share() >= kSkipFrom && (measured_ || march.may_measure);
     if (how.skip_empty) {
@@ -238,9 +239,24 @@ void RayMarcher::render(const Piece& given, const TransferTable& table, const Ra
     // few samples, and on several ranks each piece covers a part of the frame.
     int cover[4];
     covered_pixels(piece, rays, image.width, image.height, cover);
-    if (cover[0] > cover[2] || cover[1] > cover[3]) return;
+    if (cover[0] > cover[2] || cover[1] > cover[3]) return true;
     const int tiles_x = (cover[2] - cover[0]) / kTile + 1, tiles_y = (cover[3] - cover[1]) / kTile + 1;
-    auto tile = [&](std::int64_t i, int) {
+    // Stopping: the calling thread (0) asks before its first tile and then
+    // between tiles every kStopCheck; every thread leaves the tiles not begun.
+    std::atomic<bool> stopped{false};
+    std::chrono::steady_clock::time_point asked{};
+    auto tile = [&](std::int64_t i, int thread) {
+        if (stopped.load(std::memory_order_relaxed)) return;
+        if (thread == 0 && how.stop) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now - asked >= kStopCheck) {
+                asked = now;
+                if (how.stop()) {
+                    stopped.store(true, std::memory_order_relaxed);
+                    return;
+                }
+            }
+        }
         const int x0 = cover[0] + static_cast<int>(i % tiles_x) * kTile;
         const int y0 = cover[1] + static_cast<int>(i / tiles_x) * kTile;
         const int x_end = std::min(cover[2] + 1, x0 + kTile);
@@ -272,6 +288,7 @@ void RayMarcher::render(const Piece& given, const TransferTable& table, const Ra
         }
     };
     pool.run(static_cast<std::int64_t>(tiles_x) * tiles_y, tile);
+    return !stopped.load(std::memory_order_relaxed);
 }
 
 }  // namespace slabcast::render

@@ -14,7 +14,9 @@
 #include "slabcast/render/transfer_table.h"
 #include "slabcast/render/worker_pool.h"
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace slabcast::render {
@@ -51,7 +53,11 @@ struct March {
     // full resolution measures.
     bool may_measure = true;
     bool vectorised = true;        // eight rays at once where the CPU has AVX2 (off: one at a time)
+    // Asked between tiles, by the calling thread, at most every kStopCheck:
+    // true stops the frame (a live view's step was replaced by a newer one).
+    std::function<bool()> stop;
 };
+constexpr std::chrono::milliseconds kStopCheck{2};
 
 // Premultiplied 8-bit red, green, blue, alpha; row 0 at the bottom (OpenGL's).
 struct Image {
@@ -78,7 +84,8 @@ public:
     // Renders the piece as `image` (its size set by the caller) sees it,
     // measuring its bricks first where skipping pays, they are not yet and
     // `march` may.
-    void render(const Piece& piece, const TransferTable& table, const Rays& rays, const March& march, Image& image,
+    // False when `march.stop` stopped it: the image is then part drawn.
+    bool render(const Piece& piece, const TransferTable& table, const Rays& rays, const March& march, Image& image,
                 WorkerPool& pool);
 
     static constexpr int kTile = 16;  // pixels a side of the tiles the threads take
