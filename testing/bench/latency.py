@@ -59,7 +59,10 @@ dims = tuple(int(v) for v in sys.argv[2].split(","))
 slabs, to, steps, interval, rate = int(sys.argv[3]), sys.argv[4].split(","), int(sys.argv[5]), float(sys.argv[6]), sys.argv[7]
 nx, ny, nz = dims
 depth = nz // slabs
-senders = [slabcast.Sender(dims, (k * depth, (k + 1) * depth), to[k], rate=rate, slab_depth=depth) for k in range(slabs)]
+# One queued step a sender: each sends from a thread of its own, the slabs at
+# once, as one MPI rank a slab would (a synchronous sender sends them in turn).
+senders = [slabcast.Sender(dims, (k * depth, (k + 1) * depth), to[k], rate=rate, slab_depth=depth, queue_steps=1)
+           for k in range(slabs)]
 rng = numpy.random.default_rng(1)
 # A few blobs that move from step to step, made before the first step (separable
 # Gaussians, VOLUMES of them in turn): the sending is all this process does once
