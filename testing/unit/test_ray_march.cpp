@@ -278,4 +278,14 @@ TEST_CASE("a frame asked to stop stops and says so; one never stopped is the fra
     CHECK_FALSE(marcher.render(piece, table, down_z(33.0), march, stopped, alone));
     CHECK(std::all_of(stopped.rgba.begin(), stopped.rgba.end(), [](std::uint8_t c) { return c == 0; }));
     CHECK(std::any_of(plain.rgba.begin(), plain.rgba.end(), [](std::uint8_t c) { return c != 0; }));
+
+    // A new step's first full frame measures its bricks first (a pass over the
+    // piece): that stops too, and leaves them to measure again.
+    RayMarcher fresh;
+    CHECK_FALSE(fresh.render(piece, table, down_z(33.0), march, stopped, alone));
+    CHECK_FALSE(fresh.measured());
+    march.stop = nullptr;
+    CHECK(fresh.render(piece, table, down_z(33.0), march, stopped, alone));
+    CHECK(fresh.measured());
+    CHECK(largest_difference(plain, stopped) == 0);
 }

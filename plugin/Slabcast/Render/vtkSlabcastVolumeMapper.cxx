@@ -48,6 +48,25 @@ struct vtkSlabcastVolumeMapper::Internals
 
   int RenderedLevel = 0;  // 0: nothing drawn yet
   bool FrameCut = false;
+  // What the picture shown was drawn from: asked for again (a screenshot
+  // renders the frame once more, a GUI repaints), it is shown without a march.
+  struct DrawnFrom
+  {
+    vtkMTimeType Data = 0, Table = 0;
+    const void* Values = nullptr;
+    int Level = 0, Width = 0, Height = 0;
+    double Sample = 0.0;
+    bool Linear = true;
+    double Rays[16] = {};
+    double Whole[6] = {};
+    bool operator==(const DrawnFrom& o) const
+    {
+      return Data == o.Data && Table == o.Table && Values == o.Values && Level == o.Level && Width == o.Width &&
+        Height == o.Height && Sample == o.Sample && Linear == o.Linear &&
+        std::equal(Rays, Rays + 16, o.Rays) && std::equal(Whole, Whole + 6, o.Whole);
+    }
+  };
+  DrawnFrom Shown;
   bool WarnedScalars = false, WarnedSpacing = false, WarnedDirection = false;
 };
 
@@ -225,12 +244,27 @@ void vtkSlabcastVolumeMapper::Render(vtkRenderer* ren, vtkVolume* vol)
   {
     march.stop = [key] { return slabcast::StepNews::instance().newer(key); };
   }
-  in.Drawing.resize((width + level - 1) / level, (height + level - 1) / level);
-  in.FrameCut = !in.Marcher.render(piece, in.Table, rays, march, in.Drawing, in.Pool);
-  if (!in.FrameCut || in.RenderedLevel == 0)
+  Internals::DrawnFrom from;
+  from.Data = dataTime;
+  from.Values = piece.values;
+  from.Table = in.TableTime;
+  from.Level = level;
+  from.Width = width;
+  from.Height = height;
+  from.Sample = march.sample_distance;
+  from.Linear = march.linear;
+  std::copy(rays.to_world, rays.to_world + 16, from.Rays);
+  std::copy(this->WholeBounds, this->WholeBounds + 6, from.Whole);
+  if (!(from == in.Shown) || in.FrameCut || in.RenderedLevel == 0)
   {
-    std::swap(in.Image, in.Drawing);
-    in.RenderedLevel = level;
+    in.Drawing.resize((width + level - 1) / level, (height + level - 1) / level);
+    in.FrameCut = !in.Marcher.render(piece, in.Table, rays, march, in.Drawing, in.Pool);
+    if (!in.FrameCut || in.RenderedLevel == 0)
+    {
+      std::swap(in.Image, in.Drawing);
+      in.RenderedLevel = level;
+      in.Shown = from;
+    }
   }
   int size[2] = { in.Image.width, in.Image.height };
   int at[2] = { 0, 0 };

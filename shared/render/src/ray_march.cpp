@@ -24,11 +24,44 @@ void Piece::whole_is_piece() {
     }
 }
 
-void RayMarcher::measure(const Piece& piece, WorkerPool& pool) {
+namespace {
+
+// A frame's stop (March::stop): asked by the calling thread (0) before its
+// first task and then every kStopCheck; once it says stop, every thread
+// leaves the tasks it has not begun.
+class StopCheck {
+public:
+    explicit StopCheck(const std::function<bool()>& stop) : stop_(stop) {}
+    // Whether `thread` is to leave its next task.
+    bool now(int thread) {
+        if (stopped_.load(std::memory_order_relaxed)) return true;
+        if (thread != 0 || !stop_) return false;
+        const auto t = std::chrono::steady_clock::now();
+        if (t - asked_ < kStopCheck) return false;
+        asked_ = t;
+        if (!stop_()) return false;
+        stopped_.store(true, std::memory_order_relaxed);
+        return true;
+    }
+    bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
+
+private:
+    const std::function<bool()>& stop_;
+    std::atomic<bool> stopped_{false};
+    std::chrono::steady_clock::time_point asked_{};  // thread 0's only
+};
+
+}  // namespace
+
+bool RayMarcher::measure(const Piece& piece, WorkerPool& pool, const std::function<bool()>& stop) {
     if (!bricks_.sized_for(piece.nx, piece.ny, piece.nz)) bricks_.resize(piece.nx, piece.ny, piece.nz);
-    auto layer = [&](std::int64_t z, int) { bricks_.measure(piece.values, z, z + 1); };
+    StopCheck check(stop);
+    auto layer = [&](std::int64_t z, int thread) {
+        if (!check.now(thread)) bricks_.measure(piece.values, z, z + 1);
+    };
     pool.run(bricks_.bricks_z(), layer);
-    measured_ = true;
+    measured_ = !check.stopped();
+    return measured_;
 }
 
 namespace {
@@ -227,7 +260,7 @@ bool RayMarcher::render(const Piece& given, const TransferTable& table, const Ra
     March how = march;
     how.skip_empty = march.skip_empty && table.transparent_share() >= kSkipFrom && (measured_ || march.may_measure);
     if (how.skip_empty) {
-        if (!measured_) measure(piece, pool);
+        if (!measured_ && !measure(piece, pool, how.stop)) return false;
         bricks_.classify(table);
     }
     const detail::Frame frame{piece, table, bricks_, how};
@@ -241,22 +274,9 @@ bool RayMarcher::render(const Piece& given, const TransferTable& table, const Ra
     covered_pixels(piece, rays, image.width, image.height, cover);
     if (cover[0] > cover[2] || cover[1] > cover[3]) return true;
     const int tiles_x = (cover[2] - cover[0]) / kTile + 1, tiles_y = (cover[3] - cover[1]) / kTile + 1;
-    // Stopping: the calling thread (0) asks before its first tile and then
-    // between tiles every kStopCheck; every thread leaves the tiles not begun.
-    std::atomic<bool> stopped{false};
-    std::chrono::steady_clock::time_point asked{};
+    StopCheck check(how.stop);
     auto tile = [&](std::int64_t i, int thread) {
-        if (stopped.load(std::memory_order_relaxed)) return;
-        if (thread == 0 && how.stop) {
-            const auto now = std::chrono::steady_clock::now();
-            if (now - asked >= kStopCheck) {
-                asked = now;
-                if (how.stop()) {
-                    stopped.store(true, std::memory_order_relaxed);
-                    return;
-                }
-            }
-        }
+        if (check.now(thread)) return;
         const int x0 = cover[0] + static_cast<int>(i % tiles_x) * kTile;
         const int y0 = cover[1] + static_cast<int>(i / tiles_x) * kTile;
         const int x_end = std::min(cover[2] + 1, x0 + kTile);
@@ -288,7 +308,7 @@ bool RayMarcher::render(const Piece& given, const TransferTable& table, const Ra
         }
     };
     pool.run(static_cast<std::int64_t>(tiles_x) * tiles_y, tile);
-    return !stopped.load(std::memory_order_relaxed);
+    return !check.stopped();
 }
 
 }  // namespace slabcast::render

@@ -77,8 +77,9 @@ public:
     // when a frame next skips by them.
     void new_values() { measured_ = false; }
     bool measured() const { return measured_; }
-    // Measures the piece's bricks now, on every thread of `pool`.
-    void measure(const Piece& piece, WorkerPool& pool);
+    // Measures the piece's bricks now, on every thread of `pool`; false
+    // (and not measured) when `stop` stopped it (March::stop).
+    bool measure(const Piece& piece, WorkerPool& pool, const std::function<bool()>& stop = {});
     const BrickGrid& bricks() const { return bricks_; }
 
     // Renders the piece as `image` (its size set by the caller) sees it,
