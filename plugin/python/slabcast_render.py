@@ -630,12 +630,15 @@ def main(argv):
         else:
             Render(view)
         shown = time.time()  # drawn (and with --wall on the screens): what the timeline ends with
+        drawn, cut = drawn_level(display) if progressive else (None, False)
         reader.UpdatePropertyInformation()
         step = reader.GetPropertyValue("Step")
         t1 = time.monotonic()
         frame_ms = 1000 * (t1 - t0)
         unsaved = unsaved or new
-        if args.save and (not args.save_new_only or (unsaved and level in (None, 1))):
+        # A frame cut for a newer step is not saved: the picture on screen is
+        # the whole one before it, of another level than this frame's.
+        if args.save and not cut and (not args.save_new_only or (unsaved and level in (None, 1))):
             unsaved = False
             path = args.save % frame if "%" in args.save else args.save
             if wall:
@@ -643,7 +646,6 @@ def main(argv):
             else:
                 SaveScreenshot(path, view, ImageResolution=[width, height])
         if not (wall and wall.rank):  # with --wall, rank 0 speaks for all
-            drawn, cut = drawn_level(display) if progressive else (None, False)
             print(frame_line(frame, step, frame_ms, new and frame, drawn, t_read - t0, t1 - t_read, reader, shown,
                              text, cut), flush=True)
         frame += 1
