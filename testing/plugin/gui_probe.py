@@ -69,10 +69,5 @@ def gui(directory, display, descriptor, extra_args=()):
         t.log("--- paraview output\n" + log.read())
         raise
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        t.stop(proc)
         log.close()

@@ -95,12 +95,17 @@ def xvfb(fbdir=None, screen="1280x1024x24"):
                 number += chunk
         yield ":" + number.decode().strip()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=10)
+
+
+def stop(proc, timeout=15):
+    """Ends a child: SIGTERM, then SIGKILL after `timeout` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def paraview_env(display=None):

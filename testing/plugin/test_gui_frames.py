@@ -75,12 +75,7 @@ def body():
                 t.log("--- paraview output\n" + out.read()[-4000:])
                 raise
             finally:
-                gui.terminate()
-                try:
-                    gui.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    gui.kill()
-                    gui.wait()
+                t.stop(gui)
                 out.close()
             shown = frames(log_path)
             t.log("the GUI's frames (frame, step, level): %s" % [f[:3] for f in shown])

@@ -81,12 +81,7 @@ def body():
                 xvfb_screen.write_png("gui_failed.png", xvfb_screen.snapshot(d))
                 raise
             finally:
-                gui.terminate()
-                try:
-                    gui.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    gui.kill()
-                    gui.wait()
+                t.stop(gui)
                 log.close()
 
 
