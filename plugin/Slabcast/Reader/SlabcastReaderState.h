@@ -164,6 +164,28 @@ public:
     }
     return slabs;
   }
+
+  // What the CPU mapper watches while it draws this output (StepNews): a live
+  // view of whole steps is replaced once every slab it reads has published
+  // since. Not a step back in history, data being written, or a paused
+  // reader: those stay.
+  void WatchForNewerSteps(const slabcast::StepChoice& choice, bool paused)
+  {
+    std::vector<slabcast::StepNews::Shown> shown;
+    if (choice.whole && this->Follow == slabcast::LiveFollow::Publications && this->History.depth() == 0 && !paused)
+    {
+      for (const auto& kv : choice.buffers)
+      {
+        if (!kv.second.pin)
+        {
+          shown.clear();
+          break;
+        }
+        shown.push_back({ kv.second.mapping, kv.second.pin->publication().number });
+      }
+    }
+    slabcast::StepNews::instance().shows(this->NewsKey, std::move(shown));
+  }
 };
 
 #endif

@@ -351,7 +351,7 @@ int vtkSlabcastReader::RequestData(
     }
     in.Shown[kv.first] = shown;
   }
-  this->WatchForNewerSteps(choice);
+  in.WatchForNewerSteps(choice, this->Pause);
   slabcast_vtk::AddSlabFieldData(output->GetFieldData(), choice, headers, this->ZeroCopy, agreed, in.Ranges.ValuesRead);
   slabcast_vtk::AddNewsKey(output->GetFieldData(), in.NewsKey);
   // One process sees every slab it reads; several gathered theirs in Refresh.
@@ -360,29 +360,6 @@ int vtkSlabcastReader::RequestData(
     : slabcast::total_figures(this->StreamFigures());
   slabcast_vtk::AddStreamFieldData(output->GetFieldData(), totals);
   return 1;
-}
-
-//------------------------------------------------------------------------------
-void vtkSlabcastReader::WatchForNewerSteps(const slabcast::StepChoice& choice)
-{
-  // A live view of whole steps is replaced once every slab it reads has
-  // published since: the CPU mapper then stops drawing it. Not a step back
-  // in history, data being written, or a paused reader: those stay.
-  SlabcastReaderState& in = *this->Internals;
-  std::vector<slabcast::StepNews::Shown> shown;
-  if (choice.whole && in.Follow == slabcast::LiveFollow::Publications && in.History.depth() == 0 && !this->Pause)
-  {
-    for (const auto& kv : choice.buffers)
-    {
-      if (!kv.second.pin)
-      {
-        shown.clear();
-        break;
-      }
-      shown.push_back({ kv.second.mapping, kv.second.pin->publication().number });
-    }
-  }
-  slabcast::StepNews::instance().shows(in.NewsKey, std::move(shown));
 }
 
 //------------------------------------------------------------------------------

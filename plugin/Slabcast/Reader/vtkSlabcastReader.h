@@ -38,7 +38,6 @@
 namespace slabcast
 {
 struct SlabFigures;
-struct StepChoice;
 class SlabMapping;
 }
 class SlabcastReaderState; // private to the reader's files (SlabcastReaderState.h)
@@ -192,7 +191,6 @@ private:
   void TakeHistory(vtkInformation* outInfo);
 #ifndef __VTK_WRAP__
   void ReportSlabsWithoutStep(const std::map<int, std::shared_ptr<const slabcast::SlabMapping>>& slabs);
-  void WatchForNewerSteps(const slabcast::StepChoice& choice);
 #endif
 
   SlabcastReaderState* Internals;

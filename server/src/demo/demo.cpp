@@ -210,8 +210,8 @@ private:
         std::vector<std::string> env = {"PV_PLUGIN_PATH=" + plugin_dir(), "MALLOC_MMAP_THRESHOLD_=1048576"};
         std::string labels;
         for (const DemoSide& s : sides_) labels += (labels.empty() ? "" : "|") + s.label;
-        // A new step's first frame at 1/4 of the pixels (1/8 past 512^3: 0.03 s of a rank's
-        // core at 1024^3, 1/4 0.1 s; docs/performance.md, "Scale"), refined (CPU path only).
+        // A new step's first frame at 1/4 of the pixels (1/8 past 512^3: 0.03 s of a rank's core
+        // at 1024^3, 1/4 0.1 s; docs/performance.md, "Scale"), refined (CPU path only), GUI or not.
         const std::string coarsest = dims_.count() > std::int64_t{512} * 512 * 512 ? "8" : "4";
         if (gui()) {
             env.push_back("SLABCAST_DESCRIPTOR=" + descriptor(sides_[0]));
@@ -220,8 +220,7 @@ private:
             if (!others.empty()) env.push_back("SLABCAST_COMPARE=" + others);
             env.push_back("SLABCAST_LABELS=" + labels);
             env.push_back("SLABCAST_RANGE=" + range_);
-            env.push_back("SLABCAST_SCRIPT_DIR=" + layout_.script_dir);
-            env.push_back("SLABCAST_COARSEST=" + coarsest);
+            env.insert(env.end(), {"SLABCAST_SCRIPT_DIR=" + layout_.script_dir, "SLABCAST_COARSEST=" + coarsest});
             if (memory_.max_points) env.push_back(fmt::format("SLABCAST_MAX_POINTS={}", memory_.max_points));
             // --dr: start from default settings, not a user's saved layout.
             renderer_ = ChildProcess::start({"paraview", "--dr", "--script=" + script("slabcast_gui_open.py")},
@@ -253,8 +252,7 @@ private:
         } else {
             argv.push_back(script("slabcast_render.py"));
             argv.push_back(descriptor(sides_[0]));
-            argv.push_back("--coarsest");
-            argv.push_back(coarsest);
+            argv.insert(argv.end(), {"--coarsest", coarsest});
             if (memory_.max_points) {  // a ceiling: the default path may render fewer (slabcast_mappers.py)
                 argv.push_back("--max-points");
                 argv.push_back(std::to_string(memory_.max_points));
