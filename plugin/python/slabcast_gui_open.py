@@ -27,7 +27,7 @@ sys.path.insert(0, os.environ["SLABCAST_SCRIPT_DIR"] if "SLABCAST_SCRIPT_DIR" in
 from slabcast_mappers import CPU_VOLUME, apply_stride, resolve, volume_dims  # noqa: E402
 from slabcast_mappers import show_volume as show_through  # noqa: E402
 from slabcast_render import (apply_cosmic_preset, drawn_level, frame_line, has_news, next_level,  # noqa: E402
-                             step_caption, take_news, value_field)
+                             show_caption, step_caption, take_news, value_field)
 
 from paraview.simple import (AssignViewToLayout, CreateView, GetActiveViewOrCreate, GetLayout,  # noqa: E402
                              OpenDataFile, Render, Show, Text)
@@ -88,7 +88,7 @@ class LiveView:
         self.frame += 1
 
 
-def show_volume(descriptor, view, label, value_range, coarsest, log):
+def show_volume(descriptor, view, label, value_range):
     reader = OpenDataFile(descriptor)
     # The same path as slabcast_render.py's: auto unless the demo names one.
     mapper = resolve(os.environ.get("SLABCAST_MAPPER") or "auto", volume_dims(reader),
@@ -108,13 +108,7 @@ def show_volume(descriptor, view, label, value_range, coarsest, log):
         shown = Show(Text(Text=label), view)
         shown.WindowLocation = "Upper Center"
         shown.FontSize = 24
-    caption = Text(Text=step_caption(reader))
-    shown = Show(caption, view)
-    shown.WindowLocation = "Upper Left Corner"
-    shown.FontSize = 14
-    shown.Justification = "Left"
-    shown.Color = [0.9, 0.9, 0.9]
-    return reader, display, caption
+    return reader, display, show_caption(reader, view)
 
 
 value_range = None
@@ -128,7 +122,7 @@ frame_log = open(os.environ["SLABCAST_FRAME_LOG"], "a") if os.environ.get("SLABC
 left = GetActiveViewOrCreate("RenderView")
 if os.environ.get("SLABCAST_VIEW_SIZE"):  # "WxH": the views' layout at a fixed size (ParaView's preview mode)
     GetLayout(left).SetSize(*(int(v) for v in os.environ["SLABCAST_VIEW_SIZE"].lower().split("x")))
-shown = [(left,) + show_volume(os.environ["SLABCAST_DESCRIPTOR"], left, labels[0], value_range, coarsest, frame_log)]
+shown = [(left,) + show_volume(os.environ["SLABCAST_DESCRIPTOR"], left, labels[0], value_range)]
 left.ResetCamera()
 left.GetActiveCamera().Azimuth(30)
 left.GetActiveCamera().Elevation(20)
@@ -142,7 +136,7 @@ for i, descriptor in enumerate(others):
     cell = 2 * cell + 2
     right = CreateView("RenderView")
     AssignViewToLayout(view=right, layout=layout, hint=cell)
-    shown.append((right,) + show_volume(descriptor, right, labels[1 + i], value_range, coarsest, None))
+    shown.append((right,) + show_volume(descriptor, right, labels[1 + i], value_range))
     # The same camera: a smaller volume (the 1/8) sits where it would in the full one.
     right.CameraPosition = left.CameraPosition
     right.CameraFocalPoint = left.CameraFocalPoint

@@ -11,8 +11,9 @@ frame time and the step's latency (sent->published, published->shown).
 Between frames it waits on the receiver: a publication ends the wait within
 a few milliseconds and the new step is drawn at once (with --coarsest, coarse
 first, then refined frame by frame, --refine-interval apart, unless a newer
-step comes first); a step already in full resolution is drawn again only
-every --redraw seconds. --show-holes colours the values the step lost (shown from an
+step comes first: the CPU ray marcher also stops a frame of a replaced
+step); a step already in full resolution is drawn again only every --redraw
+seconds. --show-holes colours the values the step lost (shown from an
 earlier step, see the reader's `<field>_age` array); --completeness newest shows each
 slab as it is being written instead of whole steps. Runs for
 --frames frames (0: until stopped), until --until-step is on screen, until
@@ -308,8 +309,12 @@ def show_frame_extras(reader, view, args):
         overlay.ColorArrayName = ["POINTS", ""]
         overlay.AmbientColor = overlay.DiffuseColor = [0.0, 0.9, 1.0]
         overlay.Opacity = 0.35
-    if args.no_overlay:
-        return None
+    return None if args.no_overlay else show_caption(reader, view)
+
+
+def show_caption(reader, view):
+    """The step's caption (step_caption) in the view's upper left corner;
+    returns its Text source, whose Text each frame sets."""
     caption = Text(Text=step_caption(reader))
     shown = Show(caption, view)
     shown.WindowLocation = "Upper Left Corner"

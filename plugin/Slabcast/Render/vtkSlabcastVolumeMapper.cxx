@@ -15,8 +15,8 @@
 #include "vtkObjectFactory.h"
 #include "vtkOpenGLRayCastImageDisplayHelper.h"
 #include "vtkPiecewiseFunction.h"
-#include "vtkTypeUInt64Array.h"
 #include "vtkRenderer.h"
+#include "vtkTypeUInt64Array.h"
 #include "vtkVolume.h"
 #include "vtkVolumeProperty.h"
 
