@@ -5,8 +5,11 @@
 namespace slabcast {
 
 StepNews& StepNews::instance() {
-    static StepNews news;
-    return news;
+    // Never destroyed: a reader destroyed while the process exits (after the
+    // function-local statics, as pvpython's sys.exit does) still forgets its
+    // key here; a destroyed registry hung that exit.
+    static StepNews* news = new StepNews;
+    return *news;
 }
 
 std::uint64_t StepNews::new_key() {
