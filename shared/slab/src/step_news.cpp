@@ -1,7 +1,5 @@
 #include "slabcast/step_news.h"
 
-#include "slabcast/publication.h"
-
 namespace slabcast {
 
 StepNews& StepNews::instance() {
@@ -32,13 +30,12 @@ bool StepNews::newer(std::uint64_t key) const {
     const auto it = watches_.find(key);
     if (it == watches_.end() || it->second.empty()) return false;
     for (const Shown& s : it->second) {
-        // A slab cut short under its mapping is the reader's to report; its
-        // pages are not touched here.
-        if (!s.slab || !s.slab->not_truncated()) return false;
-        bool since = false;
-        for (int b = 0; b < s.slab->buffers() && !since; ++b)
-            if (const std::optional<Publication> p = read_publication(*s.slab, b)) since = p->number > s.publication;
-        if (!since) return false;
+        // Each publication counts in live.publications once it is visible,
+        // and its number is that count (publish_buffer): one pread a slab,
+        // as the live poll reads it (live_slabs.h).
+        SlabHeader header{};
+        if (!s.slab || !s.slab->read_header(header)) return false;
+        if (header.live.publications.load(std::memory_order_relaxed) <= s.publication) return false;
     }
     return true;
 }

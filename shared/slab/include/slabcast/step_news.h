@@ -34,8 +34,8 @@ public:
     void forget(std::uint64_t key);
     // True when every slab behind output `key` has published since what the
     // output shows of it (by publication number: a stream that starts its
-    // steps again from 0 moves on too). Reads each slab's header in place,
-    // its seqlock records only; allocates nothing.
+    // steps again from 0 moves on too). Reads each slab's header with one
+    // pread, never its mapping; allocates nothing.
     bool newer(std::uint64_t key) const;
 
 private:
