@@ -456,11 +456,7 @@ class Wall:
     def agree(self, reason):
         """Rank 0's decision to stop, for every rank: a rank leaving the loop
         alone would leave the others waiting in the next frame's render."""
-        from vtkmodules.vtkCommonCore import vtkIntArray
-        flag = vtkIntArray()
-        flag.InsertNextValue(1 if reason else 0)
-        self.controller.Broadcast(flag, 0)
-        return (reason or "stopping with rank 0") if flag.GetValue(0) else ""
+        return (reason or "stopping with rank 0") if self.decide(bool(reason), (False, True)) else ""
 
 
 def value_range(reader, field, args, wall=None):
@@ -616,11 +612,13 @@ def main(argv):
     new = True       # this frame shows a step for the first time
     while True:
         t0 = time.monotonic()
-        if news_for_all(reader, wall) == "news":
-            step = take_news(reader)
-            new, agreed = new or step != agreed, step
-        elif args.every_frame:
-            reader.MarkModified(reader)
+        # Between frames wait_for_news took any news; --every-frame does not wait.
+        if args.every_frame:
+            if news_for_all(reader, wall) == "news":
+                step = take_news(reader)
+                new, agreed = new or step != agreed, step
+            else:
+                reader.MarkModified(reader)
         text = ""
         if progressive:
             level = next_level(level, new, args.coarsest)

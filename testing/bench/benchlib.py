@@ -5,6 +5,7 @@ real `slabcast stage` as the README deploys it (or prestaged), the library
 
 import contextlib
 import json
+import math
 import mmap
 import os
 import re
@@ -428,6 +429,13 @@ def gso_pair(seconds, port=None):
     return {"sent_gbps": r["sent_bytes"] * 8e-9 / r["sent_seconds"],
             "recv_gbps": r["received_bytes"] * 8e-9 / max(r["received_seconds"], 1e-9),
             "loss": 100.0 * (1 - r["received_bytes"] / max(r["sent_bytes"], 1))}
+
+
+def nearest_rank(values, q):
+    """The q-th percentile by nearest rank: the smallest value with at least
+    q% of `values` at or below it (nan for none)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)] if ordered else float("nan")
 
 
 def print_provenance(command=None):

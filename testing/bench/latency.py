@@ -29,7 +29,6 @@ Usage: SLABCAST_BUILD=build python3 testing/bench/latency.py [--size 256] [--sla
        [--interval 1.0] [--paths slabcast,smart,gui] [--coarsest 4] [--image 800x600] [--ranks 1]
 """
 import argparse
-import math
 import os
 import re
 import subprocess
@@ -77,8 +76,13 @@ for k in range(VOLUMES):
         gz, gy, gx = (numpy.exp(-(axis - c) ** 2 * 40) for axis, c in zip(axes, (d, b, a)))
         v += gz[:, None, None] * (gy[:, None] * gx[None, :])[None, :, :]
     volumes.append(v)
-senders_send = lambda step: ([s.send_step(step, volumes[step % VOLUMES][k * depth:(k + 1) * depth])
-                               for k, s in enumerate(senders)], [s.flush() for s in senders])
+def senders_send(step):
+    for k, s in enumerate(senders):
+        s.send_step(step, volumes[step % VOLUMES][k * depth:(k + 1) * depth])
+    for s in senders:
+        s.flush()
+
+
 senders_send(0)  # the first step before the renderer starts: it opens the stream with it
 print("ready", flush=True)
 sys.stdin.readline()  # the driver's go: the renderer is up
@@ -88,11 +92,6 @@ for step in range(1, steps):
     senders_send(step)
     print("sent %d" % step, flush=True)
 """
-
-
-def nearest_rank(values, q):
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)] if ordered else float("nan")
 
 
 def renderer_cmd(path, args, descriptor, display, work):
@@ -191,9 +190,9 @@ def report(path, steps):
     medians = {}
     for name, parts in (("send->first pixel", firsts), ("send->full resolution", fulls)):
         totals = [sum(p) / 1000 for p in parts]
-        medians[name] = nearest_rank(totals, 50)
-        cells = ["p%d %.2f s" % (q, nearest_rank(totals, q)) for q in (50, 95, 99)]
-        split = ["%s p50 %.0f ms" % (n, nearest_rank([p[i] for p in parts], 50))
+        medians[name] = benchlib.nearest_rank(totals, 50)
+        cells = ["p%d %.2f s" % (q, benchlib.nearest_rank(totals, q)) for q in (50, 95, 99)]
+        split = ["%s p50 %.0f ms" % (n, benchlib.nearest_rank([p[i] for p in parts], 50))
                  for i, n in enumerate(("transfer", "wait", "draw"))]
         print("  %-22s %s; %s; %.2fx the paper's %.1f s" % (
             name, ", ".join(cells), ", ".join(split), medians[name] / PAPER_SEND_TO_PICTURE_S,

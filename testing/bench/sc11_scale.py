@@ -46,7 +46,6 @@ Figures: docs/performance.md, "Scale". Not part of the default ctest run.
 """
 import argparse
 import json
-import math
 import os
 import re
 import statistics
@@ -256,10 +255,6 @@ def rendered_points(mapper, n):
     return n
 
 
-def nearest_rank(ordered, q):
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
-
-
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else float("nan")
@@ -297,8 +292,8 @@ def report(result, a):
         values = sorted(r[key] for r in rows if r[key] is not None)
         if values:
             print("%s (the senders' step stamps to the frame drawn, %d steps): p50 %.2f s, p95 %.2f s; the "
-                  "paper's send to picture %.1f s" % (name, len(values), nearest_rank(values, 50),
-                                                      nearest_rank(values, 95), PAPER_SEND_TO_PICTURE_S))
+                  "paper's send to picture %.1f s" % (name, len(values), benchlib.nearest_rank(values, 50),
+                                                      benchlib.nearest_rank(values, 95), PAPER_SEND_TO_PICTURE_S))
     print("largest resident memory (MiB, private / tmpfs pages mapped):")
     for role, (anon, shmem) in sorted(result["memory"].items()):
         print("  %-8s %8.0f / %8.0f" % (role, anon, shmem))

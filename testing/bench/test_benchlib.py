@@ -8,6 +8,7 @@ receiver) counts as lost, and what arrived is the receiver's count, not one
 derived from the sender's. Needs no build."""
 
 import json
+import math
 import os
 import stat
 import sys
@@ -107,6 +108,15 @@ class ReceivedTest(unittest.TestCase):
         # What arrived is the receiver's count: no figure derived from the sender's rate.
         self.assertAlmostEqual(r["placed_gbps"], 4000 * 8e-9 / 2.0)
         self.assertNotIn("recv_gbps", r)
+
+
+class NearestRankTest(unittest.TestCase):
+    def test_the_smallest_value_with_q_percent_at_or_below_it(self):
+        values = [6, 1, 5, 2, 4, 3]  # in any order
+        self.assertEqual(benchlib.nearest_rank(values, 50), 3)   # 3 of 6 at or below
+        self.assertEqual(benchlib.nearest_rank(values, 95), 6)
+        self.assertEqual(benchlib.nearest_rank(values, 1), 1)
+        self.assertTrue(math.isnan(benchlib.nearest_rank([], 50)))
 
 
 if __name__ == "__main__":
