@@ -8,7 +8,8 @@ request. Checks: one table row per slab and an all-slabs row; the Gbit/s the
 panel charted for each receiver second are the receiver's own, from its
 --stats-json line of that second (within 5%); the chart gets points; the step
 shown moves as steps arrive and stops while Pause is pressed; the chart saves
-as a PNG that is not blank and the series as CSV; ParaView logs no warning or
+as a PNG that is not blank and the series as CSV, its steps' sent->published
+times known (the lower line); ParaView logs no warning or
 error. Saves gui_monitor.png (the screen) in the working directory.
 
 With the argument "pvserver" (ctest plugin_gui_monitor_pvserver) the GUI is a
@@ -71,6 +72,12 @@ def check_series(series_csv, stats_json):
     t.check(compared >= 3, "only %d of the panel's seconds matched a receiver line" % compared)
     busy = [float(r["total_gbps"]) for r in rows]
     t.check(max(busy) > 0.01, "the panel never showed the stream's rate: %s" % busy)
+    # The chart's lower line: the shufflers stamp every step, so once a step
+    # was published its sent->published is known, a time, not a guess.
+    latency = [r["latency_ms"] for r in rows]
+    known = [float(v) for v in latency if v]
+    t.check(known and all(0 < v < 60_000 for v in known),
+            "the series' latency_ms is not a sent->published time: %s" % latency)
     return compared, max(busy)
 
 

@@ -174,9 +174,12 @@ TEST_CASE("the monitor's history keeps one sample per receiver second, a minute 
     for (auto& f : slabs) f.rate_ns = 1'000'000'000;
     CHECK(h.add(slabs));
     CHECK_FALSE(h.add(slabs));  // the same second again
+    CHECK(h.samples().back().latency_ms == -1.0);  // no stamp: not known
     for (int s = 2; s <= 70; ++s) {
         for (auto& f : slabs) f.rate_ns = std::int64_t{s} * 1'000'000'000;
         slabs[0].gbps = s;
+        slabs[0].latency_ms = s == 70 ? 1250.5 : -1;
+        slabs[1].latency_ms = s == 70 ? 980.0 : -1;
         CHECK(h.add(slabs));
     }
     REQUIRE(h.samples().size() == 61);  // seconds 10..70
@@ -184,8 +187,10 @@ TEST_CASE("the monitor's history keeps one sample per receiver second, a minute 
     CHECK(h.seconds(60) == 60.0);
     CHECK(h.samples().back().total_gbps == Approx(72.5));
     CHECK(h.samples().back().loss_percent == Approx(0.5));
+    CHECK(h.samples().back().latency_ms == Approx(1250.5));  // the slowest slab's
     CHECK(h.slabs() == std::vector<int>{0, 2});
     const std::string csv = h.csv();
-    CHECK(csv.rfind("seconds,time_ns,total_gbps,loss_percent,step_shown,slab_0_gbps,slab_2_gbps\n", 0) == 0);
-    CHECK(csv.find("\n60.000,70000000000,72.500000,0.500000,3,70.000000,2.500000\n") != std::string::npos);
+    CHECK(csv.rfind("seconds,time_ns,total_gbps,loss_percent,step_shown,latency_ms,slab_0_gbps,slab_2_gbps\n", 0) == 0);
+    CHECK(csv.find("\n59.000,69000000000,71.500000,0.500000,3,,69.000000,2.500000\n") != std::string::npos);
+    CHECK(csv.find("\n60.000,70000000000,72.500000,0.500000,3,1250.500,70.000000,2.500000\n") != std::string::npos);
 }

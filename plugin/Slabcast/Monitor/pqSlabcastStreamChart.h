@@ -1,6 +1,8 @@
-// The stream monitor's chart: Gbit/s per slab and in all (left axis) and the
-// loss of the last finished step (right axis) over the last minute, like the
-// paper's throughput figures (Balman et al., 2012, section 4). Drawn with
+// The stream monitor's chart, over the last minute: above, Gbit/s per slab and
+// in all (left axis) and the loss of the last finished step (right axis), like
+// the paper's throughput figures (Balman et al., 2012, section 4); below, the
+// newest step's sent->published, the transfer part of the paper's 3.9 s from
+// send to picture (section 4), in seconds (its slowest slab). Drawn with
 // VTK's chart classes, the ones ParaView's own line chart view uses: no
 // further package or licence than ParaView's, and no OpenGL of its own beyond
 // a small context view.
@@ -11,6 +13,7 @@
 #include "slabcast/stream_history.h"
 
 class QVTKOpenGLNativeWidget;
+class vtkChartMatrix;
 class vtkChartXY;
 class vtkContextView;
 class vtkTable;
@@ -32,7 +35,9 @@ public:
 private:
   QVTKOpenGLNativeWidget* Widget;
   vtkContextView* View;
-  vtkChartXY* Chart;
+  vtkChartMatrix* Matrix; // the two charts, one above the other
+  vtkChartXY* Chart;      // rates and loss
+  vtkChartXY* Latency;    // sent->published
   vtkTable* Table;
   std::vector<int> Columns; // slab indices charted, in column order
   int Points = 0;

@@ -15,6 +15,7 @@ bool StreamHistory::add(const std::vector<SlabFigures>& slabs) {
     s.total_gbps = total.gbps;
     s.loss_percent = total.last_step_loss_percent;
     s.shown_step = total.shown_step;
+    s.latency_ms = total.latency_ms;
     samples_.push_back(std::move(s));
     while (samples_.size() > 1 && samples_.back().rate_ns - samples_.front().rate_ns > window_ns_) samples_.pop_front();
     return true;
@@ -33,7 +34,7 @@ double StreamHistory::seconds(std::size_t i) const {
 
 std::string StreamHistory::csv() const {
     const std::vector<int> columns = slabs();
-    std::string out = "seconds,time_ns,total_gbps,loss_percent,step_shown";
+    std::string out = "seconds,time_ns,total_gbps,loss_percent,step_shown,latency_ms";
     for (int k : columns) out += ",slab_" + std::to_string(k) + "_gbps";
     out += "\n";
     char buffer[64];
@@ -43,6 +44,12 @@ std::string StreamHistory::csv() const {
         out += buffer + std::to_string(s.rate_ns);
         std::snprintf(buffer, sizeof buffer, ",%.6f,%.6f,", s.total_gbps, s.loss_percent);
         out += buffer + std::to_string(s.shown_step);
+        if (s.latency_ms >= 0) {
+            std::snprintf(buffer, sizeof buffer, ",%.3f", s.latency_ms);
+            out += buffer;
+        } else {
+            out += ",";
+        }
         for (int k : columns) {
             const auto it = s.slab_gbps.find(k);
             if (it == s.slab_gbps.end()) {

@@ -18,6 +18,7 @@ struct StreamSample {
     std::map<int, double> slab_gbps;  // by slab index
     double total_gbps = 0;
     double loss_percent = 0;          // of the last finished step, all slabs
+    double latency_ms = -1;           // the newest step's sent->published, slowest slab; -1 not known
     std::int64_t shown_step = -1;
 };
 
@@ -37,7 +38,8 @@ public:
     std::vector<int> slabs() const;
     // Seconds of sample i since the window's first sample.
     double seconds(std::size_t i) const;
-    // "seconds,time_ns,total_gbps,loss_percent,step_shown,slab_<k>_gbps..." and one line per sample.
+    // "seconds,time_ns,total_gbps,loss_percent,step_shown,latency_ms,slab_<k>_gbps..." and one line
+    // per sample (latency_ms empty where not known).
     std::string csv() const;
 
 private:
