@@ -60,8 +60,9 @@ import benchlib  # noqa: E402
 PAPER_RENDER_MVOXEL_PER_CORE = 1024 ** 3 / 2.5 / 32 / 1e6
 PAPER_STEP_S = 1.4
 PAPER_SEND_TO_PICTURE_S = 3.9  # section 4: ~1.4 s to the booth, ~2.5 s more to the image
-# The renderer's frame line: "... | latency: sent->published X ms, published->shown Y ms ..."
-LATENCY = re.compile(r"\| latency: sent->published (-?[\d.]+) ms, published->shown (-?[\d.]+) ms")
+# The renderer's frame line: "... | latency: sent->published X ms, published->shown Y ms (picked after Z ms)"
+LATENCY = re.compile(r"\| latency: sent->published (-?[\d.]+) ms, published->shown (-?[\d.]+) ms"
+                     r"(?: \(picked after (-?[\d.]+) ms\))?")
 PAPER_HOST_GBPS_VALUES = 4e9 * 8 / PAPER_STEP_S / 4 / 1e9
 CORES = os.cpu_count()
 
@@ -172,9 +173,14 @@ def per_step(out_dir, n, streams):
                 step = int(line.split(": step ")[1].split(",")[0])
                 seconds = float(line.split(", ")[1].split(" ms")[0]) / 1000
                 level = int(line.split(", level ")[1].split(",")[0]) if ", level " in line else 1
-                # "| latency: sent->published X ms, published->shown Y ms": send to this frame.
+                # "| latency: sent->published X ms, published->shown Y ms (picked after Z ms)":
+                # send to this frame, and its parts (transfer, wait, draw) in seconds.
                 timeline = LATENCY.search(line)
-                to_shown = (float(timeline.group(1)) + float(timeline.group(2))) / 1000 if timeline else None
+                to_shown = None
+                if timeline:
+                    transfer, shown = float(timeline.group(1)) / 1000, float(timeline.group(2)) / 1000
+                    wait = float(timeline.group(3)) / 1000 if timeline.group(3) else None
+                    to_shown = (transfer + shown, transfer, wait, shown - wait if wait is not None else None)
                 if index == 0:
                     first = (step, seconds)
                 else:
@@ -192,6 +198,7 @@ def per_step(out_dir, n, streams):
         rows.append({"step": step, "sync_to_published_s": last - t_sync, "latency_s": last - start,
                      "gbps": n ** 3 * 4 * 8 / (last - start) / 1e9, "loss_percent": 100.0 * lost / expected,
                      "frame_s": None, "first_frame_s": None, "send_to_first_s": None, "send_to_full_s": None,
+                     "parts_first": None, "parts_full": None,
                      "stage_gbytes_per_s": max(stage)[2] if stage else None,
                      "stage_setup_s": max(stage)[3] if stage else None})
     # Frames and steps both go forward in time: each frame belongs to the
@@ -204,10 +211,12 @@ def per_step(out_dir, n, streams):
             if rows[i]["step"] == step:
                 if rows[i]["first_frame_s"] is None:
                     rows[i]["first_frame_s"] = seconds
-                    rows[i]["send_to_first_s"] = to_shown
+                    if to_shown:
+                        rows[i]["send_to_first_s"], rows[i]["parts_first"] = to_shown[0], to_shown[1:]
                 if rows[i]["frame_s"] is None and level == 1:
                     rows[i]["frame_s"] = seconds
-                    rows[i]["send_to_full_s"] = to_shown
+                    if to_shown:
+                        rows[i]["send_to_full_s"], rows[i]["parts_full"] = to_shown[0], to_shown[1:]
                 at = i
                 break
     return rows, first, mapper
@@ -288,12 +297,17 @@ def report(result, a):
               "%.2f s vs 2.5 s"
               % (lat, PAPER_STEP_S, PAPER_STEP_S / lat, gbps, PAPER_HOST_GBPS_VALUES, gbps / PAPER_HOST_GBPS_VALUES,
                  mvox_drawn, PAPER_RENDER_MVOXEL_PER_CORE, mvox_drawn / PAPER_RENDER_MVOXEL_PER_CORE, frame))
-    for name, key in (("send->first pixel", "send_to_first_s"), ("send->full resolution", "send_to_full_s")):
+    for name, key, parts in (("send->first pixel", "send_to_first_s", "parts_first"),
+                             ("send->full resolution", "send_to_full_s", "parts_full")):
         values = sorted(r[key] for r in rows if r[key] is not None)
         if values:
-            print("%s (the senders' step stamps to the frame drawn, %d steps): p50 %.2f s, p95 %.2f s; the "
-                  "paper's send to picture %.1f s" % (name, len(values), benchlib.nearest_rank(values, 50),
-                                                      benchlib.nearest_rank(values, 95), PAPER_SEND_TO_PICTURE_S))
+            # Each part's own p50 over the steps (they need not add up to the total's).
+            split = ["%s %.2f s" % (part, median(r[parts][j] for r in rows if r[parts]))
+                     for j, part in enumerate(("transfer", "wait", "draw"))]
+            print("%s (the senders' step stamps to the frame drawn, %d steps): p50 %.2f s, p95 %.2f s (p50 of each "
+                  "part: %s); the paper's send to picture %.1f s"
+                  % (name, len(values), benchlib.nearest_rank(values, 50), benchlib.nearest_rank(values, 95),
+                     ", ".join(split), PAPER_SEND_TO_PICTURE_S))
     print("largest resident memory (MiB, private / tmpfs pages mapped):")
     for role, (anon, shmem) in sorted(result["memory"].items()):
         print("  %-8s %8.0f / %8.0f" % (role, anon, shmem))
