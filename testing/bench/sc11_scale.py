@@ -302,7 +302,8 @@ def report(result, a):
         values = sorted(r[key] for r in rows if r[key] is not None)
         if values:
             # Each part's own p50 over the steps (they need not add up to the total's).
-            split = ["%s %.2f s" % (part, median(r[parts][j] for r in rows if r[parts]))
+            split = ["%s %.2f s" % (part, benchlib.nearest_rank(
+                         [r[parts][j] for r in rows if r[parts] and r[parts][j] is not None], 50))
                      for j, part in enumerate(("transfer", "wait", "draw"))]
             print("%s (the senders' step stamps to the frame drawn, %d steps): p50 %.2f s, p95 %.2f s (p50 of each "
                   "part: %s); the paper's send to picture %.1f s"
