@@ -5,7 +5,8 @@ one voxel) on 1, 2 and 3 ranks, sort-last through IceT: a mean difference of
 at most 1/255 and at most 1% of pixels more than 8/255 apart. It draws a
 volume longer than llvmpipe's 3D textures (4200 points along x, over their
 2048: the GPU ray caster refuses the texture, logged beside), and, live, a step's frames refine in order,
-coarse first, to full resolution, each caption naming its level. Speed:
+coarse first, to full resolution, each caption naming its level, and a step drawn is not marched again when the
+reader runs again for another step's first slabs. Speed:
 testing/bench/render_paths.py."""
 import os
 import re
@@ -62,6 +63,14 @@ def body():
         t.check(["1/4 resolution, refining" in frames[0][1], "1/2 resolution, refining" in frames[1][1],
                  "full resolution" in frames[2][1], "full resolution" in frames[3][1]] == [True] * 4,
                 "captions do not name the levels drawn:\n" + out)
+
+        # The reader running again for another step's first slabs does not make
+        # the mapper march the step it drew again (a 1024^3 frame is seconds).
+        same = t.write_volume(d, "same", DIMS, DEPTH, pattern="blobs")
+        out, _ = t.pvpython("pv_same_step_again.py", same, t.env_path("SLABCAST_TEST_WRITER"), d, "same",
+                            ",".join(map(str, DIMS)), DEPTH, display=display)
+        t.check("SAME_STEP_OK" in out, "pv_same_step_again.py did not finish:\n" + out)
+        t.log(out.strip())
 
 
 t.main(body)

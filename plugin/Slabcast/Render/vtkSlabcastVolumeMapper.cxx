@@ -16,6 +16,7 @@
 #include "vtkOpenGLRayCastImageDisplayHelper.h"
 #include "vtkPiecewiseFunction.h"
 #include "vtkRenderer.h"
+#include "vtkTypeInt64Array.h"
 #include "vtkTypeUInt64Array.h"
 #include "vtkVolume.h"
 #include "vtkVolumeProperty.h"
@@ -26,6 +27,53 @@
 #include <vector>
 
 namespace render = slabcast::render;
+
+namespace
+{
+// Which values a piece holds. A live reader's output of a published step
+// names it (its news key, step and publication time), and its values stay
+// pinned while shown: the reader running again for news of another step's
+// first slabs gives the same values a new MTime, and marching them again
+// would take the cores the next step's transfer needs (Balman et al., 2012,
+// section 4: send to picture). Anything else is known by its MTime.
+struct DataKey
+{
+  vtkMTimeType Time = 0;
+  std::uint64_t News = 0;
+  std::int64_t Step = 0, Published = 0;
+  int Extent[6] = {};
+  bool operator==(const DataKey& o) const
+  {
+    return Time == o.Time && News == o.News && Step == o.Step && Published == o.Published &&
+      std::equal(Extent, Extent + 6, o.Extent);
+  }
+  bool operator!=(const DataKey& o) const { return !(*this == o); }
+};
+
+template <class ArrayT>
+typename ArrayT::ValueType OneValue(vtkFieldData* fd, const char* name)
+{
+  auto* a = ArrayT::SafeDownCast(fd->GetArray(name));
+  return a && a->GetNumberOfTuples() == 1 ? a->GetValue(0) : 0;
+}
+
+DataKey KeyOf(vtkImageData* input, vtkDataArray* values)
+{
+  vtkFieldData* fd = input->GetFieldData();
+  DataKey key;
+  input->GetExtent(key.Extent);
+  key.News = OneValue<vtkTypeUInt64Array>(fd, "SlabcastNewsKey");
+  key.Published = OneValue<vtkTypeInt64Array>(fd, "StepPublishedNs");
+  if (key.News != 0 && key.Published > 0)
+  {
+    key.Step = OneValue<vtkTypeInt64Array>(fd, "Step");
+    return key;
+  }
+  key.Published = 0;
+  key.Time = std::max(input->GetMTime(), values->GetMTime());
+  return key;
+}
+}
 
 struct vtkSlabcastVolumeMapper::Internals
 {
@@ -41,18 +89,20 @@ struct vtkSlabcastVolumeMapper::Internals
   std::vector<float> Opacity = std::vector<float>(render::TransferTable::kEntries);
 
   // What the bricks were measured from, and the table built for.
-  vtkMTimeType DataTime = 0;
+  DataKey Data;
   const void* DataValues = nullptr;
   vtkMTimeType TableTime = 0;
   double TableSampleDistance = 0.0;
 
   int RenderedLevel = 0;  // 0: nothing drawn yet
+  int Marches = 0;
   bool FrameCut = false;
   // What the picture shown was drawn from: asked for again (a screenshot
   // renders the frame once more, a GUI repaints), it is shown without a march.
   struct DrawnFrom
   {
-    vtkMTimeType Data = 0, Table = 0;
+    DataKey Data;
+    vtkMTimeType Table = 0;
     const void* Values = nullptr;
     int Level = 0, Width = 0, Height = 0;
     double Sample = 0.0;
@@ -88,6 +138,11 @@ int vtkSlabcastVolumeMapper::GetRenderedLevel() const
 int vtkSlabcastVolumeMapper::GetFrameCut() const
 {
   return this->Internal->FrameCut ? 1 : 0;
+}
+
+int vtkSlabcastVolumeMapper::GetMarches() const
+{
+  return this->Internal->Marches;
 }
 
 int vtkSlabcastVolumeMapper::GetThreads() const
@@ -184,11 +239,11 @@ void vtkSlabcastVolumeMapper::Render(vtkRenderer* ren, vtkVolume* vol)
   }
 
   // A new step: its bricks to measure again (where skipping pays).
-  const vtkMTimeType dataTime = std::max(input->GetMTime(), values->GetMTime());
-  if (dataTime != in.DataTime || piece.values != in.DataValues)
+  const DataKey dataKey = KeyOf(input, values);
+  if (dataKey != in.Data || piece.values != in.DataValues)
   {
     in.Marcher.new_values();
-    in.DataTime = dataTime;
+    in.Data = dataKey;
     in.DataValues = piece.values;
   }
   const int level = this->Level;
@@ -238,14 +293,13 @@ void vtkSlabcastVolumeMapper::Render(vtkRenderer* ren, vtkVolume* vol)
 
   // A live reader's output names its key: once a newer step replaces the one
   // drawn, the frame stops and the last whole one stays on screen.
-  const auto* news = vtkTypeUInt64Array::SafeDownCast(input->GetFieldData()->GetArray("SlabcastNewsKey"));
-  const std::uint64_t key = news && news->GetNumberOfTuples() == 1 ? news->GetValue(0) : 0;
+  const std::uint64_t key = dataKey.News;
   if (key != 0)
   {
     march.stop = [key] { return slabcast::StepNews::instance().newer(key); };
   }
   Internals::DrawnFrom from;
-  from.Data = dataTime;
+  from.Data = dataKey;
   from.Values = piece.values;
   from.Table = in.TableTime;
   from.Level = level;
@@ -259,6 +313,7 @@ void vtkSlabcastVolumeMapper::Render(vtkRenderer* ren, vtkVolume* vol)
   {
     in.Drawing.resize((width + level - 1) / level, (height + level - 1) / level);
     in.FrameCut = !in.Marcher.render(piece, in.Table, rays, march, in.Drawing, in.Pool);
+    ++in.Marches;
     if (!in.FrameCut || in.RenderedLevel == 0)
     {
       std::swap(in.Image, in.Drawing);

@@ -77,6 +77,14 @@ public:
   int GetFrameCut() const;
 
   /**
+   * Frames this mapper marched rays for (cut ones too). A frame asked again
+   * of the same values, table, level and camera (a screenshot, a repaint, the
+   * reader running again on another step's news) shows the last picture
+   * without a march and does not count.
+   */
+  int GetMarches() const;
+
+  /**
    * Threads this rank renders on (the SLABCAST_RENDER_THREADS environment
    * variable, else the host's cores shared among its MPI ranks).
    */

@@ -66,6 +66,11 @@ int vtkSlabcastVolumeRepresentation::GetSlabcastFrameCut()
   return this->Mapper()->GetFrameCut();
 }
 
+int vtkSlabcastVolumeRepresentation::GetSlabcastMarches()
+{
+  return this->Mapper()->GetMarches();
+}
+
 int vtkSlabcastVolumeRepresentation::GetSlabcastThreads()
 {
   return this->Mapper()->GetThreads();

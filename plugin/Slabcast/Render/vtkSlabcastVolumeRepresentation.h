@@ -27,6 +27,7 @@ public:
   void SetSlabcastLevel(int level);
   int GetSlabcastRenderedLevel();
   int GetSlabcastFrameCut();
+  int GetSlabcastMarches();
   int GetSlabcastThreads();
 
 protected:
