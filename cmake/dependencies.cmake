@@ -12,6 +12,8 @@ find_package(zfp 1.0 REQUIRED CONFIG)
 pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 pkg_check_modules(NUMA REQUIRED IMPORTED_TARGET numa)
+# Forward error correction's Reed-Solomon code (slabcast/erasure_code.h).
+pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 # The mover: xxHash checksums its blocks, zstd compresses its manifest, and
 # OpenSSL's AES-256-GCM seals its records (the same bytes on the wire as
 # libsodium's, at the speed docs/mover.md gives).

@@ -8,6 +8,8 @@ packages=(
   cmake g++ make pkg-config
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libnuma-dev catch2 libfftw3-dev
   libsodium-dev libssl-dev libxxhash-dev libzstd-dev libbenchmark-dev
+  # forward error correction: ISA-L's Reed-Solomon kernels
+  libisal-dev
   # run-packet codecs (issue 19): ZFP fixed-rate, and LZ4 for the lossless codec
   libzfp-dev
   # fuzzing: clang's libFuzzer and sanitizer runtimes
@@ -33,9 +35,11 @@ packages=(
   help2man dpkg-dev systemd
 )
 # `--bench` (make bench): the data mover's peers, an ssh server for rsync and
-# scp between namespaces, and GridFTP (its server runs only inside the benchmark).
+# scp between namespaces, GridFTP (its server runs only inside the benchmark), and
+# the erasure codes FEC is measured against (bench_fec_codes).
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(openssh-server openssh-client globus-gass-copy-progs globus-gridftp-server-progs)
+  packages+=(openssh-server openssh-client globus-gass-copy-progs globus-gridftp-server-progs
+             libcm256cc-dev libjerasure-dev)
 fi
 
 missing=()
