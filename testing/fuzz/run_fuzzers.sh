@@ -30,7 +30,7 @@ while (($#)); do
     *) harnesses+=("$1"); shift ;;
   esac
 done
-((${#harnesses[@]})) || harnesses=(quad_store run_decode sync_decode descriptor dataset plan manifest mover_receive mover_handshake
+((${#harnesses[@]})) || harnesses=(quad_store run_decode sync_decode descriptor dataset plan manifest mover_receive mover_handshake fec_groups
                                  slab_header slab_figures step_file)
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

@@ -1,0 +1,107 @@
+#include "slabcast/fec_sender.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace slabcast::fec {
+
+GroupSender::GroupSender(int k, int m, int depth) : code_(k, m), depth_(depth) {
+    if (depth < 1 || depth > 64) throw std::invalid_argument("FEC interleave depth " + std::to_string(depth) + ": 1..64");
+    for (auto* set : {&open_, &closed_}) {
+        set->resize(static_cast<std::size_t>(depth));
+        for (Group& g : *set) {
+            g.parity.assign(static_cast<std::size_t>(m), std::vector<std::uint8_t>(kMaxDatagramBytes, 0));
+            for (auto& d : g.parity) g.shards.push_back(d.data() + kParityHeaderBytes);
+        }
+    }
+    for (int s = 0; s < depth; ++s) open_[static_cast<std::size_t>(s)].id = next_group_++;
+    ring_.resize(2 * static_cast<std::size_t>(depth) * static_cast<std::size_t>(m));
+    queued_of_slot_.assign(static_cast<std::size_t>(depth), 0);
+    out_.reserve(ring_.size());
+}
+
+void GroupSender::emit_one() {
+    const Queued& q = ring_[head_];
+    out_.push_back(q.datagram);
+    --queued_of_slot_[static_cast<std::size_t>(q.slot)];
+    head_ = (head_ + 1) % ring_.size();
+    --queued_;
+    ++parity_sent_;
+}
+
+void GroupSender::close(int slot) {
+    const auto s = static_cast<std::size_t>(slot);
+    // The slot's previous group's parity leaves before its buffers are reused.
+    while (queued_of_slot_[s] > 0) emit_one();
+    std::swap(open_[s], closed_[s]);
+    Group& g = closed_[s];
+    Group& next = open_[s];
+    const int m = code_.parity_shards();
+    for (int j = 0; j < m; ++j) {
+        Header h;
+        h.parity = true;
+        h.index = static_cast<std::uint8_t>(j);
+        h.k = static_cast<std::uint8_t>(code_.data_shards());
+        h.m = static_cast<std::uint8_t>(m);
+        h.count = static_cast<std::uint8_t>(g.count);
+        h.group = g.id;
+        write_header(g.parity[static_cast<std::size_t>(j)].data(), h);
+    }
+    // Queued, to leave spread among the next datagrams (add() sends m for
+    // every k): a burst that takes one of them takes few of one group's.
+    for (int j = 0; j < m; ++j) {
+        const std::size_t at = (head_ + queued_) % ring_.size();
+        ring_[at] = {{g.parity[static_cast<std::size_t>(j)].data(), kParityHeaderBytes + g.longest}, slot};
+        ++queued_;
+        ++queued_of_slot_[s];
+    }
+    ++groups_closed_;
+    next.id = next_group_++;
+    next.count = 0;
+    next.longest = 0;
+}
+
+const std::vector<ParityDatagram>& GroupSender::add(std::uint8_t* shim, const std::uint8_t* datagram, std::size_t length) {
+    if (length == 0 || length > kMaxShardBytes)
+        throw std::length_error("FEC: a datagram of " + std::to_string(length) + " bytes (1.." +
+                                std::to_string(kMaxShardBytes) + " with FEC)");
+    out_.clear();
+    const int slot = static_cast<int>(sent_ % static_cast<std::uint64_t>(depth_));
+    Group& g = open_[static_cast<std::size_t>(slot)];
+    if (g.count == 0)
+        for (auto* shard : g.shards) std::memset(shard, 0, kMaxShardBytes);
+    Header h;
+    h.index = static_cast<std::uint8_t>(g.count);
+    h.group = g.id;
+    write_header(shim, h);
+    code_.add(g.count, datagram, length, g.shards.data());
+    g.longest = std::max(g.longest, length);
+    ++g.count;
+    ++sent_;
+    if (g.count == code_.data_shards()) close(slot);
+    // m parity datagrams for every k data datagrams, the oldest first.
+    credit_ += static_cast<std::uint64_t>(code_.parity_shards());
+    while (queued_ > 0 && credit_ >= static_cast<std::uint64_t>(code_.data_shards())) {
+        credit_ -= static_cast<std::uint64_t>(code_.data_shards());
+        emit_one();
+    }
+    return out_;
+}
+
+const std::vector<ParityDatagram>& GroupSender::flush() {
+    out_.clear();
+    for (int s = 0; s < depth_; ++s) {
+        // The open groups in the order their next datagrams would have come.
+        const int slot = static_cast<int>((sent_ + static_cast<std::uint64_t>(s)) % static_cast<std::uint64_t>(depth_));
+        if (open_[static_cast<std::size_t>(slot)].count > 0) close(slot);
+    }
+    while (queued_ > 0) emit_one();
+    credit_ = 0;
+    // The next step's datagrams start at slot 0's new group.
+    sent_ = 0;
+    return out_;
+}
+
+}  // namespace slabcast::fec
