@@ -164,6 +164,15 @@ TEST_CASE("FEC stream: nothing lost, every datagram once, m parity for every k d
     std::size_t parity = 0;
     for (bool d : w.is_data) parity += d ? 0 : 1;
     CHECK(parity == 4 * 6);  // 97 in 3 slots: groups of 20, 20, 20 (full) and 3 cut short at the flush
+    // Spread: before the flush's parity at the end, never more than one parity datagram in a row.
+    std::size_t last_data = w.is_data.size();
+    while (last_data > 0 && !w.is_data[last_data - 1]) --last_data;
+    std::size_t run = 0, longest = 0;
+    for (std::size_t i = 0; i < last_data; ++i) {
+        run = w.is_data[i] ? 0 : run + 1;
+        longest = std::max(longest, run);
+    }
+    CHECK(longest == 1);
     fec::ReceiverCounts counts;
     const auto got = receive(w, {}, &counts);
     REQUIRE(got.size() == stream.size());

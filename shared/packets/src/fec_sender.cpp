@@ -83,10 +83,13 @@ const std::vector<ParityDatagram>& GroupSender::add(std::uint8_t* shim, const st
     if (g.count == code_.data_shards()) close(slot);
     // m parity datagrams for every k data datagrams, the oldest first.
     credit_ += static_cast<std::uint64_t>(code_.parity_shards());
-    while (queued_ > 0 && credit_ >= static_cast<std::uint64_t>(code_.data_shards())) {
-        credit_ -= static_cast<std::uint64_t>(code_.data_shards());
+    const auto k = static_cast<std::uint64_t>(code_.data_shards());
+    while (queued_ > 0 && credit_ >= k) {
+        credit_ -= k;
         emit_one();
     }
+    // No credit banked while nothing waits: a block's parity would leave in one burst.
+    if (queued_ == 0) credit_ = std::min(credit_, k);
     return out_;
 }
 
