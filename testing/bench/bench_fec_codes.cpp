@@ -101,6 +101,13 @@ void BM_slabcast_rebuild(benchmark::State& state) {
 }
 
 // ---- cm256cc ----
+// The group's data shards as cm256cc's original blocks, each named by its index.
+std::vector<CM256::cm256_block> originals(Group& g) {
+    std::vector<CM256::cm256_block> blocks(static_cast<std::size_t>(g.k));
+    for (int i = 0; i < g.k; ++i) blocks[static_cast<std::size_t>(i)] = {g.pointers[static_cast<std::size_t>(i)], static_cast<unsigned char>(i)};
+    return blocks;
+}
+
 void BM_cm256cc_encode(benchmark::State& state) {
     const int k = static_cast<int>(state.range(0)), m = static_cast<int>(state.range(1));
     Group g(k, m);
@@ -110,8 +117,7 @@ void BM_cm256cc_encode(benchmark::State& state) {
         return;
     }
     CM256::cm256_encoder_params params{k, m, static_cast<int>(kShard)};
-    std::vector<CM256::cm256_block> blocks(static_cast<std::size_t>(k));
-    for (int i = 0; i < k; ++i) blocks[static_cast<std::size_t>(i)] = {g.shards[static_cast<std::size_t>(i)].data(), static_cast<unsigned char>(i)};
+    std::vector<CM256::cm256_block> blocks = originals(g);
     std::vector<std::uint8_t> recovery(static_cast<std::size_t>(m) * kShard);
     for (auto _ : state) {
         if (cm.cm256_encode(params, blocks.data(), recovery.data()) != 0) state.SkipWithError("cm256_encode failed");
@@ -125,8 +131,7 @@ void BM_cm256cc_rebuild(benchmark::State& state) {
     Group g(k, m);
     CM256 cm;
     CM256::cm256_encoder_params params{k, m, static_cast<int>(kShard)};
-    std::vector<CM256::cm256_block> blocks(static_cast<std::size_t>(k));
-    for (int i = 0; i < k; ++i) blocks[static_cast<std::size_t>(i)] = {g.shards[static_cast<std::size_t>(i)].data(), static_cast<unsigned char>(i)};
+    std::vector<CM256::cm256_block> blocks = originals(g);
     std::vector<std::uint8_t> recovery(static_cast<std::size_t>(m) * kShard);
     cm.cm256_encode(params, blocks.data(), recovery.data());
     const std::vector<int> lost = lost_shards(k, lost_of(state));
@@ -153,42 +158,49 @@ void BM_cm256cc_rebuild(benchmark::State& state) {
 // ---- jerasure 2 ----
 constexpr int kW = 8, kPacket = static_cast<int>(kShard / kW);
 
+// jerasure's "good" Cauchy matrix for k+m as a bit matrix and its XOR schedule, freed with it.
+struct CauchySchedule {
+    int* matrix;
+    int* bitmatrix;
+    int** schedule;
+    CauchySchedule(int k, int m)
+        : matrix(cauchy_good_general_coding_matrix(k, m, kW)), bitmatrix(jerasure_matrix_to_bitmatrix(k, m, kW, matrix)),
+          schedule(jerasure_smart_bitmatrix_to_schedule(k, m, kW, bitmatrix)) {}
+    CauchySchedule(const CauchySchedule&) = delete;
+    CauchySchedule& operator=(const CauchySchedule&) = delete;
+    ~CauchySchedule() {
+        jerasure_free_schedule(schedule);
+        std::free(bitmatrix);
+        std::free(matrix);
+    }
+};
+
 void BM_jerasure_cauchy_encode(benchmark::State& state) {
     const int k = static_cast<int>(state.range(0)), m = static_cast<int>(state.range(1));
     Group g(k, m);
-    int* matrix = cauchy_good_general_coding_matrix(k, m, kW);
-    int* bitmatrix = jerasure_matrix_to_bitmatrix(k, m, kW, matrix);
-    int** schedule = jerasure_smart_bitmatrix_to_schedule(k, m, kW, bitmatrix);
+    const CauchySchedule cauchy(k, m);
     for (auto _ : state) {
-        jerasure_schedule_encode(k, m, kW, schedule, reinterpret_cast<char**>(g.data()), reinterpret_cast<char**>(g.parity()),
+        jerasure_schedule_encode(k, m, kW, cauchy.schedule, reinterpret_cast<char**>(g.data()), reinterpret_cast<char**>(g.parity()),
                                  static_cast<int>(kShard), kPacket);
         benchmark::DoNotOptimize(g.shards.back().data());
     }
-    jerasure_free_schedule(schedule);
-    std::free(bitmatrix);
-    std::free(matrix);
     report(state, k);
 }
 
 void BM_jerasure_cauchy_rebuild(benchmark::State& state) {
     const int k = static_cast<int>(state.range(0)), m = static_cast<int>(state.range(1));
     Group g(k, m);
-    int* matrix = cauchy_good_general_coding_matrix(k, m, kW);
-    int* bitmatrix = jerasure_matrix_to_bitmatrix(k, m, kW, matrix);
-    int** schedule = jerasure_smart_bitmatrix_to_schedule(k, m, kW, bitmatrix);
-    jerasure_schedule_encode(k, m, kW, schedule, reinterpret_cast<char**>(g.data()), reinterpret_cast<char**>(g.parity()),
+    const CauchySchedule cauchy(k, m);
+    jerasure_schedule_encode(k, m, kW, cauchy.schedule, reinterpret_cast<char**>(g.data()), reinterpret_cast<char**>(g.parity()),
                              static_cast<int>(kShard), kPacket);
     std::vector<int> erasures = lost_shards(k, lost_of(state));
     erasures.push_back(-1);
     for (auto _ : state) {
-        if (jerasure_schedule_decode_lazy(k, m, kW, bitmatrix, erasures.data(), reinterpret_cast<char**>(g.data()),
+        if (jerasure_schedule_decode_lazy(k, m, kW, cauchy.bitmatrix, erasures.data(), reinterpret_cast<char**>(g.data()),
                                           reinterpret_cast<char**>(g.parity()), static_cast<int>(kShard), kPacket, 1) != 0)
             state.SkipWithError("jerasure decode failed");
         benchmark::DoNotOptimize(g.shards.front().data());
     }
-    jerasure_free_schedule(schedule);
-    std::free(bitmatrix);
-    std::free(matrix);
     report(state, k);
 }
 

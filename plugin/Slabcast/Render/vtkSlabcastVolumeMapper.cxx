@@ -63,14 +63,16 @@ DataKey KeyOf(vtkImageData* input, vtkDataArray* values)
   DataKey key;
   input->GetExtent(key.Extent);
   key.News = OneValue<vtkTypeUInt64Array>(fd, "SlabcastNewsKey");
-  key.Published = OneValue<vtkTypeInt64Array>(fd, "StepPublishedNs");
-  if (key.News != 0 && key.Published > 0)
+  const std::int64_t published = OneValue<vtkTypeInt64Array>(fd, "StepPublishedNs");
+  if (key.News != 0 && published > 0)
   {
+    key.Published = published;
     key.Step = OneValue<vtkTypeInt64Array>(fd, "Step");
-    return key;
   }
-  key.Published = 0;
-  key.Time = std::max(input->GetMTime(), values->GetMTime());
+  else
+  {
+    key.Time = std::max(input->GetMTime(), values->GetMTime());
+  }
   return key;
 }
 }
