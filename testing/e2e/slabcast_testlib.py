@@ -40,8 +40,9 @@ _LIVE_FIELDS = ["generation", "writes", "step", "step_records", "step_expected",
                 "last_step_records", "last_step_loss_ppm", "last_step_complete", "packets", "rejected",
                 "stale", "duplicates", "writer_pid", "heartbeat_ns", "foreign", "writing_buffer", "_reserved0",
                 "publications", "dropped_steps", "dropped_packets", "bytes", "rate_bits_per_s", "rate_ns",
-                "pinned", "pinned_peak"]
-_LIVE_FORMAT = "<QQqQQqQIIQQQQqqQiIQQQQQqII"
+                "pinned", "pinned_peak", "stamps", "fec_data", "fec_parity", "fec_repaired", "fec_unrepaired",
+                "fec_malformed"]
+_LIVE_FORMAT = "<QQqQQqQIIQQQQqqQiIQQQQQqIIQQQQQQ"
 _PUBLICATIONS = 512
 _PUBLICATION_FIELDS = ["seq", "step", "number", "records", "expected", "holes", "published_ns", "complete"]
 _PUBLICATION_FORMAT = "<QqQQQQqI"

@@ -18,7 +18,9 @@ sender, as it would behind a router.
 
 Step stamps (the 24-byte datagram a sender puts before a step's first
 packet, docs/wire-format.md) are datagrams like the others, lost and delayed
-alike, and counted apart ("stamps"): they carry no values.
+alike, and counted apart ("stamps"): they carry no values. So are forward
+error correction's parity packets ("parity"); a data datagram behind its FEC
+shim counts the values of the packet inside.
 
 On SIGTERM/SIGINT (or after --duration) it writes its counts as JSON to --stats
 and exits. It also counts datagrams the kernel dropped at its own sockets
@@ -66,6 +68,9 @@ def parse_route(text):
 RUN_MAGIC = struct.unpack("<i", b"SCR\x80")[0]
 STAMP_MAGIC = struct.unpack("<i", b"SCT\x80")[0]
 STAMP_BYTES = 24
+FEC_DATA_MAGIC = struct.unpack("<i", b"SCE\x80")[0]
+FEC_PARITY_MAGIC = struct.unpack("<i", b"SCP\x80")[0]
+FEC_HEADER_BYTES = 16
 RUN_HEADER_BYTES = 36
 RUN_PAYLOAD_MAX = 8972 - RUN_HEADER_BYTES  # a 9000-byte MTU's UDP payload, less the header
 CODEC_NONE, CODEC_LZ4, CODEC_ZFP, CODEC_QUANT = 0, 1, 2, 3
@@ -77,11 +82,13 @@ def run_values(data):
     """Values in a run packet, by its codec (shared/packets/include/slabcast/
     run_packet.h, docs/wire-format.md "Codecs"): magic, version, codec,
     codec_parameter, step, slab, x, y, z, count, payload_bytes, then the
-    payload, whose size the codec fixes: 4 x count (none), zfp's fixed rate
+    payload, whose size the codec fixes (the codec byte's bit 7 marks the
+    progressive order's runs): 4 x count (none), zfp's fixed rate
     (zfp), anything up to the datagram (lz4, quant). 0 when the framing is wrong."""
     if len(data) < RUN_HEADER_BYTES:
         return 0
     version, codec, parameter = struct.unpack_from("<BBH", data, 4)
+    codec &= 0x7F  # bit 7: a run of the progressive order
     count, payload = struct.unpack_from("<iI", data, 28)
     if version != 1 or count < 1 or len(data) != RUN_HEADER_BYTES + payload:
         return 0
@@ -104,9 +111,16 @@ def is_stamp(data):
     return len(data) == STAMP_BYTES and struct.unpack_from("<i", data, 0)[0] == STAMP_MAGIC
 
 
+def fec_magic(data):
+    return struct.unpack_from("<i", data, 0)[0] if len(data) >= FEC_HEADER_BYTES else 0
+
+
 def packet_values(data):
     """Values in a slabcast data packet: a quad packet's records, or a run
-    packet's count whatever its codec (run_values); 0 for anything else."""
+    packet's count whatever its codec (run_values), behind an FEC shim or
+    not; 0 for anything else."""
+    if fec_magic(data) == FEC_DATA_MAGIC:
+        data = data[FEC_HEADER_BYTES:]
     if len(data) >= 4 and struct.unpack_from("<i", data, 0)[0] == RUN_MAGIC:
         return run_values(data)
     if len(data) < 8:
@@ -146,7 +160,7 @@ class Route:
         self.out = {}  # source address -> socket that sends as that source (--spoof) or None -> one socket
         self.spoof = args.spoof
         self.counts = dict(datagrams=0, records=0, dropped=0, records_dropped=0, duplicated=0, reordered=0,
-                           forwarded=0, kernel_dropped=0, other=0, stamps=0)
+                           forwarded=0, kernel_dropped=0, other=0, stamps=0, parity=0)
 
     def sender(self, source):
         key = source if self.spoof else None
@@ -214,12 +228,14 @@ def main():
                     if level == socket.SOL_SOCKET and kind == SO_RXQ_OVFL and len(value) >= 4:
                         r.counts["kernel_dropped"] = struct.unpack("<I", value[:4])[0]
                 stamp = is_stamp(data)  # no values, though its bytes may read as a quad packet's
-                records = 0 if stamp else packet_values(data)
+                parity = fec_magic(data) == FEC_PARITY_MAGIC
+                records = 0 if stamp or parity else packet_values(data)
                 c = r.counts
                 c["datagrams"] += 1
                 c["records"] += records
                 c["stamps"] += stamp
-                c["other"] += records == 0 and not stamp
+                c["parity"] += parity
+                c["other"] += records == 0 and not stamp and not parity
                 if r.dropper.pick():
                     c["dropped"] += 1
                     c["records_dropped"] += records

@@ -26,10 +26,11 @@ TEST_CASE("FEC shim and parity header match golden bytes and read back") {
     Bytes data(fec::kDataHeaderBytes + 5, 0xEE), parity(fec::kParityHeaderBytes + 5, 0xEE);
     fec::write_header(data.data(), {false, 7, 0, 0, 0, 0x01020304});
     fec::write_header(parity.data(), {true, 3, 200, 28, 150, 0x0A0B0C0D});
-    const Bytes data_golden = {0x53, 0x43, 0x45, 0x80, 0x01, 0x07, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01};
+    const Bytes data_golden = {0x53, 0x43, 0x45, 0x80, 0x01, 0x07, 0x00, 0x00,
+                               0x04, 0x03, 0x02, 0x01, 0x00, 0x00, 0x00, 0x00};
     const Bytes parity_golden = {0x53, 0x43, 0x50, 0x80, 0x01, 0x03, 0xC8, 0x1C,
                                  0x0D, 0x0C, 0x0B, 0x0A, 0x96, 0x00, 0x00, 0x00};
-    CHECK(Bytes(data.begin(), data.begin() + 12) == data_golden);
+    CHECK(Bytes(data.begin(), data.begin() + 16) == data_golden);
     CHECK(Bytes(parity.begin(), parity.begin() + 16) == parity_golden);
     fec::Header h;
     REQUIRE(fec::parse_header(data.data(), data.size(), h) == fec::ParseResult::Ok);

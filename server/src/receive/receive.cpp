@@ -169,6 +169,7 @@ private:
             static_cast<std::int64_t>(o_.stale_window_ms) * 1'000'000,
             static_cast<std::int64_t>(o_.step_timeout_ms) * 1'000'000);
         s.receiver->set_fill(fill_);
+        if (o_.fec_window > 0) s.fec = std::make_unique<fec::GroupReceiver>(o_.fec_window, fec::kMaxShards);
     }
 
     void step_finished(StreamCounters& counters, const StepReport& r) {
@@ -198,6 +199,7 @@ private:
                        {"duplicates", r.duplicates}, {"rejected", r.rejected}, {"stale", r.stale},
                        {"packets", r.packets}, {"complete", r.complete},  {"loss_percent", r.loss_percent()},
                        {"holes", r.holes},     {"coarse_filled", r.coarse_filled}, {"buffer", r.buffer},
+                       {"repaired", r.repaired},
                        {"pinned", r.pinned},   {"sent_ns", r.sent_ns}, {"begun_ns", r.begun_ns},
                        {"published_ns", r.published_ns}});
     }
@@ -223,7 +225,7 @@ private:
     // streams that went quiet or came back.
     nlohmann::json snapshot() {
         std::uint64_t bytes = 0, packets = 0, rejected = 0, stale = 0, dups = 0, fexp = 0, frec = 0, foreign = 0,
-                      dropped = 0, stamps = 0;
+                      dropped = 0, stamps = 0, repaired = 0, unrepaired = 0, parity = 0;
         nlohmann::json per_stream = nlohmann::json::array();
         std::int64_t step = -1;
         double progress = 0;
@@ -242,6 +244,9 @@ private:
             rejected += live.rejected.load();
             stale += live.stale.load();
             stamps += live.stamps.load();
+            repaired += live.fec_repaired.load();
+            unrepaired += live.fec_unrepaired.load();
+            parity += live.fec_parity.load();
             dups += live.duplicates.load();
             foreign += live.foreign.load();
             fexp += s->counters.finished_expected.load();
@@ -256,7 +261,11 @@ private:
                                   {"last_step_loss_percent", live.last_step_loss_ppm.load() / 1e4},
                                   {"publications", live.publications.load()}, {"landed", s->counters.landed.load()},
                                   {"copied_out", s->counters.copied_out.load()}, {"dropped_steps", live.dropped_steps.load()},
-                                  {"pinned", live.pinned.load()}, {"pinned_peak", live.pinned_peak.load()}});
+                                  {"pinned", live.pinned.load()}, {"pinned_peak", live.pinned_peak.load()},
+                                  {"fec", {{"data", live.fec_data.load()}, {"parity", live.fec_parity.load()},
+                                           {"repaired", live.fec_repaired.load()},
+                                           {"unrepaired", live.fec_unrepaired.load()},
+                                           {"malformed", live.fec_malformed.load()}}}});
             dropped += live.dropped_steps.load();
         }
         for (auto& s : streams_)
@@ -269,14 +278,17 @@ private:
         const double loss = fexp ? 100.0 * static_cast<double>(fexp - frec) / static_cast<double>(fexp) : 0.0;
         return nlohmann::json{
             {"line", fmt::format("receive: {:.2f} Gbit/s, {} packets, loss {:.3f}%, step {} ({:.0f}% placed), "
-                                 "rejected {}, stale {}, duplicates {}{}{}{}",
+                                 "rejected {}, stale {}, duplicates {}{}{}{}{}",
                                  gbps, packets, loss, step, 100 * progress, rejected, stale, dups,
+                                 parity ? fmt::format(", FEC repaired {}, unrepaired {}", repaired, unrepaired)
+                                        : std::string(),
                                  foreign ? fmt::format(", foreign {}", foreign) : std::string(),
                                  dropped ? fmt::format(", {} step(s) dropped (readers held every buffer)", dropped)
                                          : std::string(),
                                  missing.empty() ? std::string() : fmt::format(", MISSING streams {}", fmt::join(missing, ",")))},
             {"missing", missing}, {"gbps", gbps}, {"packets", packets}, {"loss_percent", loss}, {"step", step}, {"rejected", rejected},
             {"stale", stale}, {"stamps", stamps}, {"duplicates", dups}, {"foreign", foreign},
+            {"fec_repaired", repaired}, {"fec_unrepaired", unrepaired},
             {"dropped_steps", dropped}, {"streams", per_stream}};
     }
 

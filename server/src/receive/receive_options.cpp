@@ -48,6 +48,12 @@ void register_receive(CLI::App& root, RoleMain& run) {
                   "full raw run packets sent in scan order land straight in the slab (the kernel's copy is the "
                   "only one; a datagram that lands amiss is copied out before anything is stored)")
         ->capture_default_str();
+    c->add_option("--fec-window", o->fec_window,
+                  "forward error correction: groups a stream holds open for repair, at least twice the senders' "
+                  "interleave depth (memory: GROUPS x 2.2 MiB a stream, made at the start; 0: FEC datagrams are "
+                  "rejected)")
+        ->check(CLI::Range(0, 128))
+        ->capture_default_str();
     c->add_option("--stale-window-ms", o->stale_window_ms,
                   "packets of a step replaced less than this ago are stale (late); older ones restart it")
         ->check(CLI::Range(0, 60000))

@@ -31,6 +31,7 @@ struct ReceiveOptions {
     std::string readers;  // --readers: what sets `buffers` when it is not given
     bool gro = true;
     bool land = true;
+    int fec_window = 16;  // FEC groups a stream holds open; 0 takes no FEC
     std::string stats_json;
 };
 

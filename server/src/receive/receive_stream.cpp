@@ -25,6 +25,18 @@ StreamSpec parse_stream(const std::string& text) {
     return {static_cast<int>(*slab), static_cast<int>(*port)};
 }
 
+namespace {
+
+void post_fec_counts(const fec::ReceiverCounts& c, SlabLive& live) {
+    live.fec_data.store(c.data, std::memory_order_relaxed);
+    live.fec_parity.store(c.parity, std::memory_order_relaxed);
+    live.fec_repaired.store(c.repaired, std::memory_order_relaxed);
+    live.fec_unrepaired.store(c.unrepaired, std::memory_order_relaxed);
+    live.fec_malformed.store(c.malformed, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 void receive_loop(Stream& s, int batch, bool gro, bool land) {
     try {
         pin_current_thread(s.cpu);
@@ -38,10 +50,21 @@ void receive_loop(Stream& s, int batch, bool gro, bool land) {
     if (land) receiver.set_landing(s.receiver.get());
     SlabLive& live = s.slab.header_rw().live;
     live.foreign.store(0);  // this receiver's own count, as for the other traffic counters
+    std::int64_t now = 0;
+    const fec::GroupReceiver::Deliver deliver = [&](const std::uint8_t* datagram, std::size_t length) {
+        s.receiver->handle(datagram, length, now);
+    };
     while (!stop_requested()) {
-        std::int64_t now = 0;
+        now = 0;
         const long bytes = receiver.receive(s.socket.fd(), [&](const Datagram& d) {
             if (now == 0) now = monotonic_ns();  // one clock read per batch
+            // (A datagram that landed is a run packet: its header said so.)
+            if (s.fec && !d.landed && fec::is_fec(d.data, d.length)) {
+                const std::uint64_t repaired = s.fec->counts().repaired;
+                s.fec->accept(d.data, d.length, deliver);
+                s.receiver->count_repaired(s.fec->counts().repaired - repaired);
+                return;
+            }
             s.receiver->handle(d.data, d.length, now, d.landed);
         });
         if (bytes < 0) {
@@ -52,6 +75,7 @@ void receive_loop(Stream& s, int batch, bool gro, bool land) {
         if (bytes == 0) continue;
         s.receiver->post_counters();
         live.foreign.store(receiver.foreign(), std::memory_order_relaxed);
+        if (s.fec) post_fec_counts(s.fec->counts(), live);
         s.counters.bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
         s.counters.landed.store(receiver.landed(), std::memory_order_relaxed);
         s.counters.copied_out.store(receiver.copied_out(), std::memory_order_relaxed);

@@ -8,6 +8,7 @@
 #include "base/udp.h"
 #include "receive/slab_receiver.h"
 
+#include "slabcast/fec_receiver.h"
 #include "slabcast/slab_file.h"
 
 #include <atomic>
@@ -43,6 +44,7 @@ struct Stream {
     SlabMapping slab;
     Socket socket;
     std::unique_ptr<SlabReceiver> receiver;
+    std::unique_ptr<fec::GroupReceiver> fec;  // null: FEC datagrams are rejected (receive --fec-window 0)
     StreamCounters counters;
     RateMeter meter;        // the status thread's: this stream's Gbit/s each second
     AddressFilter allowed;  // senders this stream takes data from; empty: any
@@ -52,7 +54,8 @@ struct Stream {
 // The stream's thread: pinned to s.cpu, it drains the socket `batch`
 // datagrams per recvmmsg call (coalesced by UDP GRO when `gro`) into the slab
 // until a stop is requested; with `land`, full raw run packets land straight
-// in the slab (BatchReceiver, LandingSite).
+// in the slab (BatchReceiver, LandingSite). Datagrams with forward error
+// correction go through s.fec, which hands on what came and what it rebuilt.
 void receive_loop(Stream& s, int batch, bool gro, bool land);
 
 }  // namespace slabcast

@@ -49,6 +49,7 @@ struct StepReport {
     std::uint64_t stale = 0;     // during this step
     std::uint64_t holes = 0;     // owned values that did not arrive, filled at publication
     std::uint64_t coarse_filled = 0;  // of the stored values, those filled from a coarser sample (--fill nearest)
+    std::uint64_t repaired = 0;  // datagrams rebuilt from FEC parity while the step was written
     int buffer = -1;             // the buffer it was published in
     bool complete = false;
     int pinned = 0;              // buffers readers held when it began
@@ -98,6 +99,10 @@ public:
     void tick(std::int64_t now_ns);
     // Ends the step in progress, if any (shutdown).
     void finish_current();
+    // `n` datagrams were just rebuilt from FEC parity and handled.
+    void count_repaired(std::uint64_t n) {
+        if (active_) current_.repaired += n;
+    }
 
     // Seamless slabs from a sender that sends owned planes only: when this
     // slab publishes a step, its top owned plane goes to `next` (the next

@@ -8,7 +8,7 @@ namespace slabcast {
 
 ParallelPacker::Part::Part(const PackerLayout& l, std::int64_t z_begin, std::int64_t z_end, std::int64_t ghost_planes,
                            int batch_packets, bool gso)
-    : walker(l.dims, z_begin, z_end, l.order, l.wire, l.codec, ghost_planes),
+    : walker(l.dims, z_begin, z_end, l.order, l.wire, l.codec, ghost_planes, l.most_packet_bytes),
       offset((z_begin - l.z_begin) * l.dims.plane()) {
     ring.reserve(kRing);
     for (std::size_t i = 0; i < kRing; ++i) ring.emplace_back(batch_packets, gso);

@@ -36,6 +36,7 @@ struct PackerLayout {
     SendOrder order = SendOrder::Scan;
     WireFormat wire = WireFormat::Run;
     run::CodecChoice codec;
+    std::size_t most_packet_bytes = quad::kMaxPacketBytes;  // shorter with FEC (slabcast/fec_packet.h)
 };
 
 class ParallelPacker {

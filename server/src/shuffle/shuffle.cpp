@@ -47,6 +47,7 @@ struct ShuffleOptions {
     std::string wire = "run";  // run (4 bytes a value) or quad (the paper's packets, 16 bytes a value)
     std::string codec = "none";  // run packets' payload: none, lz4, zfp:RATE, quant:BITS
     int encode_threads = 1;
+    std::string fec = "none";  // forward error correction: K+M[/DEPTH]
     int ghost_planes = 1;
     int sndbuf_mb = 16;
     int batch = 28;
@@ -58,6 +59,7 @@ struct ShuffleOptions {
 // What the status thread reads.
 struct ShuffleCounters {
     std::atomic<std::uint64_t> bytes{0}, packets{0}, steps_finished{0}, steps_abandoned{0}, steps_missing{0};
+    std::atomic<std::uint64_t> parity_packets{0}, parity_bytes{0};  // FEC's, in packets and bytes too
     std::atomic<std::int64_t> step{-1};
     std::atomic<std::uint64_t> step_packets{0}, step_total{1};
 };
@@ -84,6 +86,7 @@ public:
         so.most_batch = o.batch;
         so.gso = o.gso;
         so.encode_threads = o.encode_threads;
+        so.fec = fec::parse_choice(o.fec);
         so.who = fmt::format("shuffle {}", o.stream);
         sender_.emplace(so);
         // Parts packed side by side read the slab in several places at once.
@@ -101,12 +104,12 @@ public:
             const std::string nic = interface_of_address(address_only(local));
             if (!nic.empty() && nic != "lo") warn_limits(fmt::format("shuffle {}", o.stream), {check_mtu(nic)});
         }
-        spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {}{} {} packets a step{}), {} order, {} to {}, "
+        spdlog::info("shuffle {}: planes {}..{} of {} ({} records, {}{} {} packets a step{}{}), {} order, {} to {}, "
                      "sync on {}{}",
                      o.stream, geometry_.stored_z_begin, geometry_.z_end - 1, to_string(dataset_.dims),
                      sender_->total_values(), sender_->fixed_packet_bytes() ? "" : "at most ",
-                     sender_->total_packets(), o.wire, so.wire == WireFormat::Run ? ", codec " + o.codec : "", o.order,
-                     format_rate(so.rate_bps), o.to, o.sync,
+                     sender_->total_packets(), o.wire, so.wire == WireFormat::Run ? ", codec " + o.codec : "",
+                     so.fec.on() ? ", FEC " + fec::to_string(so.fec) : "", o.order, format_rate(so.rate_bps), o.to, o.sync,
                      sender_->encode_threads() > 1 ? fmt::format(", packed on {} threads", sender_->encode_threads())
                                                    : "");
     }
@@ -245,13 +248,13 @@ private:
             if (!warned_refused_) spdlog::warn("shuffle {}: receiver {} refused packets (not running?)", o_.stream, o_.to);
             warned_refused_ = true;
         });
-        if (!sent) {
-            end_step(control::ReplyKind::Finished);
-            return;
-        }
+        // (A step's last call sends no packets but FEC's last parity.)
         counters_.packets += sender_->packets_in_step() - packets;
         counters_.bytes += sender_->bytes_in_step() - bytes;
         counters_.step_packets = sender_->packets_in_step();
+        counters_.parity_packets = sender_->parity_packets();
+        counters_.parity_bytes = sender_->parity_bytes();
+        if (!sent) end_step(control::ReplyKind::Finished);
     }
 
     void reply(control::ReplyKind kind, const control::Sync& sync, std::uint64_t sent) {
@@ -305,7 +308,9 @@ int run_shuffle(const ShuffleOptions& o) {
                                  c.steps_finished.load(), c.steps_abandoned.load(), c.steps_missing.load())},
             {"stream", stream}, {"gbps", gbps}, {"packets", c.packets.load()}, {"step", c.step.load()},
             {"progress", progress}, {"steps_finished", c.steps_finished.load()},
-            {"steps_abandoned", c.steps_abandoned.load()}, {"steps_missing", c.steps_missing.load()}};
+            {"steps_abandoned", c.steps_abandoned.load()}, {"steps_missing", c.steps_missing.load()},
+            {"bytes", c.bytes.load()}, {"parity_packets", c.parity_packets.load()},
+            {"parity_bytes", c.parity_bytes.load()}};
     });
     shuffler.run();
     status.stop();
@@ -356,6 +361,12 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
                   "2-core host, where they competed with the sending thread and the receiver, slower than 1); "
                   "1: the sending thread")
         ->check(CLI::Range(1, ParallelPacker::kMostThreads))
+        ->capture_default_str();
+    c->add_option("--fec", o->fec,
+                  "forward error correction: K+M[/DEPTH] sends M parity datagrams for every K (a group), groups "
+                  "interleaved DEPTH deep (default 4), so that the receiver rebuilds up to M lost datagrams a "
+                  "group without a round trip; e.g. 200+22 for 5% random loss; none: off")
+        ->check(parsed_by(fec::parse_choice, "K+M[/DEPTH]"))
         ->capture_default_str();
     c->add_option("--ghost-planes", o->ghost_planes, "also send this many planes below the slab (0 or 1)")
         ->check(CLI::Range(0, 1))

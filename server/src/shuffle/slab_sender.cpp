@@ -1,6 +1,7 @@
 #include "shuffle/slab_sender.h"
 
 #include "slabcast/clock.h"
+#include "slabcast/fec_packet.h"
 #include "slabcast/quad_packet.h"
 #include "slabcast/step_stamp.h"
 
@@ -45,12 +46,19 @@ SlabSender::SlabSender(const SlabSenderOptions& o)
     if (::connect(socket_.fd(), reinterpret_cast<const sockaddr*>(&to.addr), to.length) != 0)
         throw std::runtime_error("cannot send UDP to " + o.to + ": " + std::strerror(errno));
     const int packets = batch_packets(o.rate_bps, o.most_batch);
+    // With FEC a packet goes behind its shim, and the datagram stays the size it is without.
+    const std::size_t most_packet_bytes = o.fec.on() ? fec::kMaxShardBytes : quad::kMaxPacketBytes;
     if (o.encode_threads > 1) {
-        const PackerLayout layout{o.dims, o.z_begin, o.z_end, o.ghost_planes, o.slab, o.order, o.wire, o.codec};
+        const PackerLayout layout{o.dims, o.z_begin, o.z_end, o.ghost_planes, o.slab, o.order, o.wire, o.codec,
+                                  most_packet_bytes};
         packer_ = std::make_unique<ParallelPacker>(layout, o.encode_threads, packets, gso_);
     } else {
-        walker_.emplace(o.dims, o.z_begin, o.z_end, o.order, o.wire, o.codec, o.ghost_planes);
+        walker_.emplace(o.dims, o.z_begin, o.z_end, o.order, o.wire, o.codec, o.ghost_planes, most_packet_bytes);
         batch_.emplace(packets, quad::kMaxPacketBytes, gso_);
+    }
+    if (o.fec.on()) {
+        fec_.emplace(o.fec.k, o.fec.m, o.fec.depth);
+        fec_batch_.emplace(packets, fec::kMaxDatagramBytes, gso_);
     }
 }
 
@@ -80,6 +88,7 @@ bool SlabSender::send_batch(const std::function<bool()>& stop, const std::functi
         ParallelPacker::Batch* batch = packer_->take();
         if (!batch) {
             end_step();
+            flush_parity(stop, on_refused);
             return false;
         }
         values_in_step_ += batch->values;
@@ -91,19 +100,65 @@ bool SlabSender::send_batch(const std::function<bool()>& stop, const std::functi
     values_in_step_ += walker_->fill_batch(*batch_, planes_, step_, o_.slab).values;
     if (batch_->count() == 0) {
         planes_ = nullptr;
+        flush_parity(stop, on_refused);
         return false;
     }
     send(*batch_, stop, on_refused);
     return true;
 }
 
-void SlabSender::send(DatagramBatch& batch, const std::function<bool()>& stop,
-                      const std::function<void()>& on_refused) {
+void SlabSender::send(DatagramBatch& batch, const Stop& stop, const Refused& on_refused) {
+    // The step's first packet leaves with this batch: its stamp goes before
+    // it and once more after it, so that one lost datagram does not lose the time.
+    stamp_due_ = packets_in_step_ == 0;
+    packets_in_step_ += static_cast<std::uint64_t>(batch.count());
+    if (!fec_) {
+        transmit(batch, stop, on_refused);
+        return;
+    }
+    // Each packet behind its shim, each group's parity among them as the
+    // group sender spreads it (a copy of the packet: 9 KB against the
+    // parity's arithmetic over it).
+    fec_batch_->clear();
+    batch.for_each_packet([&](const std::uint8_t* packet, std::size_t size) {
+        std::uint8_t* shim = fec_batch_->next();
+        std::memcpy(shim + fec::kDataHeaderBytes, packet, size);
+        const auto& parity = fec_->add(shim, shim + fec::kDataHeaderBytes, size);
+        put(fec::kDataHeaderBytes + size, stop, on_refused);
+        for (const fec::ParityDatagram& p : parity) {
+            std::memcpy(fec_batch_->next(), p.bytes, p.length);
+            put(p.length, stop, on_refused);
+            ++parity_packets_;
+            parity_bytes_ += p.length;
+        }
+    });
+    if (fec_batch_->count() > 0) transmit(*fec_batch_, stop, on_refused);
+}
+
+void SlabSender::put(std::size_t length, const Stop& stop, const Refused& on_refused) {
+    fec_batch_->add(length);
+    if (!fec_batch_->full()) return;
+    transmit(*fec_batch_, stop, on_refused);
+    fec_batch_->clear();
+}
+
+void SlabSender::flush_parity(const Stop& stop, const Refused& on_refused) {
+    if (!fec_) return;
+    fec_batch_->clear();
+    for (const fec::ParityDatagram& p : fec_->flush()) {
+        std::memcpy(fec_batch_->next(), p.bytes, p.length);
+        put(p.length, stop, on_refused);
+        ++parity_packets_;
+        parity_bytes_ += p.length;
+    }
+    if (fec_batch_->count() > 0) transmit(*fec_batch_, stop, on_refused);
+}
+
+void SlabSender::transmit(DatagramBatch& batch, const Stop& stop, const Refused& on_refused) {
     pacer_.wait_to_send(batch.bytes());
-    // The step's first packet leaves now: its stamp goes before it and once
-    // more after it, so that one lost datagram does not lose the time.
-    const bool first = packets_in_step_ == 0;
+    const bool first = stamp_due_;
     if (first) {
+        stamp_due_ = false;
         stamp_.step = step_;
         stamp_.slab = o_.slab;
         stamp_.sent_ns = realtime_ns();
@@ -111,11 +166,10 @@ void SlabSender::send(DatagramBatch& batch, const std::function<bool()>& stop,
     }
     batch.send(socket_.fd(), stop, on_refused);
     if (first) send_stamp(on_refused);
-    packets_in_step_ += static_cast<std::uint64_t>(batch.count());
     bytes_in_step_ += batch.bytes();
 }
 
-void SlabSender::send_stamp(const std::function<void()>& on_refused) {
+void SlabSender::send_stamp(const Refused& on_refused) {
     std::uint8_t bytes[stamp::kBytes];
     stamp::write(bytes, stamp_);
     // Best effort, never waited for: a stamp the kernel cannot take now costs

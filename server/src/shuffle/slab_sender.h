@@ -10,6 +10,7 @@
 #include "shuffle/parallel_packer.h"
 #include "shuffle/slab_walker.h"
 
+#include "slabcast/fec_sender.h"
 #include "slabcast/pacer.h"
 #include "slabcast/run_codec.h"
 #include "slabcast/step_stamp.h"
@@ -38,6 +39,9 @@ struct SlabSenderOptions {
     int most_batch = 28;        // packets a sendmmsg at most
     bool gso = true;
     int encode_threads = 1;     // > 1: packed on that many threads (shuffle/parallel_packer.h)
+    // Forward error correction (slabcast/fec_sender.h): each packet behind
+    // its shim, m parity datagrams for every k; packets 16 bytes shorter.
+    fec::Choice fec;
     std::string who = "send";   // names the sender in messages
 };
 
@@ -66,6 +70,10 @@ public:
     // Step stamps sent (slabcast/step_stamp.h), two a step, apart from the packets.
     std::uint64_t stamps_sent() const { return stamps_sent_; }
     std::uint64_t total_packets() const { return packer_ ? packer_->total_packets() : walker_->total_packets(); }
+    // Forward error correction's parity datagrams and their bytes, all steps
+    // (their bytes are in bytes_in_step too).
+    std::uint64_t parity_packets() const { return parity_packets_; }
+    std::uint64_t parity_bytes() const { return parity_bytes_; }
     std::uint64_t total_values() const { return packer_ ? packer_->total_values() : walker_->total_records(); }
     std::size_t fixed_packet_bytes() const {
         return packer_ ? packer_->fixed_packet_bytes() : walker_->fixed_packet_bytes();
@@ -75,8 +83,18 @@ public:
     int fd() const { return socket_.fd(); }
 
 private:
-    void send(DatagramBatch& batch, const std::function<bool()>& stop, const std::function<void()>& on_refused);
-    void send_stamp(const std::function<void()>& on_refused);
+    using Stop = std::function<bool()>;
+    using Refused = std::function<void()>;
+    // A batch of packets, behind their shims with their parity when FEC is on.
+    void send(DatagramBatch& batch, const Stop& stop, const Refused& on_refused);
+    // One batch onto the wire, paced; a step's stamp before and after its first.
+    void transmit(DatagramBatch& batch, const Stop& stop, const Refused& on_refused);
+    // A datagram of `length` bytes written at fec_batch_->next() joins the
+    // batch, which goes out when full.
+    void put(std::size_t length, const Stop& stop, const Refused& on_refused);
+    // A step's end: every open group closed and its parity sent.
+    void flush_parity(const Stop& stop, const Refused& on_refused);
+    void send_stamp(const Refused& on_refused);
 
     SlabSenderOptions o_;
     Pacer pacer_;
@@ -85,10 +103,14 @@ private:
     std::optional<SlabWalker> walker_;        // encode_threads <= 1: packing on the sending thread
     std::optional<DatagramBatch> batch_;      // the same
     std::unique_ptr<ParallelPacker> packer_;  // encode_threads > 1
+    std::optional<fec::GroupSender> fec_;     // --fec
+    std::optional<DatagramBatch> fec_batch_;  // the packets behind their shims, and parity
+    std::uint64_t parity_packets_ = 0, parity_bytes_ = 0;
     const float* planes_ = nullptr;
     std::int32_t step_ = -1;
     std::uint64_t values_in_step_ = 0, packets_in_step_ = 0, bytes_in_step_ = 0;
     stamp::StepStamp stamp_;  // the step's, once its first batch went
+    bool stamp_due_ = false;  // the step's first batch has yet to leave
     std::uint64_t stamps_sent_ = 0;
 };
 

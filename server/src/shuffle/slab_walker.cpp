@@ -49,12 +49,14 @@ std::uint64_t SlabWalker::RowTiles::packets(std::int64_t per_packet) const {
 }
 
 SlabWalker::SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order, WireFormat wire,
-                       run::CodecChoice codec, std::int64_t ghost_planes)
+                       run::CodecChoice codec, std::int64_t ghost_planes, std::size_t most_packet_bytes)
     : dims_(dims), z_begin_(z_begin), order_(order), wire_(wire),
+      most_records_(quad::records_within(most_packet_bytes)),
       total_(static_cast<std::uint64_t>(dims.plane() * (z_end - z_begin))) {
     if (wire == WireFormat::Quad && codec.codec != run::Codec::None)
         throw std::invalid_argument("codec " + run::to_string(codec) + " needs run packets (--wire run)");
-    if (wire == WireFormat::Run) encoder_.emplace(codec);
+    if (wire == WireFormat::Run) encoder_.emplace(codec, most_packet_bytes);
+    else if (most_records_ < 1) throw std::invalid_argument("quad packets of " + std::to_string(most_packet_bytes) + " bytes hold no record");
     if (order == SendOrder::Progressive) {
         progressive_.emplace(dims.ny, z_end - z_begin - ghost_planes, ghost_planes);
         if (wire == WireFormat::Run && codec.codec != run::Codec::None)
@@ -88,7 +90,7 @@ run::RunEncoder::Packet SlabWalker::fill_run_planes(std::uint8_t* packet, const 
         const auto total = static_cast<std::int64_t>(total_);
         while (next_linear_ < total && lost_[next_linear_] != 0) ++next_linear_;
         const std::uint8_t* from = lost_ + next_linear_;
-        const std::uint8_t* until = lost_ + std::min<std::int64_t>(total, next_linear_ + run::kMaxValues * 8);
+        const std::uint8_t* until = lost_ + std::min<std::int64_t>(total, next_linear_ + encoder_->max_raw_values() * 8);
         left = std::find_if(from, until, [](std::uint8_t age) { return age != 0; }) - from;
     }
     if (left <= 0) return {};
@@ -181,15 +183,15 @@ void SlabWalker::gather_rows(const float* planes, std::int64_t from, std::int64_
 
 std::uint64_t SlabWalker::total_packets() const {
     // lz4 packets carry at least as many values as raw ones (or are raw).
-    const std::uint64_t per = wire_ == WireFormat::Quad ? quad::kMaxRecords
+    const std::uint64_t per = wire_ == WireFormat::Quad ? static_cast<std::uint64_t>(most_records_)
                               : encoder_->fixed_packet_bytes() ? static_cast<std::uint64_t>(encoder_->max_values())
-                                                               : run::kMaxValues;
+                                                               : static_cast<std::uint64_t>(encoder_->max_raw_values());
     if (tiles_) return tiles_->packets(static_cast<std::int64_t>(per));
     return (total_ + per - 1) / per;
 }
 
 std::size_t SlabWalker::fixed_packet_bytes() const {
-    return wire_ == WireFormat::Quad ? quad::kMaxPacketBytes : encoder_->fixed_packet_bytes();
+    return wire_ == WireFormat::Quad ? quad::packet_bytes(most_records_) : encoder_->fixed_packet_bytes();
 }
 
 void SlabWalker::reset() {
@@ -210,7 +212,7 @@ int SlabWalker::fill_planes(std::uint8_t* packet, const float* planes) {
 }
 
 int SlabWalker::fill_rows(std::uint8_t* packet, const float* planes) {
-    const int n = static_cast<int>(std::min<std::int64_t>(quad::kMaxRecords, total_ - next_linear_));
+    const int n = static_cast<int>(std::min<std::int64_t>(most_records_, total_ - next_linear_));
     if (n <= 0) return 0;
     std::int64_t rank = next_linear_ / dims_.nx;
     auto x = static_cast<std::int32_t>(next_linear_ % dims_.nx);
@@ -244,7 +246,7 @@ int SlabWalker::fill_rows(std::uint8_t* packet, const float* planes) {
 int SlabWalker::fill_morton(std::uint8_t* packet, const float* planes) {
     int n = 0;
     MortonWalk::Cell c;
-    while (n < quad::kMaxRecords && morton_.next(c)) {
+    while (n < most_records_ && morton_.next(c)) {
         const std::int64_t z = z_begin_ + c[2];
         quad::write_record(packet, n++,
                            quad::Record{c[0], c[1], static_cast<std::int32_t>(z), planes[volume_offset(dims_, c[0], c[1], c[2])]});

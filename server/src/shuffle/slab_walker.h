@@ -8,6 +8,7 @@
 
 #include "shuffle/morton_walk.h"
 #include "slabcast/progressive_rows.h"
+#include "slabcast/quad_packet.h"
 #include "slabcast/run_codec.h"
 #include "slabcast/send_order.h"
 #include "slabcast/volume.h"
@@ -32,10 +33,13 @@ class SlabWalker {
 public:
     // Walks planes [z_begin, z_end) of a volume of `dims`, in `wire` packets,
     // run packets' payloads in `codec`; the first `ghost_planes` of them are
-    // the slab's ghost plane (the progressive order sends those rows last). A
-    // codec other than none needs run packets (throws std::invalid_argument).
+    // the slab's ghost plane (the progressive order sends those rows last);
+    // packets of at most `most_packet_bytes` (shorter with forward error
+    // correction: slabcast/fec_packet.h). A codec other than none needs run
+    // packets (throws std::invalid_argument).
     SlabWalker(const Dims& dims, std::int64_t z_begin, std::int64_t z_end, SendOrder order,
-               WireFormat wire = WireFormat::Quad, run::CodecChoice codec = {}, std::int64_t ghost_planes = 0);
+               WireFormat wire = WireFormat::Quad, run::CodecChoice codec = {}, std::int64_t ghost_planes = 0,
+               std::size_t most_packet_bytes = quad::kMaxPacketBytes);
 
     void reset();
     // A recorded step's losses (`slabcast replay --losses`): values whose age
@@ -44,7 +48,7 @@ public:
     // exactly those. nullptr: every value is sent. Run packets in scan order
     // only (throws std::logic_error otherwise).
     void skip_lost(const std::uint8_t* ages);
-    // Quad packets: packs up to 560 records (coordinates + values read from
+    // Quad packets: packs up to 560 records (fewer in a shorter packet) (coordinates + values read from
     // `planes`, the walked planes [z_begin, z_end) in x-fastest order) after
     // the header of `packet`; returns how many, 0 at the end. The caller
     // writes the header.
@@ -60,7 +64,7 @@ public:
         return fill_run_planes(packet, volume + first_value(), step, slab);
     }
     // The next packet of step `step` in the walker's wire format, header
-    // included, at `packet` (room for quad::kMaxPacketBytes): its count of
+    // included, at `packet` (room for most_packet_bytes): its count of
     // values and size, count 0 at the step's end.
     run::RunEncoder::Packet pack(std::uint8_t* packet, const float* planes, std::int32_t step, std::int32_t slab);
     // `batch` emptied and packed (pack()) until it is full or the step is out:
@@ -112,6 +116,7 @@ private:
     std::int64_t z_begin_;
     SendOrder order_;
     WireFormat wire_;
+    int most_records_;                        // quad packets: records a packet holds at most
     std::optional<run::RunEncoder> encoder_;  // run packets
     std::uint64_t total_;
     std::int64_t next_linear_ = 0;  // scan and progressive order, or within a tile: next index from the first plane

@@ -28,10 +28,8 @@ void write_header(std::uint8_t* datagram, const Header& h) {
     datagram[6] = h.parity ? h.k : 0;
     datagram[7] = h.parity ? h.m : 0;
     std::memcpy(datagram + 8, &h.group, 4);
-    if (h.parity) {
-        datagram[12] = h.count;
-        datagram[13] = datagram[14] = datagram[15] = 0;
-    }
+    datagram[12] = h.parity ? h.count : 0;
+    datagram[13] = datagram[14] = datagram[15] = 0;
 }
 
 ParseResult parse_header(const std::uint8_t* datagram, std::size_t length, Header& out) {
@@ -47,7 +45,9 @@ ParseResult parse_header(const std::uint8_t* datagram, std::size_t length, Heade
     std::memcpy(&out.group, datagram + 8, 4);
     if (!out.parity) {
         out.k = out.m = out.count = 0;
-        if (datagram[6] != 0 || datagram[7] != 0) return ParseResult::BadReserved;
+        if (datagram[6] != 0 || datagram[7] != 0 || datagram[12] != 0 || datagram[13] != 0 || datagram[14] != 0 ||
+            datagram[15] != 0)
+            return ParseResult::BadReserved;
         return out.index < kMaxDataShards ? ParseResult::Ok : ParseResult::BadIndex;
     }
     out.k = datagram[6];

@@ -19,7 +19,8 @@ GroupReceiver::GroupReceiver(int window, int max_shards) : window_(window), max_
         throw std::invalid_argument("FEC receiver: a window of " + std::to_string(window) + " groups (1..1024) of " +
                                     std::to_string(max_shards) + " datagrams (2..255)");
     const auto per_group = static_cast<std::size_t>(max_shards) * kMaxShardBytes;
-    memory_.reset(new std::uint8_t[static_cast<std::size_t>(window) * per_group]);
+    // Made and touched once, here: never on a receiving path.
+    memory_.reset(new std::uint8_t[static_cast<std::size_t>(window) * per_group]());
     groups_.resize(static_cast<std::size_t>(window));
     for (std::size_t i = 0; i < groups_.size(); ++i) {
         groups_[i].have.assign(static_cast<std::size_t>(max_shards), 0);

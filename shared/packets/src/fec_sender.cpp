@@ -1,11 +1,43 @@
 #include "slabcast/fec_sender.h"
 
+#include "slabcast/units.h"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
 namespace slabcast::fec {
+
+Choice parse_choice(const std::string& text) {
+    if (text == "none") return {0, 0, Choice::kDefaultDepth};
+    const auto bad = [&](const std::string& why) {
+        return std::invalid_argument("--fec '" + text + "': " + why +
+                                     " (expected none, K+M or K+M/DEPTH, e.g. 200+22/4: 200 data and 22 parity "
+                                     "datagrams a group, 4 groups interleaved)");
+    };
+    Choice c;
+    const auto plus = text.find('+'), slash = text.find('/');
+    if (plus == std::string::npos) throw bad("no '+'");
+    const auto whole = [&](const std::string& part, const char* what) {
+        const auto n = parse_whole(part, 0, 100000);
+        if (!n) throw bad(std::string(what) + " '" + part + "' is not a whole number");
+        return static_cast<int>(*n);
+    };
+    c.k = whole(text.substr(0, plus), "K");
+    c.m = whole(text.substr(plus + 1, slash == std::string::npos ? std::string::npos : slash - plus - 1), "M");
+    if (slash != std::string::npos) c.depth = whole(text.substr(slash + 1), "DEPTH");
+    if (!valid_code(c.k, c.m))
+        throw bad("K must be 1.." + std::to_string(kMaxDataShards) + ", M 1.." + std::to_string(kMaxParityShards) +
+                  ", K+M at most 255");
+    if (c.depth < 1 || c.depth > 64) throw bad("DEPTH must be 1..64");
+    return c;
+}
+
+std::string to_string(const Choice& c) {
+    if (!c.on()) return "none";
+    return std::to_string(c.k) + "+" + std::to_string(c.m) + "/" + std::to_string(c.depth);
+}
 
 GroupSender::GroupSender(int k, int m, int depth) : code_(k, m), depth_(depth) {
     if (depth < 1 || depth > 64) throw std::invalid_argument("FEC interleave depth " + std::to_string(depth) + ": 1..64");

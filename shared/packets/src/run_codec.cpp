@@ -114,8 +114,28 @@ struct RunDecoder::Zfp : ZfpStream {
     int rate = 0;
 };
 
-RunEncoder::RunEncoder(CodecChoice choice) : choice_(choice) {
+namespace {
+
+// The most values of `choice` a payload of `capacity` bytes holds (codecs
+// whose count a payload's size does not bound keep their own most).
+int values_within(CodecChoice choice, std::size_t capacity) {
+    switch (choice.codec) {
+    case Codec::None: return static_cast<int>(capacity / sizeof(float));
+    case Codec::Zfp: return static_cast<int>(capacity * 8 / (4 * std::uint64_t{choice.parameter}) * 4);  // whole blocks
+    case Codec::Lz4:
+    case Codec::Quant: return max_values(choice.codec, choice.parameter);
+    }
+    return 0;
+}
+
+}  // namespace
+
+RunEncoder::RunEncoder(CodecChoice choice, std::size_t most_packet_bytes)
+    : choice_(choice), payload_capacity_(most_packet_bytes - kHeaderBytes), max_values_(values_within(choice, payload_capacity_)) {
     if (run::max_values(choice.codec, choice.parameter) == 0) throw std::invalid_argument("codec " + to_string(choice) + " is not a codec");
+    if (most_packet_bytes < kMinPacketBytes || most_packet_bytes > kMaxPacketBytes)
+        throw std::invalid_argument("run packets of at most " + std::to_string(most_packet_bytes) + " bytes: expected " +
+                                    std::to_string(kMinPacketBytes) + " to " + std::to_string(kMaxPacketBytes));
     if (choice.codec == Codec::Zfp) zfp_ = std::make_unique<Zfp>(choice.parameter);
     if (choice.codec == Codec::Lz4) {
         lz4_bound_ = LZ4_compressBound(static_cast<int>(sizeof(float)) * kMaxLz4Values);
@@ -129,8 +149,8 @@ RunEncoder& RunEncoder::operator=(RunEncoder&&) noexcept = default;
 
 std::size_t RunEncoder::fixed_packet_bytes() const {
     switch (choice_.codec) {
-    case Codec::None: return packet_bytes(kMaxValues);
-    case Codec::Zfp: return kHeaderBytes + zfp_payload_bytes(max_values(), choice_.parameter);
+    case Codec::None: return packet_bytes(max_values_);
+    case Codec::Zfp: return kHeaderBytes + zfp_payload_bytes(max_values_, choice_.parameter);
     case Codec::Lz4:
     case Codec::Quant: return 0;
     }
@@ -144,7 +164,7 @@ RunEncoder::Packet RunEncoder::encode(const float* values, std::int64_t availabl
     switch (choice_.codec) {
     case Codec::Quant: {
         std::uint8_t* payload = packet + kHeaderBytes;
-        const QuantPacket q = quant_encode(values, available, choice_.parameter, payload, kMaxPayloadBytes);
+        const QuantPacket q = quant_encode(values, available, choice_.parameter, payload, payload_capacity_);
         if (q.count > 0) {
             h.count = q.count;
             h.payload_bytes = static_cast<std::uint32_t>(q.bytes);
@@ -170,9 +190,9 @@ RunEncoder::Packet RunEncoder::encode(const float* values, std::int64_t availabl
         // Guess from the last packet's ratio how many values fit, compress,
         // then take fewer while they do not fit, or more while the packet is
         // well under full (a few tries at most; a margin keeps them rare).
-        const int capacity = static_cast<int>(kMaxPayloadBytes);
+        const int capacity = static_cast<int>(payload_capacity_), raw_most = max_raw_values();
         const int most = take(kMaxLz4Values);
-        int count = std::min(most, std::max(kMaxValues, static_cast<int>(lz4_ratio_ * 0.97 * capacity / sizeof(float))));
+        int count = std::min(most, std::max(raw_most, static_cast<int>(lz4_ratio_ * 0.97 * capacity / sizeof(float))));
         int best_count = 0, best_size = 0;
         char* best = reinterpret_cast<char*>(scratch_.data() + sizeof(float) * kMaxLz4Values);
         char* trying = best + lz4_bound_;
@@ -188,8 +208,8 @@ RunEncoder::Packet RunEncoder::encode(const float* values, std::int64_t availabl
                 count = std::min(most, static_cast<int>(static_cast<double>(count) * capacity / size * 0.97));
             } else {
                 // Raw values would be no bigger, or it did not fit: fewer, in proportion.
-                if (best_count > 0 || count <= kMaxValues || size <= 0 || size >= raw) break;
-                count = std::max(kMaxValues, static_cast<int>(static_cast<double>(count) * capacity / size * 0.97));
+                if (best_count > 0 || count <= raw_most || size <= 0 || size >= raw) break;
+                count = std::max(raw_most, static_cast<int>(static_cast<double>(count) * capacity / size * 0.97));
             }
         }
         if (best_count > 0) {
@@ -206,7 +226,7 @@ RunEncoder::Packet RunEncoder::encode(const float* values, std::int64_t availabl
     }
     h.codec = Codec::None;
     h.codec_parameter = 0;
-    h.count = take(kMaxValues);
+    h.count = take(max_raw_values());
     h.payload_bytes = 0;
     const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(h.count);
     std::memcpy(write_header(packet, h), values, bytes);

@@ -6,10 +6,10 @@
 // Byte by byte in docs/wire-format.md, "FEC shim and parity packet".
 //
 // With FEC on, each data datagram (a quad packet, run packet or step stamp)
-// goes out behind a 12-byte shim naming its group and place in it:
+// goes out behind a 16-byte shim naming its group and place in it:
 //
 //   int32 magic (bytes "SCE" 0x80); uint8 version (1); uint8 index (0..k-1);
-//   uint16 reserved (0); uint32 group;
+//   uint16 reserved (0); uint32 group; uint32 reserved (0);
 //
 // and each parity datagram is a 16-byte header and the parity shard:
 //
@@ -36,10 +36,11 @@ namespace slabcast::fec {
 constexpr std::int32_t kDataMagic = static_cast<std::int32_t>(0x80454353u);    // "SCE" 0x80
 constexpr std::int32_t kParityMagic = static_cast<std::int32_t>(0x80504353u);  // "SCP" 0x80
 constexpr std::uint8_t kVersion = 1;
-constexpr std::size_t kDataHeaderBytes = 12, kParityHeaderBytes = 16;
-// The datagrams stay within what they are without FEC (a 9000-byte MTU's
-// 8972-byte UDP payload): a data datagram gives up 16 bytes, so that its
-// parity's header fits beside the same length of shard.
+// Both headers are 16 bytes, so that a full group's data and parity
+// datagrams are one size and UDP GSO sends them together. The datagrams stay
+// within what they are without FEC (a 9000-byte MTU's 8972-byte UDP
+// payload): the packet inside gives up 16 bytes.
+constexpr std::size_t kDataHeaderBytes = 16, kParityHeaderBytes = 16;
 constexpr std::size_t kMaxDatagramBytes = quad::kMaxPacketBytes;                // 8968
 constexpr std::size_t kMaxShardBytes = kMaxDatagramBytes - kParityHeaderBytes;  // 8952
 

@@ -16,9 +16,22 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace slabcast::fec {
+
+// A stream's code as its options name it (`--fec`): k data and m parity
+// datagrams a group, groups interleaved `depth` deep; k == 0: no FEC.
+struct Choice {
+    static constexpr int kDefaultDepth = 4;
+    int k = 0, m = 0, depth = kDefaultDepth;
+    bool on() const { return k > 0; }
+};
+// "none", "K+M" or "K+M/DEPTH" (valid_code(K, M), DEPTH 1..64); throws
+// std::invalid_argument naming what is wrong.
+Choice parse_choice(const std::string& text);
+std::string to_string(const Choice& c);  // "none", "K+M/DEPTH"
 
 struct ParityDatagram {
     const std::uint8_t* bytes = nullptr;

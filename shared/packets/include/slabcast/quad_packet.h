@@ -4,6 +4,7 @@
 // fits a 9000-byte MTU (8972 bytes of UDP payload). See docs/wire-format.md.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -36,6 +37,11 @@ enum class ParseResult { Ok, TooShort, BadLength, BadCount };
 const char* to_string(ParseResult r);
 
 constexpr std::size_t packet_bytes(int n) { return kHeaderBytes + kRecordBytes * static_cast<std::size_t>(n); }
+// The most records a packet of at most `bytes` holds (up to kMaxRecords).
+constexpr int records_within(std::size_t bytes) {
+    return bytes < packet_bytes(1) ? 0 : static_cast<int>(std::min<std::size_t>(kMaxRecords, (bytes - kHeaderBytes) / kRecordBytes));
+}
+static_assert(records_within(kMaxPacketBytes) == kMaxRecords && records_within(8952) == 559 && records_within(7) == 0);
 
 inline void write_header(std::uint8_t* packet, std::int32_t batch, std::int32_t n) {
     std::memcpy(packet, &batch, 4);

@@ -38,7 +38,11 @@ std::string to_string(const CodecChoice& c);
 // Builds payloads on the sending side, one packet at a time.
 class RunEncoder {
 public:
-    explicit RunEncoder(CodecChoice choice);
+    // Packets of at most `most_packet_bytes` (forward error correction sends
+    // shorter ones: slabcast/fec_packet.h). Throws std::invalid_argument for a
+    // codec that is not one, or a size outside kMinPacketBytes..kMaxPacketBytes.
+    static constexpr std::size_t kMinPacketBytes = 1024;
+    explicit RunEncoder(CodecChoice choice, std::size_t most_packet_bytes = kMaxPacketBytes);
     ~RunEncoder();
     RunEncoder(RunEncoder&&) noexcept;
     RunEncoder& operator=(RunEncoder&&) noexcept;
@@ -48,7 +52,7 @@ public:
         std::size_t bytes = 0;    // the whole packet, header included
     };
     // Writes one packet holding as many of `values[0..available)` as fit
-    // (`available` >= 1) into `packet` (room for kMaxPacketBytes). `h` gives
+    // (`available` >= 1) into `packet` (room for most_packet_bytes). `h` gives
     // step, slab and the first voxel; count, codec and payload size are the
     // encoder's. An lz4 run that does not compress goes out as codec none, as
     // does a quant run that begins with a value that is not finite.
@@ -59,11 +63,16 @@ public:
     // (none, zfp: GSO can send them as one), 0 when sizes vary (lz4, quant).
     std::size_t fixed_packet_bytes() const;
     // Values a packet carries at most.
-    int max_values() const { return run::max_values(choice_.codec, choice_.parameter); }
+    int max_values() const { return max_values_; }
+    // Values a packet of raw values (codec none) carries at most: an lz4 run
+    // that does not compress goes out so.
+    int max_raw_values() const { return static_cast<int>(payload_capacity_ / sizeof(float)); }
 
 private:
     struct Zfp;
     CodecChoice choice_;
+    std::size_t payload_capacity_;  // most_packet_bytes less the header
+    int max_values_;
     std::unique_ptr<Zfp> zfp_;
     std::vector<std::uint8_t> scratch_;  // lz4: shuffled bytes, then the compressed payload
     double lz4_ratio_ = 1.0;             // the last packet's, to guess the next count

@@ -82,6 +82,15 @@ struct SlabLive {
     std::atomic<std::uint32_t> pinned;
     std::atomic<std::uint32_t> pinned_peak;
     std::atomic<std::uint64_t> stamps;           // step stamps taken (slabcast/step_stamp.h), all steps
+    // Forward error correction (slabcast/fec_receiver.h), all steps: data
+    // and parity datagrams taken, data datagrams rebuilt from parity, and
+    // those lost beyond repair (a group given up with data missing), and
+    // datagrams refused (a header that breaks a rule, a group that disagrees).
+    std::atomic<std::uint64_t> fec_data;
+    std::atomic<std::uint64_t> fec_parity;
+    std::atomic<std::uint64_t> fec_repaired;
+    std::atomic<std::uint64_t> fec_unrepaired;
+    std::atomic<std::uint64_t> fec_malformed;
 };
 
 // Steps a slab's receiver has begun, from SlabLive::generation (which also
@@ -181,7 +190,8 @@ static_assert(offsetof(SlabLive, step) == 16 && offsetof(SlabLive, last_step_los
               offsetof(SlabLive, publications) == 128 && offsetof(SlabLive, dropped_packets) == 144 &&
               offsetof(SlabLive, bytes) == 152 && offsetof(SlabLive, rate_bits_per_s) == 160 &&
               offsetof(SlabLive, rate_ns) == 168 && offsetof(SlabLive, pinned) == 176 &&
-              offsetof(SlabLive, pinned_peak) == 180 && offsetof(SlabLive, stamps) == 184);
+              offsetof(SlabLive, pinned_peak) == 180 && offsetof(SlabLive, stamps) == 184 &&
+              offsetof(SlabLive, fec_data) == 192 && offsetof(SlabLive, fec_unrepaired) == 216 && offsetof(SlabLive, fec_malformed) == 224);
 
 // The file layout of a slab of `values` stored values in `buffers` buffers:
 // header, K value buffers, K age buffers, each buffer page aligned. False when
