@@ -6,8 +6,8 @@ sections 4 and 5): Gbit/s over time, loss per step, and step latency.
     slabcast_plot.py STATS.jsonl... --out report.png
 
 writes report-throughput.png, report-loss.png, report-latency.png,
-report-transfer.png and report-series.json, which holds exactly the series
-plotted:
+report-transfer.png, report-repair.png (when the streams sent forward error
+correction) and report-series.json, which holds exactly the series plotted:
 
 - throughput: "aggregate", each receive status line's "gbps" against its time
   (seconds since the first line of all the files); with several receivers (one
@@ -28,6 +28,10 @@ plotted:
   streams' stamps, the senders' clocks) to its publication on the last
   stream, and their p50/p95/p99 (nearest rank); drawn as a distribution.
   Steps some stream published without a stamp are in "unstamped".
+- repair (when any receive "step" event has "repaired" > 0: the streams sent
+  forward error correction): per step, summed over its streams, the datagrams
+  rebuilt from parity ("repaired") and the values that still did not arrive
+  ("holes", filled from an older step): what FEC saved and what it could not.
 
 A dataset step that comes round again (control --loop) is a new pass: each
 point carries "step" and "pass", and the figures are then drawn against the
@@ -147,6 +151,27 @@ def loss(lines):
     for p in overall + dropped + [p for pts in per_stream.values() for p in pts]:
         p["x"] = x_of[(p["step"], p["pass"])]
     return {"x_label": x_label, "per_stream": per_stream, "overall": overall, "dropped": dropped}
+
+
+def repair(lines):
+    """Per (step, pass): datagrams rebuilt from FEC parity and values left as
+    holes, summed over the streams; None when no stream sent FEC."""
+    sums, first_seen, seen = {}, {}, {}
+    for path, where, j in sorted_by_time(l for l in lines if l[2]["role"] == "receive"):
+        if j.get("kind") != "step":
+            continue
+        stream, step = int(number(j, "stream", where)), int(number(j, "step", where))
+        n = seen[(stream, step)] = seen.get((stream, step), -1) + 1
+        key = (step, n)
+        first_seen.setdefault(key, j["time"])
+        repaired, holes = sums.get(key, (0, 0))
+        sums[key] = (repaired + j.get("repaired", 0), holes + number(j, "holes", where))
+    if not any(repaired for repaired, _ in sums.values()):
+        return None
+    keys = sorted(sums, key=first_seen.get)
+    x_of, x_label = step_axis(keys)
+    return {"x_label": x_label, "steps": [{"step": s, "pass": n, "x": x_of[(s, n)], "repaired": sums[(s, n)][0],
+                                           "holes": sums[(s, n)][1]} for s, n in keys]}
 
 
 def latency(lines):
@@ -302,6 +327,22 @@ def figures(series, prefix, plt):
              "ms from the step's first packet sent to its last stream's publication", "steps")
     else:
         print("slabcast plot: no transfer figure: no step reached every receiver with its senders' step stamps")
+
+    rp = series["repair"]
+    if rp:
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        x = [p["x"] for p in rp["steps"]]
+        ax.plot(x, [p["repaired"] for p in rp["steps"]], color="tab:green", marker=".",
+                label="datagrams rebuilt from parity")
+        from_zero(ax, [p["repaired"] for p in rp["steps"]], 1)
+        holes = ax.twinx()
+        holes.plot(x, [p["holes"] for p in rp["steps"]], color="tab:red", marker="x", linestyle="none",
+                   label="values not rebuilt (holes)")
+        from_zero(holes, [p["holes"] for p in rp["steps"]], 1)
+        holes.set_ylabel("values left as holes")
+        for handle, label in zip(*holes.get_legend_handles_labels()):
+            ax.plot([], [], color=handle.get_color(), marker="x", linestyle="none", label=label)
+        save(fig, ax, "repair", "Forward error correction per step", rp["x_label"], "datagrams rebuilt")
     return written
 
 
@@ -321,7 +362,7 @@ def main(argv):
     t0 = min(j["time"] for _, _, j in lines)
     has_control = any(j["role"] == "control" for _, _, j in lines)
     series = {"t0": t0, "files": args.files, "throughput": throughput(lines, t0), "loss": loss(lines),
-              "latency": latency(lines) if has_control else None, "transfer": transfer(lines)}
+              "latency": latency(lines) if has_control else None, "transfer": transfer(lines), "repair": repair(lines)}
     if not (series["throughput"]["aggregate"] or series["throughput"]["per_stream"] or series["loss"]["overall"]):
         raise PlotError("%s: nothing to plot: no receive or shuffle lines" % ", ".join(args.files))
     os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)

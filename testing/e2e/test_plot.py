@@ -197,6 +197,34 @@ class PlotTest(unittest.TestCase):
             self.assertEqual(g[:-1], w[:-1], what)
             self.assertAlmostEqual(g[-1], w[-1], places=9, msg="%s: %s != %s" % (what, g, w))
 
+    def test_forward_error_correction_is_drawn_only_when_a_stream_sent_it(self):
+        # This run sent no FEC: no repair figure.
+        r = plot([self.receive_json], self.out("nofec.png"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertFalse(os.path.exists(self.out("nofec-repair.png")))
+        with open(self.out("nofec-series.json")) as f:
+            self.assertIsNone(json.load(f)["repair"])
+        # The same receiver's lines as if FEC had rebuilt 3 datagrams of each stream's step 1.
+        fec_json = self.out("receive-fec.json")
+        with open(self.receive_json) as f, open(fec_json, "w") as out:
+            for line in f:
+                j = json.loads(line)
+                if j.get("kind") == "step":
+                    j["repaired"] = 3 if j["step"] == 1 else 0
+                out.write(json.dumps(j) + "\n")
+        r = plot([fec_json], self.out("fec.png"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assert_not_blank(self.out("fec-repair.png"))
+        with open(self.out("fec-series.json")) as f:
+            steps = json.load(f)["repair"]["steps"]
+        want, seen = {}, {}
+        for j in by_time(lines_of([fec_json]), "receive", "step"):
+            n = seen[(j["stream"], j["step"])] = seen.get((j["stream"], j["step"]), -1) + 1
+            repaired, holes = want.get((j["step"], n), (0, 0))
+            want[(j["step"], n)] = (repaired + j["repaired"], holes + j["holes"])
+        self.assertEqual({(p["step"], p["pass"]): (p["repaired"], p["holes"]) for p in steps}, want)
+        self.assertEqual(want[(1, 0)][0], 3 * STREAMS)
+
     def test_without_the_controller_there_is_no_latency_figure(self):
         r = plot([self.receive_json], self.out("nolatency.png"))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

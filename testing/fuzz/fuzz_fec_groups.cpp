@@ -1,10 +1,13 @@
 // libFuzzer harness: forward error correction's receiving side
 // (slabcast/fec_receiver.h), what a receiver does with every datagram that
-// carries an FEC magic before its data reaches a slab. Two ways to read the
-// input, by its first byte:
+// carries an FEC magic before its data reaches a slab, and the sender's side
+// of the loss reports that come back (slabcast/fec_report.h). Two ways to
+// read the input, by its first byte:
 //   even: datagrams as they come off the wire (a 16-bit length, then the
 //         bytes), any bytes at all: nothing may read or write past its
 //         buffers (ASan), and nothing handed on may be longer than a shard;
+//         each is also read as a loss report, and the parity a sender would
+//         choose from the reports so far stays within its bounds;
 //   odd:  a stream the real sender (fec_sender.h) makes from the input (its
 //         code, depth and run packets), with datagrams dropped and bits
 //         flipped as the input says: with no bit flipped and at most m of any
@@ -13,6 +16,7 @@
 #include "fuzz_input.h"
 
 #include "slabcast/fec_receiver.h"
+#include "slabcast/fec_report.h"
 #include "slabcast/fec_sender.h"
 #include "slabcast/run_packet.h"
 
@@ -31,12 +35,20 @@ void check_handed_on(const std::uint8_t* d, std::size_t n, unsigned& sum) {
 
 void wire(FuzzInput& in) {
     static fec::GroupReceiver receiver(8, 64);
+    fec::LossTracker loss;
     unsigned sum = 0;
     while (in.left() > 2) {
         const auto length = static_cast<std::size_t>(in.take_or_short<std::uint16_t>() % 9100);
         const std::string bytes = in.bytes(length);
-        receiver.accept(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(),
-                        [&](const std::uint8_t* d, std::size_t n) { check_handed_on(d, n, sum); });
+        const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
+        receiver.accept(data, bytes.size(), [&](const std::uint8_t* d, std::size_t n) { check_handed_on(d, n, sum); });
+        fec::Report r;
+        if (fec::parse_report(data, bytes.size(), r)) {
+            loss.take(r);
+            if (loss.lost() > loss.datagrams()) __builtin_trap();
+            const int m = fec::parity_for_loss(200, loss.datagrams(), loss.lost(), 2, 40);
+            if (m < 2 || m > 40) __builtin_trap();
+        }
     }
 }
 

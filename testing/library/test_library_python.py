@@ -36,10 +36,13 @@ class SendAndReadBack(unittest.TestCase):
 
     def test_four_senders_bit_for_bit_through_the_reader(self):
         r = self.receiver
-        # Senders 0 and 3 pack on several threads, a part of the slab each.
+        # Senders 0 and 3 pack on several threads, a part of the slab each;
+        # 1 and 3 send with forward error correction (the receiver takes each
+        # datagram through its groups).
         senders = [slabcast.Sender(DIMS, (k * DEPTH, (k + 1) * DEPTH), r.destination(k), rate=RATE,
                                    slab_depth=DEPTH, queue_steps=2 if k == 3 else 0,
-                                   encode_threads={0: 2, 3: 4}.get(k, 1)) for k in range(SLABS)]
+                                   encode_threads={0: 2, 3: 4}.get(k, 1), fec={1: "8+2", 3: "20+4/2"}.get(k, "none"))
+                   for k in range(SLABS)]
         strided = numpy.full((DEPTH, DIMS[1], 2 * DIMS[0]), numpy.nan, numpy.float32)
         for step in range(STEPS):
             full = volume(step)
@@ -70,8 +73,8 @@ class SendAndReadBack(unittest.TestCase):
         self.assertEqual(lt.first_difference(values, volume(STEPS - 1).tobytes()), "",
                          "the reader's volume is not the last step sent")
         self.assertFalse(any(ages), "some values shown came from an older step")
-        print("LIBRARY_PYTHON_OK: 4 senders (C order on 2 threads, Fortran order, strided + copy=True, queued on 4 "
-              "threads), step %d "
+        print("LIBRARY_PYTHON_OK: 4 senders (C order on 2 threads, Fortran order with FEC, strided + copy=True, "
+              "queued on 4 threads with FEC), step %d "
               "bit for bit through the reader; %d packets a step a stream" % (step, stats["packets_a_step"]),
               flush=True)
 
@@ -126,6 +129,8 @@ class Misuse(unittest.TestCase):
         self.assert_error(slabcast.ERROR_ARGUMENT, r"rate|fast", self.open, rate="fast")
         self.assert_error(slabcast.ERROR_ARGUMENT, r"encode_threads 33: expected 0\.\.32", self.open,
                           encode_threads=33)
+        for fec in ["200", "200+0", "241+1", "200+60", "8+2/0", "8+2/65", "x+2", "8+2/"]:
+            self.assert_error(slabcast.ERROR_ARGUMENT, r"FEC '%s'" % re.escape(fec), self.open, fec=fec)
         with self.assertRaisesRegex(ValueError, "queue_policy"):
             self.open(queue_policy="newest")
         with self.assertRaisesRegex(ValueError, "queue_steps"):

@@ -19,6 +19,10 @@ on the way back, `Testbed(delay_ms=32, delayed_from=("receiver",))`, as netem
 on one interface would: TCP and every request-reply exchange see the same
 32 ms, and the bulk data is not copied through user space twice on the cores
 that run the tools under test, a cost a real WAN does not put on its hosts.
+With `loss` (a fraction) the delay line also loses that share of the
+packets going to the receiver, TCP's and UDP's alike, at random or, with
+`burst` (a mean length in packets), in Gilbert-Elliott bursts: the WAN the
+paper's UDP streams crossed lost about 5% (Balman et al., 2012, section 4).
 Names carry the test's pid, so tests running side by side
 do not collide, and everything goes with `close()`.
 
@@ -83,7 +87,8 @@ def _sysctl(ns, *settings):
 
 
 class Testbed:
-    def __init__(self, delay_ms=None, mtu=MTU, delayed_from=("sender", "receiver", "controller"), render_hosts=0):
+    def __init__(self, delay_ms=None, mtu=MTU, delayed_from=("sender", "receiver", "controller"), render_hosts=0,
+                 loss=0.0, burst=0, seed=1):
         tag = os.getpid() % 100000
         self.ns = {role: "sc%s%d" % (role[0], tag) for role in ("sender", "receiver", "controller", "wan")}
         self.mtu = mtu
@@ -96,7 +101,7 @@ class Testbed:
             for i in range(render_hosts):
                 self._add_render_host(tag, i)
             if delay_ms:
-                self._add_delay(tag, delay_ms, delayed_from)
+                self._add_delay(tag, delay_ms, delayed_from, loss, burst, seed)
         except Exception:
             self.close()
             raise
@@ -173,14 +178,15 @@ class Testbed:
         """Where a path of a render host (in its own /dev/shm, say) is seen from here."""
         return "/proc/%d/root%s" % (self.holder_pid(role), path) if role in self._holders else path
 
-    def _add_delay(self, tag, delay_ms, delayed_from):
+    def _add_delay(self, tag, delay_ms, delayed_from, loss, burst, seed):
         wan, dev = self.ns["wan"], "dl%d" % tag
         self._delay_stats = tempfile.mktemp(prefix="slabcast-delay-", suffix=".json")
         ready = self._delay_stats + ".ready"
         build = os.environ.get("SLABCAST_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
         self._delay_line = subprocess.Popen(
             ["ip", "netns", "exec", wan, os.path.join(build, "testing", "slabcast_delay_line"),
-             "--dev", dev, "--delay-ms", str(delay_ms), "--stats", self._delay_stats, "--ready", ready])
+             "--dev", dev, "--delay-ms", str(delay_ms), "--stats", self._delay_stats, "--ready", ready]
+            + (["--loss", str(loss), "--burst", str(burst), "--loss-to", RECEIVER, "--seed", str(seed)] if loss else []))
         deadline = time.monotonic() + START_S
         while not os.path.exists(ready):
             if self._delay_line.poll() is not None or time.monotonic() > deadline:

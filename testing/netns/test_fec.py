@@ -16,7 +16,14 @@ order. `slabcast record` keeps every published step. Then:
 Each code is 16+8: twice as strong as 5% loss needs, so that whether a test
 passes does not hang on chance (a group of 24 loses more than 8 datagrams
 with odds of about 1 in 10^7). What a code costs against what it rebuilds is
-measured by testing/bench/fec_wan.py."""
+measured by testing/bench/fec_wan.py.
+
+Then parity that follows the loss: one stream with `--fec 32+1-16/1` across
+the testbed's lossy delay line (5% at random, 16 ms one way), 40 steps: the
+receiver reports the groups' loss after each step, and the shuffler, which
+starts at 16 parity datagrams a group, comes down to what 5% needs (6 to 13;
+10 by the binomial tail the sender holds a group's failure to), and the
+steps stay whole."""
 
 import json
 import os
@@ -165,6 +172,67 @@ class FecTest(unittest.TestCase):
             print("stream %d: parity %.1f%% of %d bytes" % (k, 100 * share, last["bytes"]), file=sys.stderr)
             self.assertGreaterEqual(share, 8 / 24 * 0.95, "stream %d" % k)
             self.assertLessEqual(share, 0.5, "stream %d" % k)
+
+
+class AdaptiveFecTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        why = tb.available(delay=True)
+        if why:
+            raise unittest.SkipTest(why)
+
+    def test_parity_follows_the_loss_the_receiver_reports(self):
+        dims, steps = (96, 96, 64), 40
+        ws = Workspace("fec-auto")
+        bed = tb.Testbed(delay_ms=16, loss=LOSS, seed=5)
+        try:
+            dataset = ws.generate("ds", dims, 8)
+            os.makedirs(ws.shm, exist_ok=True)
+            events = os.path.join(ws.dir, "receive.json")
+            receiver = ws.start("receive", [
+                "receive", "--name", "auto", "--dims", ",".join(map(str, dims)), "--slab-depth", str(dims[2]),
+                "--listen", tb.RECEIVER, "--shm-dir", ws.shm, "--step-timeout", str(STEP_TIMEOUT_MS),
+                "--stats-json", events, "--stream", "0:%d" % DATA_PORT], prefix=bed.prefix("receiver"))
+            receiver.wait_for_text("ready; descriptor", timeout=WAIT_S)
+            ws.start("stage", ["stage", "--dataset", dataset, "--staging", ws.staging, "--streams", "0",
+                               "--budget", "16M", "--sync", "127.0.0.1:%d" % STAGER_PORT], prefix=bed.prefix("sender"))
+            shuffle_json = os.path.join(ws.dir, "shuffle.json")
+            shuffler = ws.start("shuffle", [
+                "shuffle", "--stream", "0", "--to", "%s:%d" % (tb.RECEIVER, DATA_PORT), "--staging", ws.staging,
+                "--dataset", dataset, "--slab-depth", str(dims[2]), "--sync", "127.0.0.1:%d" % SYNC_PORT,
+                "--rate", "100M", "--fec", "32+1-16/1", "--wait-staged-ms", str(WAIT_S * 1000),
+                "--stats-json", shuffle_json], prefix=bed.prefix("sender"))
+            shuffler.wait_for_text("sync on")
+            r = subprocess.run(bed.prefix("sender") + [
+                SLABCAST, "control", "--dataset", dataset, "--loop", "--count", str(steps), "--interval", "0.4",
+                "--shuffler", "127.0.0.1:%d" % SYNC_PORT, "--stager", "127.0.0.1:%d" % STAGER_PORT,
+                "--done-timeout", "60"], capture_output=True, text=True, timeout=WAIT_S * 2)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            wait_for(lambda: len([e for e in read_json_lines(events) if e.get("kind") == "step"]) >= steps,
+                     timeout=WAIT_S, what="%d steps published" % steps, seen=lambda: receiver.text()[-1500:])
+            self.assertEqual(shuffler.stop(), 0, shuffler.text()[-1500:])
+            self.assertEqual(receiver.stop(), 0, receiver.text()[-1500:])
+
+            status = [e for e in read_json_lines(shuffle_json) if "fec_parity" in e][-1]
+            changes = [line for line in shuffler.text().splitlines() if "FEC parity" in line]
+            print("shuffler: %d loss reports taken; %s" % (status["loss_reports"], "; ".join(changes)),
+                  file=sys.stderr)
+            self.assertGreater(status["loss_reports"], steps // 2, "few of the receiver's reports reached the sender")
+            self.assertTrue(changes, "the parity never moved from 16")
+            self.assertTrue(6 <= status["fec_parity"] <= 13, "parity %d a group of 32 at 5%% loss" % status["fec_parity"])
+            reports = [e for e in read_json_lines(events) if e.get("kind") == "step"]
+            whole = sum(1 for e in reports if e["complete"])
+            self.assertGreaterEqual(whole, 0.95 * len(reports), "%d of %d steps whole" % (whole, len(reports)))
+            final = [e for e in read_json_lines(events) if "streams" in e][-1]["streams"][0]["fec"]
+            self.assertGreater(final["reports"], steps // 2)
+            self.assertGreater(final["repaired"], 0)
+        finally:
+            ws.close()
+            bed.close()
+        counts = bed.delay_counts()
+        print("delay line: %d of %d packets to the receiver lost" % (counts["lost"], counts["lossy_packets"]),
+              file=sys.stderr)
+        self.assertAlmostEqual(counts["lost"] / counts["lossy_packets"], LOSS, delta=0.015)
 
 
 if __name__ == "__main__":

@@ -311,10 +311,15 @@ class NetnsTest(unittest.TestCase):
                 want = floats(source_planes(self.dataset, self.files[step], DIMS, h["stored_z_begin"], h["z_end"]))
                 ghost = (h["z_begin"] - h["stored_z_begin"]) * plane
                 bounds = lossy_bounds(FORMATS[k][1], want)
+                # A ghost value of this step came in this stream, or in the slab below's, which hands its
+                # top plane on: through either's codec, whichever came first.
+                below = lossy_bounds(FORMATS[k - 1][1], want[:ghost]) if k > 0 else None
                 coarse = older = 0
                 for i, a in enumerate(ages):
                     if a == 0:  # arrived: this step's value
                         ok = abs(got[i] - want[i]) <= bounds[i] if bounds else got[i] == want[i]
+                        if not ok and i < ghost and k > 0:
+                            ok = abs(got[i] - want[i]) <= below[i] if below else got[i] == want[i]
                     elif i < ghost:  # a ghost value lost: the slab below hands its own on
                         continue
                     elif a == 254:  # its parent row's value at the same x, itself of this step

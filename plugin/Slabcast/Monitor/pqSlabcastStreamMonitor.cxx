@@ -55,6 +55,9 @@ const char* const kColumns[][2] = {
   { "Rejected", "malformed or out-of-slab packets" },
   { "Stale", "packets of a step already finished" },
   { "Dups", "records received twice in a step" },
+  { "FEC",
+    "forward error correction, all steps: datagrams rebuilt from parity / lost beyond repair ('-': the stream "
+    "sends no FEC)" },
   { "Dropped", "steps not written because readers held every buffer" },
   { "Pins",
     "buffers readers held as the last step began / the slab's buffers (the most so far); at all but one the "
@@ -90,7 +93,9 @@ QStringList Row(const slabcast::SlabFigures& f, const QString& name)
     AgeText(f.shown_age_ms), f.latency_ms < 0 ? QString("-") : AgeText(f.latency_ms),
     f.shown_step < 0 ? QString("-") : QString("%1%").arg(100 * f.shown_completeness, 0, 'f', 1),
     QString::number(f.packets), QString::number(f.rejected), QString::number(f.stale),
-    QString::number(f.duplicates), QString::number(f.dropped_steps),
+    QString::number(f.duplicates),
+    f.repaired || f.unrepaired ? QString("%1 / %2").arg(f.repaired).arg(f.unrepaired) : QString("-"),
+    QString::number(f.dropped_steps),
     f.buffers ? QString("%1/%2 (%3)").arg(f.pinned).arg(f.buffers).arg(f.pinned_peak) : QString("-") };
 }
 } // namespace

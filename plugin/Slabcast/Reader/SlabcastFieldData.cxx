@@ -134,6 +134,15 @@ void AddSlabFieldData(vtkFieldData* fd, const slabcast::StepChoice& choice,
     [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.dropped_steps.load()); });
   AddPerSlab<vtkTypeInt64Array>(fd, "SlabPublications", choice, headers,
     [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.publications.load()); });
+  // Forward error correction: the shown step's datagrams rebuilt from parity,
+  // and each slab's datagrams rebuilt and lost beyond repair, all steps.
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabStepRepaired", choice, headers, [](const B& b, const H&) {
+    return static_cast<vtkTypeInt64>(b.pin ? b.pin->publication().repaired : 0);
+  });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabRepaired", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.fec_repaired.load()); });
+  AddPerSlab<vtkTypeInt64Array>(fd, "SlabUnrepaired", choice, headers,
+    [](const B&, const H& h) { return static_cast<vtkTypeInt64>(h.live.fec_unrepaired.load()); });
 }
 
 void AddStreamFieldData(vtkFieldData* fd, const slabcast::SlabFigures& totals)
@@ -155,6 +164,7 @@ void AddDatasetStepFieldData(vtkFieldData* fd, const slabcast::DatasetStep& step
   AddOne<vtkTypeInt64Array>(fd, "StepRecords", static_cast<vtkTypeInt64>(r.records));
   AddOne<vtkTypeInt64Array>(fd, "StepExpected", static_cast<vtkTypeInt64>(r.expected));
   AddOne<vtkTypeInt64Array>(fd, "StepHoles", static_cast<vtkTypeInt64>(r.holes));
+  AddOne<vtkTypeInt64Array>(fd, "StepRepaired", static_cast<vtkTypeInt64>(r.repaired));
   AddOne<vtkIntArray>(fd, "StepComplete", r.complete ? 1 : 0);
   AddOne<vtkTypeInt64Array>(fd, "StepPublishedNs", r.published_ns);
 }

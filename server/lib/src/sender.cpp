@@ -65,6 +65,7 @@ SlabSenderOptions checked(const slabcast_options& o, std::int64_t& values_a_step
         s.bind = text_or(o.bind, "");
         s.to = o.destination;
         s.encode_threads = std::max(1, o.encode_threads);
+        s.fec = fec::parse_choice(text_or(o.fec, "none"));
         s.who = fmt::format("slabcast sender (slab {})", s.slab);
         if (s.codec.codec != run::Codec::None && s.wire != WireFormat::Run)
             throw std::invalid_argument("codec " + run::to_string(s.codec) + " needs wire \"run\"");

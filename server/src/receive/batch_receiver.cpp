@@ -107,10 +107,8 @@ long BatchReceiver::receive(int fd, const std::function<void(const Datagram&)>& 
     for (std::size_t i = 0; i < count; ++i) {
         msgs_[i] = mmsghdr{};
         lay_out(static_cast<int>(i), room);
-        if (filter_) {
-            msgs_[i].msg_hdr.msg_name = &sources_[i];
-            msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
-        }
+        msgs_[i].msg_hdr.msg_name = &sources_[i];
+        msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
         if (gro_) {
             msgs_[i].msg_hdr.msg_control = controls_.data() + i * kControlBytes;
             msgs_[i].msg_hdr.msg_controllen = kControlBytes;
@@ -133,11 +131,11 @@ long BatchReceiver::receive(int fd, const std::function<void(const Datagram&)>& 
         }
         std::uint8_t* own = buffers_.data() + static_cast<std::size_t>(i) * buffer_bytes_;
         if (h.msg_flags & MSG_TRUNC) {
-            datagrams_.push_back(Datagram{own, kMaxDatagram + 1});
+            datagrams_.push_back(Datagram{own, kMaxDatagram + 1, nullptr, &sources_[i]});
             continue;
         }
         if (length == 0) {  // rejected by the caller's framing check, counted there
-            datagrams_.push_back(Datagram{own, 0});
+            datagrams_.push_back(Datagram{own, 0, nullptr, &sources_[i]});
             continue;
         }
         std::size_t segment = 0;  // the sender's datagram size, when GRO coalesced several
@@ -148,8 +146,10 @@ long BatchReceiver::receive(int fd, const std::function<void(const Datagram&)>& 
                 segment = static_cast<std::size_t>(size);
             }
         if (segment == 0 || segment >= length) segment = length;
-        for (std::size_t at = 0; at < length; at += segment)
+        for (std::size_t at = 0; at < length; at += segment) {
             datagrams_.push_back(place(i, at, std::min(segment, length - at), tried, hit));
+            datagrams_.back().from = &sources_[i];
+        }
     }
     landed_ += hit;
     if (tried >= 8 && 2 * hit < tried) rest_ = kRestAfterMisses;

@@ -27,11 +27,13 @@
 namespace slabcast {
 
 // One datagram as handed over: `length` bytes, contiguous at `data`, or, when
-// it landed, its header at `data` and the rest of it at `landed`.
+// it landed, its header at `data` and the rest of it at `landed`; `from`,
+// its sender's address (valid until the next receive()).
 struct Datagram {
     const std::uint8_t* data = nullptr;
     std::size_t length = 0;
     const std::uint8_t* landed = nullptr;
+    const sockaddr_storage* from = nullptr;
 };
 
 class BatchReceiver {

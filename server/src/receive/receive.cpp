@@ -265,7 +265,8 @@ private:
                                   {"fec", {{"data", live.fec_data.load()}, {"parity", live.fec_parity.load()},
                                            {"repaired", live.fec_repaired.load()},
                                            {"unrepaired", live.fec_unrepaired.load()},
-                                           {"malformed", live.fec_malformed.load()}}}});
+                                           {"malformed", live.fec_malformed.load()},
+                                           {"reports", s->counters.fec_reports.load()}}}});
             dropped += live.dropped_steps.load();
         }
         for (auto& s : streams_)

@@ -5,7 +5,11 @@
 #include "receive/batch_receiver.h"
 
 #include "slabcast/clock.h"
+#include "slabcast/fec_report.h"
 #include "slabcast/units.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <spdlog/spdlog.h>
 
@@ -26,6 +30,17 @@ StreamSpec parse_stream(const std::string& text) {
 }
 
 namespace {
+
+// The groups' loss so far, back to their sender, whose parity may follow it.
+// Best effort: a report lost is made up by the next (its totals run on).
+bool send_fec_report(Stream& s, const sockaddr_storage& to) {
+    std::uint8_t bytes[fec::kReportBytes];
+    const fec::ReceiverCounts& c = s.fec->counts();
+    fec::write_report(bytes, fec::Report{s.spec.slab, c.group_datagrams, c.group_lost});
+    const socklen_t length = to.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    return ::sendto(s.socket.fd(), bytes, sizeof bytes, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&to),
+                    length) == static_cast<ssize_t>(sizeof bytes);
+}
 
 void post_fec_counts(const fec::ReceiverCounts& c, SlabLive& live) {
     live.fec_data.store(c.data, std::memory_order_relaxed);
@@ -51,6 +66,8 @@ void receive_loop(Stream& s, int batch, bool gro, bool land) {
     SlabLive& live = s.slab.header_rw().live;
     live.foreign.store(0);  // this receiver's own count, as for the other traffic counters
     std::int64_t now = 0;
+    sockaddr_storage fec_sender{};  // where the stream's FEC datagrams come from (ss_family 0: none yet)
+    std::uint64_t reported = live.publications.load();
     const fec::GroupReceiver::Deliver deliver = [&](const std::uint8_t* datagram, std::size_t length) {
         s.receiver->handle(datagram, length, now);
     };
@@ -60,6 +77,7 @@ void receive_loop(Stream& s, int batch, bool gro, bool land) {
             if (now == 0) now = monotonic_ns();  // one clock read per batch
             // (A datagram that landed is a run packet: its header said so.)
             if (s.fec && !d.landed && fec::is_fec(d.data, d.length)) {
+                if (d.from) std::memcpy(&fec_sender, d.from, sizeof fec_sender);
                 const std::uint64_t repaired = s.fec->counts().repaired;
                 s.fec->accept(d.data, d.length, deliver);
                 s.receiver->count_repaired(s.fec->counts().repaired - repaired);
@@ -76,6 +94,10 @@ void receive_loop(Stream& s, int batch, bool gro, bool land) {
         s.receiver->post_counters();
         live.foreign.store(receiver.foreign(), std::memory_order_relaxed);
         if (s.fec) post_fec_counts(s.fec->counts(), live);
+        if (s.fec && fec_sender.ss_family != 0 && live.publications.load(std::memory_order_relaxed) != reported) {
+            reported = live.publications.load(std::memory_order_relaxed);
+            if (send_fec_report(s, fec_sender)) s.counters.fec_reports.fetch_add(1, std::memory_order_relaxed);
+        }
         s.counters.bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
         s.counters.landed.store(receiver.landed(), std::memory_order_relaxed);
         s.counters.copied_out.store(receiver.copied_out(), std::memory_order_relaxed);

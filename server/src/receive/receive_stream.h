@@ -35,6 +35,7 @@ struct StreamCounters {
     std::atomic<std::uint64_t> steps_dropped{0};
     std::atomic<std::uint64_t> landed{0};      // datagrams placed by the kernel's copy alone (BatchReceiver)
     std::atomic<std::uint64_t> copied_out{0};  // datagrams that landed amiss and were copied out
+    std::atomic<std::uint64_t> fec_reports{0};  // loss reports sent back to the stream's sender
 };
 
 struct Stream {
@@ -55,7 +56,9 @@ struct Stream {
 // datagrams per recvmmsg call (coalesced by UDP GRO when `gro`) into the slab
 // until a stop is requested; with `land`, full raw run packets land straight
 // in the slab (BatchReceiver, LandingSite). Datagrams with forward error
-// correction go through s.fec, which hands on what came and what it rebuilt.
+// correction go through s.fec, which hands on what came and what it rebuilt;
+// after each step the stream publishes, the groups' loss goes back to the
+// address they came from (slabcast/fec_report.h).
 void receive_loop(Stream& s, int batch, bool gro, bool land);
 
 }  // namespace slabcast

@@ -319,7 +319,8 @@ void SlabReceiver::publish_step() {
     _mm_sfence();  // the stores that bypassed the cache (copy_min_max) before the step is seen
     publish_buffer(slab_, w, PublishInfo{current_.step, current_.records, current_.expected, current_.holes,
                                          current_.records == current_.expected, owned_range(),
-                                         ghost_range(values, ages), current_.sent_ns, current_.begun_ns});
+                                         ghost_range(values, ages), current_.sent_ns, current_.begun_ns,
+                                         current_.repaired});
     current_.published_ns = slab_.header().publication[w].published_ns.load(std::memory_order_relaxed);
     current_.buffer = w;
     previous_ = w;

@@ -173,6 +173,7 @@ private:
                        {"seconds", seconds},
                        {"stored_bytes", rep.stored_bytes},
                        {"holes", rep.holes},
+                       {"repaired", rep.repaired},
                        {"complete", rep.complete}});
     }
 

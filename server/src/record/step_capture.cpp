@@ -35,6 +35,7 @@ void StepCapture::take(const StepChoice& choice, std::int64_t started_ns) {
         report_.records += p.records;
         report_.expected += p.expected;
         report_.holes += p.holes;
+        report_.repaired += p.repaired;
         report_.complete = report_.complete && p.complete;
         report_.published_ns = std::max(report_.published_ns, p.published_ns);
     }

@@ -8,6 +8,7 @@
 #include "base/status_reporter.h"
 #include "base/stop_signal.h"
 #include "base/udp.h"
+#include "base/option_checks.h"
 #include "replay/replay_steps.h"
 #include "shuffle/slab_sender.h"
 
@@ -38,6 +39,7 @@ struct ReplayOptions {
     std::string rate = "1G";
     std::string wire = "run";
     std::string codec = "none";
+    std::string fec = "none";
     std::string bind;
     int loops = 1;
     std::string stats_json;
@@ -93,6 +95,7 @@ public:
             so.slab = k;
             so.wire = parse_wire_format(o.wire);
             so.codec = run::parse_codec(o.codec);
+            so.fec = fec::parse_choice(o.fec);
             so.rate_bps = parse_rate_bps(o.rate);
             so.to = to[static_cast<std::size_t>(k)];
             so.bind = o.bind;
@@ -200,6 +203,10 @@ void register_replay(CLI::App& root, RoleMain& run) {
         ->capture_default_str();
     c->add_option("--wire", o->wire, "data packets: run or quad")->capture_default_str();
     c->add_option("--codec", o->codec, "run packets' codec, e.g. none, lz4, quant:10")->capture_default_str();
+    c->add_option("--fec", o->fec, "forward error correction as for shuffle: K+M[/DEPTH], K+LOW-HIGH[/DEPTH], auto "
+                                   "or none")
+        ->check(parsed_by(fec::parse_choice, "K+M[/DEPTH]"))
+        ->capture_default_str();
     c->add_option("--bind", o->bind, "local HOST[:PORT] to send from");
     c->add_option("--loops", o->loops, "times through the recording")
         ->capture_default_str()

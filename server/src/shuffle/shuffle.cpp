@@ -60,6 +60,8 @@ struct ShuffleOptions {
 struct ShuffleCounters {
     std::atomic<std::uint64_t> bytes{0}, packets{0}, steps_finished{0}, steps_abandoned{0}, steps_missing{0};
     std::atomic<std::uint64_t> parity_packets{0}, parity_bytes{0};  // FEC's, in packets and bytes too
+    std::atomic<int> fec_parity{0};                                  // parity datagrams a group now
+    std::atomic<std::uint64_t> loss_reports{0};                      // the receiver's, taken
     std::atomic<std::int64_t> step{-1};
     std::atomic<std::uint64_t> step_packets{0}, step_total{1};
 };
@@ -254,6 +256,8 @@ private:
         counters_.step_packets = sender_->packets_in_step();
         counters_.parity_packets = sender_->parity_packets();
         counters_.parity_bytes = sender_->parity_bytes();
+        counters_.fec_parity = sender_->fec_parity();
+        counters_.loss_reports = sender_->loss_reports();
         if (!sent) end_step(control::ReplyKind::Finished);
     }
 
@@ -310,7 +314,8 @@ int run_shuffle(const ShuffleOptions& o) {
             {"progress", progress}, {"steps_finished", c.steps_finished.load()},
             {"steps_abandoned", c.steps_abandoned.load()}, {"steps_missing", c.steps_missing.load()},
             {"bytes", c.bytes.load()}, {"parity_packets", c.parity_packets.load()},
-            {"parity_bytes", c.parity_bytes.load()}};
+            {"parity_bytes", c.parity_bytes.load()}, {"fec_parity", c.fec_parity.load()},
+            {"loss_reports", c.loss_reports.load()}};
     });
     shuffler.run();
     status.stop();
@@ -365,7 +370,8 @@ void register_shuffle(CLI::App& root, RoleMain& run) {
     c->add_option("--fec", o->fec,
                   "forward error correction: K+M[/DEPTH] sends M parity datagrams for every K (a group), groups "
                   "interleaved DEPTH deep (default 4), so that the receiver rebuilds up to M lost datagrams a "
-                  "group without a round trip; e.g. 200+22 for 5% random loss; none: off")
+                  "group without a round trip; e.g. 200+22 for 5% random loss. K+LOW-HIGH[/DEPTH]: M follows the "
+                  "loss the receiver reports, from HIGH at the start; auto: " + std::string(fec::kAuto) + "; none: off")
         ->check(parsed_by(fec::parse_choice, "K+M[/DEPTH]"))
         ->capture_default_str();
     c->add_option("--ghost-planes", o->ghost_planes, "also send this many planes below the slab (0 or 1)")

@@ -72,6 +72,7 @@ void SlabSender::begin_step(std::int32_t step, const float* planes, const std::u
     planes_ = planes;
     step_ = step;
     values_in_step_ = packets_in_step_ = bytes_in_step_ = 0;
+    if (o_.fec.adaptive()) follow_loss_reports();
     // The pacer is not restarted: with steps back to back, the moments spent
     // between them are made up (within its burst limit) and the rate holds
     // over any window, not only within a step.
@@ -152,6 +153,27 @@ void SlabSender::flush_parity(const Stop& stop, const Refused& on_refused) {
         parity_bytes_ += p.length;
     }
     if (fec_batch_->count() > 0) transmit(*fec_batch_, stop, on_refused);
+}
+
+void SlabSender::follow_loss_reports() {
+    // The socket is connected to the receiver's: what it reads came from there.
+    std::uint8_t bytes[fec::kReportBytes + 1];
+    for (int i = 0; i < 256; ++i) {
+        const ssize_t n = ::recv(socket_.fd(), bytes, sizeof bytes, MSG_DONTWAIT);
+        if (n < 0 && (errno == ECONNREFUSED || errno == EINTR)) continue;  // an ICMP error of an earlier send
+        if (n < 0) break;
+        fec::Report r;
+        if (!fec::parse_report(bytes, static_cast<std::size_t>(n), r) || r.slab != o_.slab) continue;
+        loss_.take(r);
+        ++loss_reports_;
+    }
+    const int m = fec::parity_for_loss(fec_->k(), loss_.datagrams(), loss_.lost(), o_.fec.m_low, o_.fec.m);
+    if (m == fec_->m()) return;
+    spdlog::info("{}: FEC parity {} a group of {} (was {}): the receiver lost {:.3f}% of the last {} datagrams",
+                 o_.who, m, fec_->k(), fec_->m(),
+                 loss_.datagrams() ? 100.0 * static_cast<double>(loss_.lost()) / static_cast<double>(loss_.datagrams()) : 0.0,
+                 loss_.datagrams());
+    fec_->set_parity(m);
 }
 
 void SlabSender::transmit(DatagramBatch& batch, const Stop& stop, const Refused& on_refused) {

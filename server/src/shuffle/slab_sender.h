@@ -10,6 +10,7 @@
 #include "shuffle/parallel_packer.h"
 #include "shuffle/slab_walker.h"
 
+#include "slabcast/fec_report.h"
 #include "slabcast/fec_sender.h"
 #include "slabcast/pacer.h"
 #include "slabcast/run_codec.h"
@@ -74,6 +75,10 @@ public:
     // (their bytes are in bytes_in_step too).
     std::uint64_t parity_packets() const { return parity_packets_; }
     std::uint64_t parity_bytes() const { return parity_bytes_; }
+    // Parity datagrams a group now (0: no FEC), and the receiver's loss
+    // reports taken (fec.adaptive(): the parity follows them).
+    int fec_parity() const { return fec_ ? fec_->m() : 0; }
+    std::uint64_t loss_reports() const { return loss_reports_; }
     std::uint64_t total_values() const { return packer_ ? packer_->total_values() : walker_->total_records(); }
     std::size_t fixed_packet_bytes() const {
         return packer_ ? packer_->fixed_packet_bytes() : walker_->fixed_packet_bytes();
@@ -94,6 +99,9 @@ private:
     void put(std::size_t length, const Stop& stop, const Refused& on_refused);
     // A step's end: every open group closed and its parity sent.
     void flush_parity(const Stop& stop, const Refused& on_refused);
+    // The receiver's loss reports waiting on the socket taken, and the
+    // parity set for the next groups (an adaptive code, at a step's start).
+    void follow_loss_reports();
     void send_stamp(const Refused& on_refused);
 
     SlabSenderOptions o_;
@@ -106,6 +114,8 @@ private:
     std::optional<fec::GroupSender> fec_;     // --fec
     std::optional<DatagramBatch> fec_batch_;  // the packets behind their shims, and parity
     std::uint64_t parity_packets_ = 0, parity_bytes_ = 0;
+    fec::LossTracker loss_;
+    std::uint64_t loss_reports_ = 0;
     const float* planes_ = nullptr;
     std::int32_t step_ = -1;
     std::uint64_t values_in_step_ = 0, packets_in_step_ = 0, bytes_in_step_ = 0;

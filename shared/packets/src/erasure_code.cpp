@@ -32,9 +32,13 @@ void ErasureCode::encode(const std::uint8_t* const* data, std::size_t length, st
                    const_cast<std::uint8_t**>(data), const_cast<std::uint8_t**>(parity));
 }
 
-void ErasureCode::add(int index, const std::uint8_t* shard, std::size_t length, std::uint8_t* const* parity) const {
+void ErasureCode::add(int index, const std::uint8_t* shard, std::size_t length, std::uint8_t* const* parity,
+                      int rows) const {
     if (index < 0 || index >= k_) throw std::out_of_range("erasure code: data shard index out of range");
-    ec_encode_data_update(static_cast<int>(length), k_, m_, index, const_cast<std::uint8_t*>(tables_.data()),
+    if (rows == -1) rows = m_;
+    if (rows < 1 || rows > m_) throw std::out_of_range("erasure code: parity rows out of range");
+    // The expanded tables are row after row: the first `rows` rows' come first.
+    ec_encode_data_update(static_cast<int>(length), k_, rows, index, const_cast<std::uint8_t*>(tables_.data()),
                           const_cast<std::uint8_t*>(shard), const_cast<std::uint8_t**>(parity));
 }
 

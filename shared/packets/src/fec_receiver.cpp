@@ -24,6 +24,7 @@ GroupReceiver::GroupReceiver(int window, int max_shards) : window_(window), max_
     groups_.resize(static_cast<std::size_t>(window));
     for (std::size_t i = 0; i < groups_.size(); ++i) {
         groups_[i].have.assign(static_cast<std::size_t>(max_shards), 0);
+        groups_[i].came.assign(static_cast<std::size_t>(max_shards), 0);
         groups_[i].length.assign(static_cast<std::size_t>(max_shards), 0);
         groups_[i].shards = memory_.get() + i * per_group;
     }
@@ -49,7 +50,19 @@ GroupReceiver::Group* GroupReceiver::group_for(std::uint32_t id) {
     return &g;
 }
 
+void GroupReceiver::note_came(Group& g, std::size_t shard) {
+    if (shard < g.came.size() && !g.came[shard]) {
+        g.came[shard] = 1;
+        ++g.arrived;
+    }
+}
+
 void GroupReceiver::give_up(Group& g) {
+    if (g.used && g.k > 0 && !g.broken) {
+        const int sent = g.count + g.m;
+        counts_.group_datagrams += static_cast<std::uint64_t>(sent);
+        counts_.group_lost += static_cast<std::uint64_t>(std::max(0, sent - g.arrived));
+    }
     if (g.used && !g.done) {
         const int expected = g.k > 0 && !g.broken ? g.count : g.highest_data + 1;
         const int missing = expected - g.data_present;
@@ -59,10 +72,11 @@ void GroupReceiver::give_up(Group& g) {
         }
     }
     std::fill(g.have.begin(), g.have.end(), 0);
+    std::fill(g.came.begin(), g.came.end(), 0);
     g.used = g.done = g.broken = false;
     g.k = g.m = g.count = 0;
     g.shard_bytes = 0;
-    g.present = g.data_present = 0;
+    g.present = g.data_present = g.arrived = 0;
     g.highest_data = -1;
 }
 
@@ -83,6 +97,7 @@ void GroupReceiver::accept(const std::uint8_t* datagram, std::size_t length, con
     if (!h.parity) {
         ++counts_.data;
         if (g && h.index >= max_shards_) g = nullptr;  // handed on, never part of a group this receiver holds
+        if (g) note_came(*g, h.index);
         if (g && g->have[h.index]) {  // handed on already, as it came or rebuilt
             ++counts_.duplicates;
             return;
@@ -102,6 +117,7 @@ void GroupReceiver::accept(const std::uint8_t* datagram, std::size_t length, con
         g->highest_data = std::max(g->highest_data, int{h.index});
     } else {
         ++counts_.parity;
+        if (g && g->k > 0 && h.k == g->k && h.m == g->m) note_came(*g, static_cast<std::size_t>(g->k) + h.index);
         if (!g || g->done) {
             ++counts_.late;
             return;
@@ -123,6 +139,7 @@ void GroupReceiver::accept(const std::uint8_t* datagram, std::size_t length, con
             g->m = h.m;
             g->count = h.count;
             g->shard_bytes = bytes;
+            note_came(*g, static_cast<std::size_t>(g->k) + h.index);
         } else if (h.k != g->k || h.m != g->m || h.count != g->count || bytes != g->shard_bytes) {
             ++counts_.malformed;  // parity packets of one group disagree
             return;

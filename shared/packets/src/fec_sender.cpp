@@ -6,15 +6,18 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace slabcast::fec {
 
 Choice parse_choice(const std::string& text) {
-    if (text == "none") return {0, 0, Choice::kDefaultDepth};
+    if (text == "none") return {0, 0, Choice::kDefaultDepth, 0};
+    if (text == "auto") return parse_choice(kAuto);
     const auto bad = [&](const std::string& why) {
-        return std::invalid_argument("--fec '" + text + "': " + why +
-                                     " (expected none, K+M or K+M/DEPTH, e.g. 200+22/4: 200 data and 22 parity "
-                                     "datagrams a group, 4 groups interleaved)");
+        return std::invalid_argument("FEC '" + text + "': " + why +
+                                     " (expected none, auto, K+M or K+M/DEPTH, e.g. 200+22/4: 200 data and 22 "
+                                     "parity datagrams a group, 4 groups interleaved; or K+LOW-HIGH[/DEPTH], M "
+                                     "following the loss the receiver reports)");
     };
     Choice c;
     const auto plus = text.find('+'), slash = text.find('/');
@@ -25,21 +28,26 @@ Choice parse_choice(const std::string& text) {
         return static_cast<int>(*n);
     };
     c.k = whole(text.substr(0, plus), "K");
-    c.m = whole(text.substr(plus + 1, slash == std::string::npos ? std::string::npos : slash - plus - 1), "M");
+    const std::string m = text.substr(plus + 1, slash == std::string::npos ? std::string::npos : slash - plus - 1);
+    const auto dash = m.find('-');
+    c.m = whole(m.substr(dash == std::string::npos ? 0 : dash + 1), "M");
+    c.m_low = dash == std::string::npos ? c.m : whole(m.substr(0, dash), "LOW");
     if (slash != std::string::npos) c.depth = whole(text.substr(slash + 1), "DEPTH");
     if (!valid_code(c.k, c.m))
         throw bad("K must be 1.." + std::to_string(kMaxDataShards) + ", M 1.." + std::to_string(kMaxParityShards) +
                   ", K+M at most 255");
+    if (c.m_low < 1 || c.m_low > c.m) throw bad("LOW must be 1..HIGH");
     if (c.depth < 1 || c.depth > 64) throw bad("DEPTH must be 1..64");
     return c;
 }
 
 std::string to_string(const Choice& c) {
     if (!c.on()) return "none";
-    return std::to_string(c.k) + "+" + std::to_string(c.m) + "/" + std::to_string(c.depth);
+    return std::to_string(c.k) + "+" + (c.adaptive() ? std::to_string(c.m_low) + "-" : std::string()) +
+           std::to_string(c.m) + "/" + std::to_string(c.depth);
 }
 
-GroupSender::GroupSender(int k, int m, int depth) : code_(k, m), depth_(depth) {
+GroupSender::GroupSender(int k, int m, int depth) : code_(k, m), m_(m), depth_(depth) {
     if (depth < 1 || depth > 64) throw std::invalid_argument("FEC interleave depth " + std::to_string(depth) + ": 1..64");
     for (auto* set : {&open_, &closed_}) {
         set->resize(static_cast<std::size_t>(depth));
@@ -70,7 +78,7 @@ void GroupSender::close(int slot) {
     std::swap(open_[s], closed_[s]);
     Group& g = closed_[s];
     Group& next = open_[s];
-    const int m = code_.parity_shards();
+    const int m = m_;
     for (int j = 0; j < m; ++j) {
         Header h;
         h.parity = true;
@@ -103,18 +111,18 @@ const std::vector<ParityDatagram>& GroupSender::add(std::uint8_t* shim, const st
     const int slot = static_cast<int>(sent_ % static_cast<std::uint64_t>(depth_));
     Group& g = open_[static_cast<std::size_t>(slot)];
     if (g.count == 0)
-        for (auto* shard : g.shards) std::memset(shard, 0, kMaxShardBytes);
+        for (int j = 0; j < m_; ++j) std::memset(g.shards[static_cast<std::size_t>(j)], 0, kMaxShardBytes);
     Header h;
     h.index = static_cast<std::uint8_t>(g.count);
     h.group = g.id;
     write_header(shim, h);
-    code_.add(g.count, datagram, length, g.shards.data());
+    code_.add(g.count, datagram, length, g.shards.data(), m_);
     g.longest = std::max(g.longest, length);
     ++g.count;
     ++sent_;
     if (g.count == code_.data_shards()) close(slot);
     // m parity datagrams for every k data datagrams, the oldest first.
-    credit_ += static_cast<std::uint64_t>(code_.parity_shards());
+    credit_ += static_cast<std::uint64_t>(m_);
     const auto k = static_cast<std::uint64_t>(code_.data_shards());
     while (queued_ > 0 && credit_ >= k) {
         credit_ -= k;
@@ -136,7 +144,21 @@ const std::vector<ParityDatagram>& GroupSender::flush() {
     credit_ = 0;
     // The next step's datagrams start at slot 0's new group.
     sent_ = 0;
+    if (pending_m_ > 0) m_ = std::exchange(pending_m_, 0);
     return out_;
+}
+
+void GroupSender::set_parity(int m) {
+    if (m < 1 || m > code_.parity_shards())
+        throw std::invalid_argument("FEC: " + std::to_string(m) + " parity datagrams a group (1.." +
+                                    std::to_string(code_.parity_shards()) + ")");
+    for (const Group& g : open_)
+        if (g.count > 0) {
+            pending_m_ = m;
+            return;
+        }
+    m_ = m;
+    pending_m_ = 0;
 }
 
 }  // namespace slabcast::fec

@@ -46,6 +46,7 @@ RecordedStep read_recorded(const json& r, const std::string& file) {
     out.records = field<std::uint64_t>(r, "records", file);
     out.expected = field<std::uint64_t>(r, "expected", file);
     out.holes = field<std::uint64_t>(r, "holes", file);
+    out.repaired = field_or<std::uint64_t>(r, "repaired", 0, file);
     out.complete = field<bool>(r, "complete", file);
     out.published_ns = field<std::int64_t>(r, "published_ns", file);
     out.started_ns = field_or<std::int64_t>(r, "started_ns", 0, file);
@@ -127,6 +128,7 @@ void write_dataset_descriptor(const Dataset& d, bool durable) {
         if (s.recorded) {
             const RecordedStep& r = *s.recorded;
             e["recorded"] = {{"records", r.records},   {"expected", r.expected},         {"holes", r.holes},
+                             {"repaired", r.repaired},
                              {"complete", r.complete}, {"published_ns", r.published_ns}, {"started_ns", r.started_ns},
                              {"stored_bytes", r.stored_bytes}};
         }

@@ -66,6 +66,7 @@ std::optional<Publication> read_publication(const SlabMapping& m, int b) {
         if (times.seq == seq) {
             p.sent_ns = times.sent_ns;
             p.begun_ns = times.begun_ns;
+            p.repaired = times.repaired;
         }
         return p;
     }
@@ -237,7 +238,7 @@ void publish_buffer(SlabMapping& m, int b, const PublishInfo& info) {
     p.published_ns.store(realtime_ns(), std::memory_order_relaxed);
     p.complete.store(info.complete ? 1 : 0, std::memory_order_relaxed);
     h.ranges[b] = BufferRanges{seq + 1, info.owned_range, info.ghost_range};
-    h.times[b] = BufferTimes{seq + 1, info.sent_ns, info.begun_ns, 0};
+    h.times[b] = BufferTimes{seq + 1, info.sent_ns, info.begun_ns, info.repaired};
     // Values, ages and fields before the even seq that makes them visible.
     p.seq.store(seq + 1, std::memory_order_release);
     h.live.publications.fetch_add(1, std::memory_order_release);

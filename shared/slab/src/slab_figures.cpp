@@ -26,6 +26,8 @@ SlabFigures slab_figures(const SlabHeader& header, std::int64_t shown_step, cons
     f.stale = live.stale.load();
     f.duplicates = live.duplicates.load();
     f.dropped_steps = live.dropped_steps.load();
+    f.repaired = live.fec_repaired.load();
+    f.unrepaired = live.fec_unrepaired.load();
     f.receiving = live.writer_pid.load() != 0;
     f.buffers = static_cast<int>(std::min<std::uint32_t>(header.buffers, kMaxBuffers));
     f.pinned = static_cast<int>(std::min<std::uint32_t>(live.pinned.load(), kMaxBuffers));
@@ -98,6 +100,8 @@ SlabFigures total_figures(const std::vector<SlabFigures>& slabs) {
         t.rejected += f.rejected;
         t.stale += f.stale;
         t.duplicates += f.duplicates;
+        t.repaired += f.repaired;
+        t.unrepaired += f.unrepaired;
         t.dropped_steps += f.dropped_steps;
         t.receiving = t.receiving || f.receiving;
         t.no_step = t.no_step || f.no_step;

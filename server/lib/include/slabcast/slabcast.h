@@ -69,6 +69,10 @@ typedef struct slabcast_options {
                                 core cannot run at the rate, on 4 or more cores (not yet measured there;
                                 slower than 1 on a 2-core host: docs/performance.md); 0 or 1 (the
                                 default): the sending thread */
+    const char* fec;         /* forward error correction: "K+M" or "K+M/DEPTH" (M parity datagrams for every
+                                K, groups interleaved DEPTH deep, default 4; e.g. "200+22" for 5% random
+                                loss): the receiver rebuilds up to M lost datagrams a group; NULL or "none":
+                                off */
 } slabcast_options;
 
 /* Fills `options` with the defaults (every pointer NULL, queue_steps 0). */
@@ -97,7 +101,7 @@ typedef struct slabcast_stats {
     uint64_t steps_sent;    /* steps whose every packet was handed to the kernel */
     uint64_t steps_dropped; /* queued steps dropped by SLABCAST_QUEUE_DROP_OLDEST */
     uint64_t packets;       /* datagrams sent */
-    uint64_t bytes;         /* datagram bytes sent */
+    uint64_t bytes;         /* datagram bytes sent, FEC's parity included */
     uint64_t packets_a_step;
     double send_seconds;    /* time spent sending steps (the sending thread's, when queued) */
 } slabcast_stats;

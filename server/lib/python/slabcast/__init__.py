@@ -62,7 +62,7 @@ class _Options(ctypes.Structure):
                 ("slab_depth", ctypes.c_int64), ("destination", ctypes.c_char_p), ("bind", ctypes.c_char_p),
                 ("rate", ctypes.c_char_p), ("wire", ctypes.c_char_p), ("codec", ctypes.c_char_p),
                 ("order", ctypes.c_char_p), ("queue_steps", ctypes.c_int), ("queue_policy", ctypes.c_int),
-                ("encode_threads", ctypes.c_int)]
+                ("encode_threads", ctypes.c_int), ("fec", ctypes.c_char_p)]
 
 
 class _Stats(ctypes.Structure):
@@ -185,7 +185,10 @@ class Sender:
     encode_threads: threads packing the packets, each a part of the slab, for a
     codec one core cannot run at the rate, on 4 or more cores (not yet measured
     there; slower than 1 on a 2-core host: docs/performance.md); 1: the sending
-    thread.
+    thread. fec: forward error correction, "K+M" or "K+M/DEPTH" (M parity
+    datagrams for every K, groups interleaved DEPTH deep, default 4; e.g.
+    "200+22" for 5% random loss), so that the receiver rebuilds up to M lost
+    datagrams a group; "none": off.
 
     queue_steps 0 (synchronous): send_step returns once the step is handed to
     the kernel, paced at the rate. queue_steps N > 0: send_step copies the step
@@ -198,7 +201,7 @@ class Sender:
     is queued first)."""
 
     def __init__(self, dims, z_range, destination, rate="2.81G", wire="run", codec="none", order="scan",
-                 slab_depth=0, queue_steps=0, queue_policy="block", bind=None, encode_threads=1):
+                 slab_depth=0, queue_steps=0, queue_policy="block", bind=None, encode_threads=1, fec="none"):
         self._handle = None  # first, so that __del__ of a half-made sender has nothing to free
         self._final_stats = None
         dims = tuple(dims)
@@ -217,9 +220,10 @@ class Sender:
         # The encoded strings live as long as the sender: the C API does not
         # say that slabcast_open copies them, so they must not be freed under it.
         self._strings = [_text(_destination(destination), "destination"), _text(bind, "bind"),
-                         _text(rate, "rate"), _text(wire, "wire"), _text(codec, "codec"), _text(order, "order")]
+                         _text(rate, "rate"), _text(wire, "wire"), _text(codec, "codec"), _text(order, "order"),
+                         _text(fec, "fec")]
         (options.destination, options.bind, options.rate, options.wire, options.codec,
-         options.order) = self._strings
+         options.order, options.fec) = self._strings
         options.queue_steps = _int(queue_steps, "queue_steps", 0, _INT32_MAX)
         options.queue_policy = _QUEUE_POLICIES[queue_policy]
         options.encode_threads = _int(encode_threads, "encode_threads", 0, _INT32_MAX)

@@ -39,12 +39,14 @@ public:
     // parity[0..m) = the code of data[0..k), each `length` bytes.
     void encode(const std::uint8_t* const* data, std::size_t length, std::uint8_t* const* parity) const;
 
-    // Adds data shard `index` (0..k) into parity[0..m), each `length`
-    // bytes: after every data shard of a group was added once to parity
-    // zeroed at its start, parity is encode()'s. A shard shorter than the
-    // group's longest is its first `length` bytes, the rest zero (and adds
-    // nothing past `length`).
-    void add(int index, const std::uint8_t* shard, std::size_t length, std::uint8_t* const* parity) const;
+    // Adds data shard `index` (0..k) into parity[0..rows), each `length`
+    // bytes (rows: 1..m, -1 for m): after every data shard of a group was
+    // added once to parity zeroed at its start, parity is encode()'s. A
+    // shard shorter than the group's longest is its first `length` bytes,
+    // the rest zero (and adds nothing past `length`). A Cauchy row depends
+    // on its own index only, so the first rows of a (k, m) code are the
+    // (k, rows) code's parity: a sender may send fewer than m.
+    void add(int index, const std::uint8_t* shard, std::size_t length, std::uint8_t* const* parity, int rows = -1) const;
 
     // Rebuilds the data shards missing from a group. `shards[i]` for
     // i in 0..k+m is shard i (data, then parity), or nullptr where it was

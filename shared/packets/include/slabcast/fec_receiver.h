@@ -33,6 +33,10 @@ struct ReceiverCounts {
     std::uint64_t malformed = 0;          // bad headers, codes that disagree, rebuilt shards with no datagram
     std::uint64_t late = 0;               // for a group older than the window, or already whole
     std::uint64_t duplicates = 0;
+    // The path's loss (slabcast/fec_report.h): the datagrams of the groups
+    // given up so far, data and parity (count + m each, as their parity
+    // said), and those of them that never came, late ones counted as come.
+    std::uint64_t group_datagrams = 0, group_lost = 0;
 };
 
 class GroupReceiver {
@@ -62,12 +66,15 @@ private:
         int k = 0, m = 0, count = 0;  // 0 until a parity packet says
         std::size_t shard_bytes = 0;  // the parity's length; 0 until known
         int present = 0, data_present = 0, highest_data = -1;
-        std::vector<std::uint8_t> have;      // a flag a shard (k + m)
+        int arrived = 0;                     // shards that came, in time or not (the path's loss)
+        std::vector<std::uint8_t> have;      // a flag a shard (k + m): held, or handed on
+        std::vector<std::uint8_t> came;      // a flag a shard: it came
         std::vector<std::size_t> length;     // each data shard's own length
         std::uint8_t* shards = nullptr;      // max_shards x kMaxShardBytes
     };
     Group* group_for(std::uint32_t id);
     void give_up(Group& g);
+    static void note_came(Group& g, std::size_t shard);
     void try_rebuild(Group& g, const Deliver& deliver);
 
     int window_, max_shards_;

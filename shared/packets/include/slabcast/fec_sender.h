@@ -22,16 +22,24 @@
 namespace slabcast::fec {
 
 // A stream's code as its options name it (`--fec`): k data and m parity
-// datagrams a group, groups interleaved `depth` deep; k == 0: no FEC.
+// datagrams a group, groups interleaved `depth` deep; k == 0: no FEC. With
+// a range of m (m_low < m), m follows the loss the receiver reports
+// (slabcast/fec_report.h), between m_low and m, starting at m.
 struct Choice {
     static constexpr int kDefaultDepth = 4;
     int k = 0, m = 0, depth = kDefaultDepth;
+    int m_low = 0;  // == m: a fixed code
     bool on() const { return k > 0; }
+    bool adaptive() const { return on() && m_low < m; }
 };
-// "none", "K+M" or "K+M/DEPTH" (valid_code(K, M), DEPTH 1..64); throws
-// std::invalid_argument naming what is wrong.
+// "none"; "K+M" or "K+M/DEPTH" (valid_code(K, M), DEPTH 1..64); "K+LOW-HIGH"
+// or "K+LOW-HIGH/DEPTH" (M follows the reported loss, LOW <= M <= HIGH);
+// "auto" (kAuto). Throws std::invalid_argument naming what is wrong.
 Choice parse_choice(const std::string& text);
-std::string to_string(const Choice& c);  // "none", "K+M/DEPTH"
+std::string to_string(const Choice& c);  // "none", "K+M/DEPTH", "K+LOW-HIGH/DEPTH"
+// `--fec auto`: groups of 200, 2 to 40 parity datagrams as the loss asks
+// (40: up to about 8% random loss), 4 deep.
+constexpr const char* kAuto = "200+2-40/4";
 
 struct ParityDatagram {
     const std::uint8_t* bytes = nullptr;
@@ -44,8 +52,13 @@ public:
     GroupSender(int k, int m, int depth);
 
     int k() const { return code_.data_shards(); }
-    int m() const { return code_.parity_shards(); }
+    int m() const { return m_; }  // parity datagrams a group now
+    int most_parity() const { return code_.parity_shards(); }
     int depth() const { return depth_; }
+
+    // From the next group on, m parity datagrams a group (1..most_parity()):
+    // at once when no group is open (after flush()), else at the next flush.
+    void set_parity(int m);
 
     // Writes the shim of the stream's next data datagram (kDataHeaderBytes
     // at `shim`) and adds the datagram (`length` bytes after the shim, at most
@@ -79,6 +92,7 @@ private:
     void emit_one();
 
     ErasureCode code_;
+    int m_, pending_m_ = 0;  // pending: set_parity's, waiting for the open groups to close
     int depth_;
     // Two groups a slot: the one filling, and the one before it, whose
     // parity may still be queued.

@@ -24,6 +24,7 @@ struct RecordedStep {
     std::int64_t published_ns = 0; // CLOCK_REALTIME when its last slab was published
     std::int64_t started_ns = 0;   // CLOCK_REALTIME when a receiver began it (0: not seen), what a replay paces by
     std::uint64_t stored_bytes = 0; // both files, as stored (for the recording's budget)
+    std::uint64_t repaired = 0;    // datagrams rebuilt from FEC parity (forward error correction)
 };
 
 struct DatasetStep {

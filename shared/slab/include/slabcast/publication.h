@@ -33,6 +33,7 @@ struct Publication {
     // its first packet; 0 unknown (no stamp came, or an older receiver).
     std::int64_t sent_ns = 0;
     std::int64_t begun_ns = 0;
+    std::uint64_t repaired = 0;  // datagrams of it rebuilt from FEC parity (BufferTimes)
     bool complete = false;
     // The receiver's measure of the buffer's owned and ghost planes (known 0:
     // none, the reader measures them itself).
@@ -136,6 +137,7 @@ struct PublishInfo {
     PartRange ghost_range{};
     std::int64_t sent_ns = 0;   // the step stamp's time, 0 none
     std::int64_t begun_ns = 0;  // CLOCK_REALTIME of the step's first packet, 0 unknown
+    std::uint64_t repaired = 0; // datagrams rebuilt from FEC parity while it was written
 };
 // Publishes buffer b (taken with take_buffer and written): fills in its
 // publication, makes its seq even, and counts it in live.publications.

@@ -33,6 +33,8 @@ struct SlabFigures {
     std::uint64_t stale = 0;
     std::uint64_t duplicates = 0;
     std::uint64_t dropped_steps = 0;
+    std::uint64_t repaired = 0;    // FEC: datagrams rebuilt from parity, all steps
+    std::uint64_t unrepaired = 0;  // FEC: datagrams lost beyond repair, all steps
     bool receiving = false;           // a receiver owns the slab now
     // No buffer holds a published step (each is being written, or none was
     // ever published): a reader showing whole steps has nothing of this slab

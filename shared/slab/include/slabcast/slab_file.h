@@ -140,13 +140,14 @@ static_assert(sizeof(PartRange) == 12 && sizeof(BufferRanges) == 32);
 // first data packet, from the step stamp (slabcast/step_stamp.h; the sender's
 // clock, 0 when no stamp came), and the receiver's time of the first packet
 // it took of the step (CLOCK_REALTIME). With the publication's published_ns
-// they are the step's timeline up to the reader. Written with the
-// publication, under its seqlock, like BufferRanges.
+// they are the step's timeline up to the reader. With them, what forward
+// error correction rebuilt of the step. Written with the publication, under
+// its seqlock, like BufferRanges.
 struct BufferTimes {
     std::uint64_t seq;
     std::int64_t sent_ns;
     std::int64_t begun_ns;
-    std::int64_t reserved;
+    std::uint64_t repaired;  // datagrams rebuilt from FEC parity while the step was written
 };
 static_assert(sizeof(BufferTimes) == 32);
 
