@@ -12,7 +12,7 @@ Gilbert-Elliott bursts), one loss model at a time:
 For each: the 256^3 volume of 16 cosmology steps, looped over, in 2 streams
 (2 shufflers on the sender host, each paced at --rate, one receiver), --steps
 steps back to back, first without FEC, then with the loss model's code:
-  0.1%: 200+4/1   1%: 240+10/1   5%: 220+28/1   1% in bursts: 200+12/8
+  0.1%: 200+4/1   1%: 240+10/1   5%: 220+28/1   1% in bursts: 200+16/8
 (random loss needs no interleaving; bursts are spread over 8 groups), then
 with `--fec auto` (200+2-40/4: the parity follows the loss the receiver
 reports, from 40 a group at the start; "auto m" is where it ended). Counted
@@ -54,7 +54,7 @@ lib = benchlib.lib
 DIMS, STREAMS = (256, 256, 256), 2
 DEPTH = DIMS[2] // STREAMS
 # The code for each loss model: (loss, mean burst) -> --fec.
-CODES = {(0.001, 0): "200+4/1", (0.01, 0): "240+10/1", (0.05, 0): "220+28/1", (0.01, 8): "200+12/8"}
+CODES = {(0.001, 0): "200+4/1", (0.01, 0): "240+10/1", (0.05, 0): "220+28/1", (0.01, 8): "200+16/8"}
 DELAY_MS = 16
 MIB = 1 << 20
 

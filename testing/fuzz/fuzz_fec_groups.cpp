@@ -45,8 +45,8 @@ void wire(FuzzInput& in) {
         fec::Report r;
         if (fec::parse_report(data, bytes.size(), r)) {
             loss.take(r);
-            if (loss.lost() > loss.datagrams()) __builtin_trap();
-            const int m = fec::parity_for_loss(200, loss.datagrams(), loss.lost(), 2, 40);
+            if (!(loss.lost() <= loss.datagrams() * (1 + 1e-9)) || !(loss.dispersion() >= 1)) __builtin_trap();
+            const int m = fec::parity_for_loss(200, loss.datagrams(), loss.lost(), loss.dispersion(), 2, 40);
             if (m < 2 || m > 40) __builtin_trap();
         }
     }

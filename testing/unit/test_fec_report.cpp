@@ -24,13 +24,15 @@ using Bytes = std::vector<std::uint8_t>;
 
 TEST_CASE("FEC loss report matches golden bytes, reads back, and refuses what breaks a rule") {
     Bytes b(fec::kReportBytes, 0xEE);
-    fec::write_report(b.data(), {3, 0x0102030405060708ull, 0x1112});
+    fec::write_report(b.data(), {3, 0x0102030405060708ull, 0x1112, 0x2122, 0x010203});
     const Bytes golden = {0x53, 0x43, 0x4C, 0x80, 0x01, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-                          0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x12, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+                          0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x12, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                          0x22, 0x21, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x02, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00};
     CHECK(b == golden);
     fec::Report r;
     REQUIRE(fec::parse_report(b.data(), b.size(), r));
-    CHECK((r.slab == 3 && r.datagrams == 0x0102030405060708ull && r.lost == 0x1112));
+    CHECK((r.slab == 3 && r.datagrams == 0x0102030405060708ull && r.lost == 0x1112 && r.groups == 0x2122 &&
+           r.lost_squares == 0x010203));
     const auto refused = [&](std::size_t at, std::uint8_t value) {
         Bytes c = golden;
         c[at] = value;
@@ -42,6 +44,11 @@ TEST_CASE("FEC loss report matches golden bytes, reads back, and refuses what br
     CHECK(refused(13, 1));     // reserved
     CHECK(refused(11, 0x80));  // a negative slab
     CHECK(refused(31, 0x02));  // more lost than sent
+    CHECK(refused(39, 0x02));  // more groups than datagrams
+    Bytes few = golden;
+    few[41] = few[42] = 0;  // squares 3, fewer than lost
+    CHECK_FALSE(fec::parse_report(few.data(), few.size(), r));
+    CHECK(refused(42, 0x7F));  // squares more than 255 x lost
     CHECK_FALSE(fec::parse_report(golden.data(), golden.size() - 1, r));
     Bytes longer = golden;
     longer.push_back(0);
@@ -50,27 +57,30 @@ TEST_CASE("FEC loss report matches golden bytes, reads back, and refuses what br
 
 TEST_CASE("the sender's loss: reports' totals differenced, a restart seen, old figures fading") {
     fec::LossTracker t;
-    t.take({0, 1000, 10});
+    CHECK(t.dispersion() == 1);
+    t.take({0, 1000, 10, 10, 10});  // ten groups, one lost in each: no bunching
     CHECK((t.datagrams() == 1000 && t.lost() == 10));
-    t.take({0, 1000, 10});  // the same report again: nothing new
+    CHECK(t.dispersion() == Approx(1));
+    t.take({0, 1000, 10, 10, 10});  // the same report again: nothing new
     CHECK((t.datagrams() == 1000 && t.lost() == 10));
-    t.take({0, 3000, 50});
+    t.take({0, 3000, 50, 20, 10 + 4 * 100});  // ten more groups, four of which lost 10 each
     CHECK((t.datagrams() == 3000 && t.lost() == 50));
-    t.take({0, 500, 0});  // the receiver started again: its totals count from 0
+    CHECK(t.dispersion() == Approx((410.0 / 20 - 2.5 * 2.5) / 2.5));
+    t.take({0, 500, 0, 5, 0});  // the receiver started again: its totals count from 0
     CHECK((t.datagrams() == 3500 && t.lost() == 50));
     // A path that stopped losing: the old loss fades within about kMemory datagrams.
-    for (std::uint64_t d = 500; d <= 500 + 3 * fec::LossTracker::kMemory; d += 10'000) t.take({0, d, 0});
+    for (std::uint64_t d = 500; d <= 500 + 3 * fec::LossTracker::kMemory; d += 10'000) t.take({0, d, 0, d / 100, 0});
     CHECK(t.datagrams() <= fec::LossTracker::kMemory + 10'000);
     CHECK(t.lost() * 10'000 < t.datagrams());  // 1.4% then, under 0.01% now
 }
 
 TEST_CASE("parity for a loss: the least that holds a group's failure to 1 in 10^5, within LOW..HIGH") {
-    CHECK(fec::parity_for_loss(200, 1000, 0, 2, 40) == 40);  // too few datagrams measured: the most
-    CHECK(fec::parity_for_loss(200, 1'000'000, 0, 2, 40) == 2);
+    CHECK(fec::parity_for_loss(200, 1000, 0, 1, 2, 40) == 40);  // too few datagrams measured: the most
+    CHECK(fec::parity_for_loss(200, 1'000'000, 0, 1, 2, 40) == 2);
     int last = 0;
     for (double loss : {0.001, 0.01, 0.02, 0.05, 0.08}) {
         const auto lost = static_cast<std::uint64_t>(loss * 1e6);
-        const int m = fec::parity_for_loss(220, 1'000'000, lost, 1, 64);
+        const int m = fec::parity_for_loss(220, 1'000'000, static_cast<double>(lost), 1, 1, 64);
         INFO("loss " << loss << ": m " << m);
         CHECK(m >= last);  // more loss, never less parity
         last = m;
@@ -86,8 +96,14 @@ TEST_CASE("parity for a loss: the least that holds a group's failure to 1 in 10^
         CHECK(tail(m) <= fec::kGroupFailure);
         if (m > 1) CHECK(tail(m - 2) > fec::kGroupFailure);
     }
-    CHECK(fec::parity_for_loss(220, 1'000'000, 50'000, 1, 64) >= 22);  // 5%: more than 2.2 x 5% x 200 would say
-    CHECK(fec::parity_for_loss(200, 1'000'000, 500'000, 2, 40) == 40);  // more than HIGH can hold: HIGH
+    CHECK(fec::parity_for_loss(220, 1'000'000, 50'000, 1, 1, 64) >= 22);  // 5%: more than 2.2 x 5% x 200 would say
+    CHECK(fec::parity_for_loss(200, 1'000'000, 500'000, 1, 2, 40) == 40);  // more than HIGH can hold: HIGH
+    // Bunched losses (bursts) need more parity than the same loss one by one.
+    const int alone = fec::parity_for_loss(200, 1'000'000, 10'000, 1, 1, 64);
+    const int bunched = fec::parity_for_loss(200, 1'000'000, 10'000, 3, 1, 64);
+    INFO("1%: " << alone << " alone, " << bunched << " in bunches of 3");
+    CHECK(bunched > alone);
+    CHECK(fec::parity_for_loss(200, 1'000'000, 10'000, std::nan(""), 1, 64) >= bunched);
 }
 
 TEST_CASE("a code's first parity rows are a smaller code's parity, bit for bit") {
@@ -203,4 +219,12 @@ TEST_CASE("parity changed between steps: each group as its own parity says, rebu
     // The path's loss as the receiver reports it: every datagram sent, every one lost.
     CHECK(receiver.counts().group_datagrams == wire.size());
     CHECK(receiver.counts().group_lost == lost.size());
+    CHECK(receiver.counts().groups == members.size());
+    std::uint64_t squares = 0;
+    for (const auto& [g, of] : members) {
+        std::uint64_t n = 0;
+        for (std::size_t i : of) n += lost.count(i);
+        squares += n * n;
+    }
+    CHECK(receiver.counts().group_lost_squares == squares);
 }

@@ -36,7 +36,7 @@ namespace {
 bool send_fec_report(Stream& s, const sockaddr_storage& to) {
     std::uint8_t bytes[fec::kReportBytes];
     const fec::ReceiverCounts& c = s.fec->counts();
-    fec::write_report(bytes, fec::Report{s.spec.slab, c.group_datagrams, c.group_lost});
+    fec::write_report(bytes, fec::Report{s.spec.slab, c.group_datagrams, c.group_lost, c.groups, c.group_lost_squares});
     const socklen_t length = to.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
     return ::sendto(s.socket.fd(), bytes, sizeof bytes, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&to),
                     length) == static_cast<ssize_t>(sizeof bytes);

@@ -167,12 +167,13 @@ void SlabSender::follow_loss_reports() {
         loss_.take(r);
         ++loss_reports_;
     }
-    const int m = fec::parity_for_loss(fec_->k(), loss_.datagrams(), loss_.lost(), o_.fec.m_low, o_.fec.m);
+    const int m = fec::parity_for_loss(fec_->k(), loss_.datagrams(), loss_.lost(), loss_.dispersion(), o_.fec.m_low,
+                                       o_.fec.m);
     if (m == fec_->m()) return;
-    spdlog::info("{}: FEC parity {} a group of {} (was {}): the receiver lost {:.3f}% of the last {} datagrams",
-                 o_.who, m, fec_->k(), fec_->m(),
-                 loss_.datagrams() ? 100.0 * static_cast<double>(loss_.lost()) / static_cast<double>(loss_.datagrams()) : 0.0,
-                 loss_.datagrams());
+    spdlog::info("{}: FEC parity {} a group of {} (was {}): the receiver lost {:.3f}% of the last {:.0f} datagrams, "
+                 "bunched {:.1f}x", o_.who, m, fec_->k(), fec_->m(),
+                 loss_.datagrams() > 0 ? 100.0 * loss_.lost() / loss_.datagrams() : 0.0, loss_.datagrams(),
+                 loss_.dispersion());
     fec_->set_parity(m);
 }
 

@@ -60,8 +60,11 @@ void GroupReceiver::note_came(Group& g, std::size_t shard) {
 void GroupReceiver::give_up(Group& g) {
     if (g.used && g.k > 0 && !g.broken) {
         const int sent = g.count + g.m;
+        const auto lost = static_cast<std::uint64_t>(std::max(0, sent - g.arrived));
         counts_.group_datagrams += static_cast<std::uint64_t>(sent);
-        counts_.group_lost += static_cast<std::uint64_t>(std::max(0, sent - g.arrived));
+        counts_.group_lost += lost;
+        ++counts_.groups;
+        counts_.group_lost_squares += lost * lost;
     }
     if (g.used && !g.done) {
         const int expected = g.k > 0 && !g.broken ? g.count : g.highest_data + 1;

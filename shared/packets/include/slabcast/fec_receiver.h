@@ -35,8 +35,9 @@ struct ReceiverCounts {
     std::uint64_t duplicates = 0;
     // The path's loss (slabcast/fec_report.h): the datagrams of the groups
     // given up so far, data and parity (count + m each, as their parity
-    // said), and those of them that never came, late ones counted as come.
-    std::uint64_t group_datagrams = 0, group_lost = 0;
+    // said), and those of them that never came, late ones counted as come;
+    // those groups, and the sum of the square of each one's lost.
+    std::uint64_t group_datagrams = 0, group_lost = 0, groups = 0, group_lost_squares = 0;
 };
 
 class GroupReceiver {
