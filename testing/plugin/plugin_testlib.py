@@ -149,12 +149,13 @@ def pvbatch_cmd(script, args, ranks=1, symmetric=False, offscreen=True):
     return cmd
 
 
-def write_volume(directory, name, dims, depth, pattern="index", step=0, slabs=None, listed=None, unpublished=False):
+def write_volume(directory, name, dims, depth, pattern="index", step=0, slabs=None, listed=None, unpublished=False,
+                 repaired=0):
     """Slab files + descriptor from the test writer, the step published (or,
     `unpublished`, left being written); returns the descriptor path."""
     cmd = [env_path("SLABCAST_TEST_WRITER"), "write", "--dir", directory, "--name", name,
            "--dims", ",".join(str(d) for d in dims), "--slab-depth", str(depth),
-           "--pattern", pattern, "--step", str(step)] + (["--unpublished"] if unpublished else [])
+           "--pattern", pattern, "--step", str(step), "--repaired", str(repaired)] + (["--unpublished"] if unpublished else [])
     if slabs is not None:
         cmd += ["--slabs", slabs]
     if listed is not None:

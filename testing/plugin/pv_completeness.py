@@ -34,6 +34,11 @@ check(ages.size == values.size and not ages.any(), "ages of a whole step are not
 check([fd.GetArray("Completeness").GetValue(i) for i in range(slabs)] == [1.0] * slabs, "completeness")
 check([fd.GetArray("HoleFraction").GetValue(i) for i in range(slabs)] == [0.0] * slabs, "hole fraction")
 check(fd.GetArray("StepAgeMs").GetValue(0) >= 0, "step age")
+# Forward error correction, as the writer published it: slab k's step had 5k datagrams rebuilt, k lost.
+for name, want in (("SlabStepRepaired", [5 * k for k in range(slabs)]), ("SlabRepaired", [5 * k for k in range(slabs)]),
+                   ("SlabUnrepaired", list(range(slabs)))):
+    got = [fd.GetArray(name).GetValue(i) for i in range(slabs)]
+    check(got == want, "%s: %s, want %s" % (name, got, want))
 
 # One slab's piece: values and ages both point into that slab's mapping.
 algo = reader.GetClientSideObject()

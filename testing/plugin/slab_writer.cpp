@@ -63,6 +63,7 @@ float value(const std::string& pattern, const Dims& d, std::int64_t x, std::int6
 struct WriteOptions {
     int buffers = kDefaultBuffers;
     bool unpublished = false;
+    int repaired = 0;  // datagrams FEC rebuilt in the step, as a receiver would publish (slab k: k x this)
 };
 
 int write_volume(const std::string& dir, const std::string& name, const std::string& dims_text, int depth,
@@ -95,7 +96,11 @@ int write_volume(const std::string& dir, const std::string& name, const std::str
         std::memset(m.ages_rw(b), 0, m.value_count());  // every value arrived
         live.step_records.store(live.step_expected.load());
         if (o.unpublished) continue;  // left being written
-        publish_buffer(m, b, PublishInfo{step, live.step_expected.load(), live.step_expected.load(), 0, true});
+        PublishInfo info{step, live.step_expected.load(), live.step_expected.load(), 0, true};
+        info.repaired = static_cast<std::uint64_t>(o.repaired) * static_cast<std::uint64_t>(k);
+        live.fec_repaired.fetch_add(info.repaired);
+        live.fec_unrepaired.store(static_cast<std::uint64_t>(k));
+        publish_buffer(m, b, info);
         live.last_step_records.store(live.step_expected.load());
         live.last_step_loss_ppm.store(0);
         live.last_step_complete.store(1);
@@ -157,6 +162,8 @@ int main(int argc, char** argv) {
     w->add_option("--buffers", wo.buffers, "value buffers per slab (a slab with another count is replaced)")
         ->capture_default_str();
     w->add_flag("--unpublished", wo.unpublished, "write the step but leave it unpublished, as while it arrives");
+    w->add_option("--repaired", wo.repaired,
+                  "FEC: slab k's step had k x this many datagrams rebuilt, and k lost beyond repair");
     std::string file, how;
     auto* c = app.add_subcommand("corrupt", "damage one slab file");
     c->add_option("--file", file)->required();

@@ -109,7 +109,7 @@ def body():
                 t.check([row[0] for row in state["rows"]] == ["0", "1", "all"],
                         "rows %s, want slabs 0, 1 and all" % [row[0] for row in state["rows"]])
                 for name in ("Shown", "Receiving", "Gbit/s", "Loss %", "Age", "Latency", "Complete", "Packets",
-                             "Rejected", "Stale", "Dups", "Dropped", "Pins"):
+                             "Rejected", "Stale", "Dups", "FEC", "Dropped", "Pins"):
                     t.check(name in state["columns"], "no column %r in %s" % (name, state["columns"]))
                 # The receiver's 3 buffers, with what one view pins as a step begins.
                 pins = [row[column(state, "Pins")] for row in state["rows"]]

@@ -12,7 +12,7 @@ def body():
         out, _ = t.pvpython("pv_read_values.py", multi, "64,48,40", 10, single, "32,16,8")
         t.log(out)
         t.check("PV_READ_VALUES_OK" in out, "pv_read_values.py did not finish")
-        live = t.write_volume(d, "live", (16, 8, 32), 8, pattern="constant", step=1)
+        live = t.write_volume(d, "live", (16, 8, 32), 8, pattern="constant", step=1, repaired=5)
         t.write_volume(d, "live", (16, 8, 32), 8, pattern="constant", step=2, unpublished=True)
         out, _ = t.pvpython("pv_completeness.py", live, 4)
         t.log(out)
