@@ -26,13 +26,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
 import netns_testbed as tb  # noqa: E402
-from slabcast_testlib import (SLABCAST, Workspace, free_udp_ports, read_json_lines, wait_for,  # noqa: E402
+import wan_site  # noqa: E402
+from slabcast_testlib import (Workspace, free_udp_ports, read_json_lines, wait_for,  # noqa: E402
                               unittest_main)
 import plugin_testlib  # noqa: E402
 
 DIMS, DEPTH, STREAMS = (96, 96, 64), 16, 4
 STEPS = 20
-DATA_PORT, SYNC_PORT, STAGER_PORT = 9000, 9100, 9200
+from wan_site import DATA_PORT  # noqa: E402
 RATE = "50M"
 LOSS = 0.05
 INTERVAL_S = 0.5
@@ -98,28 +99,10 @@ class RecordReplayTest(unittest.TestCase):
 
     def send_lossy_stream(self):
         ws, bed = self.ws, self.bed
-        auth = ["--key-file", self.key, "--controller", tb.CONTROLLER]
-        ws.start("stage", ["stage", "--dataset", self.dataset, "--staging", ws.staging, "--streams",
-                           "0-%d" % (STREAMS - 1), "--budget", "16M", "--sync", "%s:%d" % (tb.SENDER, STAGER_PORT)]
-                 + auth, prefix=bed.prefix("sender"))
-        shufflers = [ws.start("shuffle%d" % k, [
-            "shuffle", "--stream", str(k), "--bind", tb.SENDER, "--to", "%s:%d" % (tb.WAN_SENDER_SIDE, DATA_PORT + k),
-            "--staging", ws.staging, "--dataset", self.dataset, "--slab-depth", str(DEPTH),
-            "--sync", "%s:%d" % (tb.SENDER, SYNC_PORT + k), "--rate", RATE, "--wire", "run",
-            "--wait-staged-ms", str(WAIT_S * 1000)] + auth, prefix=bed.prefix("sender")) for k in range(STREAMS)]
-        wait_for(lambda: all("sync on" in s.text() for s in shufflers), timeout=WAIT_S, what="the shufflers to start")
-        routes = sum((["--route", "%s:%d=%s:%d" % (tb.WAN_SENDER_SIDE, DATA_PORT + k, tb.RECEIVER, DATA_PORT + k)]
-                      for k in range(STREAMS)), [])
-        relay = ws.start("relay", [os.path.join(HERE, "impair_relay.py")] + routes + [
-            "--spoof", "--delay-ms", "16", "--loss", str(LOSS), "--duplicate", "0.01", "--reorder", "0.01",
-            "--seed", "7", "--stats", os.path.join(ws.dir, "relay.json")], prefix=bed.prefix("wan"),
-            program=sys.executable)
-        relay.wait_for_text("relay:", timeout=WAIT_S)
-        r = subprocess.run(bed.prefix("controller") + [
-            SLABCAST, "control", "--dataset", self.dataset, "--key-file", self.key, "--bind", tb.CONTROLLER + ":0",
-            "--shuffler", "%s:%d-%d" % (tb.SENDER, SYNC_PORT, SYNC_PORT + STREAMS - 1),
-            "--stager", "%s:%d" % (tb.SENDER, STAGER_PORT), "--steps", "0-%d" % (STEPS - 1),
-            "--interval", str(INTERVAL_S), "--done-timeout", "60"], capture_output=True, text=True, timeout=WAIT_S * 2)
+        wan_site.start_senders(ws, bed, self.dataset, self.key, STREAMS, DEPTH, RATE, WAIT_S,
+                               per_stream=lambda k: ["--wire", "run"])
+        wan_site.start_relay(ws, bed, STREAMS, LOSS, 7, os.path.join(ws.dir, "relay.json"), WAIT_S)
+        r = wan_site.control(bed, self.dataset, self.key, STREAMS, STEPS, INTERVAL_S, WAIT_S)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def test_lossy_stream_recorded_seen_in_paraview_and_replayed_with_its_losses(self):
