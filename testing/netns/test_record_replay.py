@@ -2,9 +2,12 @@
 otherwise).
 
 Twenty steps cross the namespace testbed's WAN at exactly 5% loss (16 ms one
-way, 1% duplicated, 1% reordered) into a receiver, while `slabcast record`
+way, 1% duplicated, 1% reordered) into a receiver, streams 1 and 3 with a
+forward error correction too weak for it (16+1: most groups are rebuilt, some
+lose more than one datagram and keep holes), while `slabcast record`
 writes every published step and pvpython follows the stream with the live
 reader. Then:
+- the recording keeps, step by step, the datagrams FEC rebuilt;
 - pvpython opens the recording: 20 time steps, each the same values and ages
   as the live reader showed for that step;
 - `slabcast replay --losses --speed 1` plays the recording into a second,
@@ -100,7 +103,7 @@ class RecordReplayTest(unittest.TestCase):
     def send_lossy_stream(self):
         ws, bed = self.ws, self.bed
         wan_site.start_senders(ws, bed, self.dataset, self.key, STREAMS, DEPTH, RATE, WAIT_S,
-                               per_stream=lambda k: ["--wire", "run"])
+                               per_stream=lambda k: ["--wire", "run"] + (["--fec", "16+1/1"] if k % 2 else []))
         wan_site.start_relay(ws, bed, STREAMS, LOSS, 7, os.path.join(ws.dir, "relay.json"), WAIT_S)
         r = wan_site.control(bed, self.dataset, self.key, STREAMS, STEPS, INTERVAL_S, WAIT_S)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -123,6 +126,8 @@ class RecordReplayTest(unittest.TestCase):
             first = json.load(f)
         self.assertEqual([s["step"] for s in first["steps"]], list(range(STEPS)), rec.text()[-2000:])
         lossy = [s["step"] for s in first["steps"] if s["recorded"]["holes"] > 0]
+        self.assertGreater(sum(s["recorded"]["repaired"] for s in first["steps"]), 0,
+                           "the recording kept no datagram FEC rebuilt")
         self.assertGreater(len(lossy), STEPS // 2, "5% loss left most steps whole: was the WAN lossy?")
 
         # ParaView opens the recording as a time series, each step as the live reader showed it.
