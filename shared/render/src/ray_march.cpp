@@ -26,12 +26,16 @@ void Piece::whole_is_piece() {
 
 namespace {
 
-// A frame's stop (March::stop): asked by the calling thread (0) before its
-// first task and then every kStopCheck; once it says stop, every thread
-// leaves the tasks it has not begun.
+// A frame's stop (March::stop): asked by the calling thread (0) before any
+// task is handed out (begin), and then before its tasks every kStopCheck;
+// once it says stop, every thread leaves the tasks it has not begun. (Asked
+// only before thread 0's tasks, a frame whose other threads took every task
+// first would never ask.)
 class StopCheck {
 public:
     explicit StopCheck(const std::function<bool()>& stop) : stop_(stop) {}
+    // On the calling thread, before the tasks: whether to do none.
+    bool begin() { return now(0); }
     // Whether `thread` is to leave its next task.
     bool now(int thread) {
         if (stopped_.load(std::memory_order_relaxed)) return true;
@@ -59,7 +63,7 @@ bool RayMarcher::measure(const Piece& piece, WorkerPool& pool, const std::functi
     auto layer = [&](std::int64_t z, int thread) {
         if (!check.now(thread)) bricks_.measure(piece.values, z, z + 1);
     };
-    pool.run(bricks_.bricks_z(), layer);
+    if (!check.begin()) pool.run(bricks_.bricks_z(), layer);
     measured_ = !check.stopped();
     return measured_;
 }
@@ -307,7 +311,7 @@ bool RayMarcher::render(const Piece& given, const TransferTable& table, const Ra
             }
         }
     };
-    pool.run(static_cast<std::int64_t>(tiles_x) * tiles_y, tile);
+    if (!check.begin()) pool.run(static_cast<std::int64_t>(tiles_x) * tiles_y, tile);
     return !check.stopped();
 }
 
