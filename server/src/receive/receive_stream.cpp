@@ -73,11 +73,12 @@ void receive_loop(Stream& s, int batch, bool gro, bool land) {
     };
     while (!stop_requested()) {
         now = 0;
+        const sockaddr_storage* fec_from = nullptr;  // this batch's last FEC datagram's sender
         const long bytes = receiver.receive(s.socket.fd(), [&](const Datagram& d) {
             if (now == 0) now = monotonic_ns();  // one clock read per batch
             // (A datagram that landed is a run packet: its header said so.)
             if (s.fec && !d.landed && fec::is_fec(d.data, d.length)) {
-                if (d.from) std::memcpy(&fec_sender, d.from, sizeof fec_sender);
+                if (d.from) fec_from = d.from;
                 const std::uint64_t repaired = s.fec->counts().repaired;
                 s.fec->accept(d.data, d.length, deliver);
                 s.receiver->count_repaired(s.fec->counts().repaired - repaired);
@@ -94,8 +95,10 @@ void receive_loop(Stream& s, int batch, bool gro, bool land) {
         s.receiver->post_counters();
         live.foreign.store(receiver.foreign(), std::memory_order_relaxed);
         if (s.fec) post_fec_counts(s.fec->counts(), live);
-        if (s.fec && fec_sender.ss_family != 0 && live.publications.load(std::memory_order_relaxed) != reported) {
-            reported = live.publications.load(std::memory_order_relaxed);
+        if (fec_from) fec_sender = *fec_from;  // once a batch, while the receiver's buffer still holds it
+        const std::uint64_t published = live.publications.load(std::memory_order_relaxed);
+        if (s.fec && fec_sender.ss_family != 0 && published != reported) {
+            reported = published;
             if (send_fec_report(s, fec_sender)) s.counters.fec_reports.fetch_add(1, std::memory_order_relaxed);
         }
         s.counters.bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);

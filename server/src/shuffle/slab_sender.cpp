@@ -126,12 +126,7 @@ void SlabSender::send(DatagramBatch& batch, const Stop& stop, const Refused& on_
         std::memcpy(shim + fec::kDataHeaderBytes, packet, size);
         const auto& parity = fec_->add(shim, shim + fec::kDataHeaderBytes, size);
         put(fec::kDataHeaderBytes + size, stop, on_refused);
-        for (const fec::ParityDatagram& p : parity) {
-            std::memcpy(fec_batch_->next(), p.bytes, p.length);
-            put(p.length, stop, on_refused);
-            ++parity_packets_;
-            parity_bytes_ += p.length;
-        }
+        for (const fec::ParityDatagram& p : parity) put_parity(p, stop, on_refused);
     });
     if (fec_batch_->count() > 0) transmit(*fec_batch_, stop, on_refused);
 }
@@ -143,15 +138,17 @@ void SlabSender::put(std::size_t length, const Stop& stop, const Refused& on_ref
     fec_batch_->clear();
 }
 
+void SlabSender::put_parity(const fec::ParityDatagram& p, const Stop& stop, const Refused& on_refused) {
+    std::memcpy(fec_batch_->next(), p.bytes, p.length);
+    put(p.length, stop, on_refused);
+    ++parity_packets_;
+    parity_bytes_ += p.length;
+}
+
 void SlabSender::flush_parity(const Stop& stop, const Refused& on_refused) {
     if (!fec_) return;
     fec_batch_->clear();
-    for (const fec::ParityDatagram& p : fec_->flush()) {
-        std::memcpy(fec_batch_->next(), p.bytes, p.length);
-        put(p.length, stop, on_refused);
-        ++parity_packets_;
-        parity_bytes_ += p.length;
-    }
+    for (const fec::ParityDatagram& p : fec_->flush()) put_parity(p, stop, on_refused);
     if (fec_batch_->count() > 0) transmit(*fec_batch_, stop, on_refused);
 }
 

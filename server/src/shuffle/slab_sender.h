@@ -97,6 +97,8 @@ private:
     // A datagram of `length` bytes written at fec_batch_->next() joins the
     // batch, which goes out when full.
     void put(std::size_t length, const Stop& stop, const Refused& on_refused);
+    // A parity datagram copied into the batch (put), and counted.
+    void put_parity(const fec::ParityDatagram& p, const Stop& stop, const Refused& on_refused);
     // A step's end: every open group closed and its parity sent.
     void flush_parity(const Stop& stop, const Refused& on_refused);
     // The receiver's loss reports waiting on the socket taken, and the
