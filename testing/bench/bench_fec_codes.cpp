@@ -222,11 +222,11 @@ void BM_jerasure_vandermonde_encode(benchmark::State& state) {
 // needs about 10% parity over groups of 200 to leave under 1% of steps with a
 // hole). The third argument is the data shards rebuilt (encoders ignore it).
 void codes(benchmark::internal::Benchmark* b) {
-    for (auto km : {std::pair{16, 2}, {32, 4}, {64, 8}, {100, 12}, {200, 22}, {220, 34}})
+    for (auto km : {std::pair{16, 2}, {32, 4}, {64, 8}, {100, 12}, {200, 22}, {236, 11}, {220, 28}, {220, 34}})
         b->Args({km.first, km.second, std::max(1, km.first / 20)});
 }
 void losses(benchmark::internal::Benchmark* b) {
-    for (auto km : {std::pair{32, 4}, {100, 12}, {200, 22}}) {
+    for (auto km : {std::pair{32, 4}, {100, 12}, {200, 22}, {220, 28}}) {
         b->Args({km.first, km.second, 1});
         b->Args({km.first, km.second, std::max(1, km.first / 20)});
         b->Args({km.first, km.second, km.second});

@@ -67,15 +67,7 @@ class FecTest(unittest.TestCase):
             raise unittest.SkipTest("needs the lz4 tool (Debian package lz4) to read the recording")
 
     def setUp(self):
-        self.ws = Workspace("fec")
-        self.bed = tb.Testbed()
-        self.dataset = self.ws.generate("ds", DIMS, STEPS)
-        self.key = os.path.join(self.ws.dir, "sync.key")
-        self.assertEqual(self.ws.run(["keygen", self.key]).returncode, 0)
-
-    def tearDown(self):
-        self.ws.close()
-        self.bed.close()
+        self.ws, self.bed, self.dataset, self.key = wan_site.open_site(self, "fec", DIMS, STEPS)
 
     def test_every_step_whole_at_5_percent_loss(self):
         ws, bed = self.ws, self.bed

@@ -24,7 +24,6 @@ value at the same x), or keeps the step before where no coarser sample came."""
 import array
 import json
 import os
-import socket
 import struct
 import subprocess
 import sys
@@ -34,7 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
 import netns_testbed as tb  # noqa: E402
-from slabcast_testlib import (SLABCAST, Workspace, read_json_lines, read_slab_ages, read_slab_header,  # noqa: E402
+import wan_site  # noqa: E402
+from slabcast_testlib import (SLABCAST, read_json_lines, read_slab_ages, read_slab_header,  # noqa: E402
                               read_slab_values, source_planes, wait_for, unittest_main, zfp_bounds,
                               quant_bound)
 
@@ -98,17 +98,10 @@ class NetnsTest(unittest.TestCase):
             raise unittest.SkipTest(why)
 
     def setUp(self):
-        self.ws = Workspace("netns")
-        self.bed = tb.Testbed()
-        self.dataset = self.ws.generate("ds", DIMS, len(LOSS_LEVELS) * STEPS_PER_LEVEL)
+        self.ws, self.bed, self.dataset, self.key = wan_site.open_site(
+            self, "netns", DIMS, len(LOSS_LEVELS) * STEPS_PER_LEVEL)
         with open(os.path.join(self.dataset, "dataset.json")) as f:
             self.files = {s["step"]: s["file"] for s in json.load(f)["steps"]}
-        self.key = os.path.join(self.ws.dir, "sync.key")
-        self.assertEqual(self.ws.run(["keygen", self.key]).returncode, 0)
-
-    def tearDown(self):
-        self.ws.close()  # stops every role first: a namespace lives while a process is in it
-        self.bed.close()
 
     def start_roles(self, order="scan", receive_args=()):
         ws, bed = self.ws, self.bed

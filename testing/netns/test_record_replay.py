@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
 import netns_testbed as tb  # noqa: E402
 import wan_site  # noqa: E402
-from slabcast_testlib import (Workspace, free_udp_ports, read_json_lines, wait_for,  # noqa: E402
+from slabcast_testlib import (free_udp_ports, read_json_lines, wait_for,  # noqa: E402
                               unittest_main)
 import plugin_testlib  # noqa: E402
 
@@ -66,15 +66,7 @@ class RecordReplayTest(unittest.TestCase):
         os.environ.update(plugin_testlib.paraview_env())
 
     def setUp(self):
-        self.ws = Workspace("recreplay")
-        self.bed = tb.Testbed()
-        self.dataset = self.ws.generate("ds", DIMS, STEPS)
-        self.key = os.path.join(self.ws.dir, "sync.key")
-        self.assertEqual(self.ws.run(["keygen", self.key]).returncode, 0)
-
-    def tearDown(self):
-        self.ws.close()
-        self.bed.close()
+        self.ws, self.bed, self.dataset, self.key = wan_site.open_site(self, "recreplay", DIMS, STEPS)
 
     def receiver(self, name, listen, ports, prefix=(), allow=None):
         os.makedirs(self.ws.shm, exist_ok=True)  # removed with the workspace

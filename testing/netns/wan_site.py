@@ -9,10 +9,25 @@ import subprocess
 import sys
 
 import netns_testbed as tb
-from slabcast_testlib import SLABCAST, wait_for
+from slabcast_testlib import SLABCAST, Workspace, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_PORT, SYNC_PORT, STAGER_PORT = 9000, 9100, 9200
+
+
+def open_site(test, name, dims, steps):
+    """A test's workspace (named `name`), a testbed, a generated dataset of
+    `steps` steps of `dims` and a sync key; closed when the test ends, the
+    workspace first (its roles stop: a namespace lives while a process is in
+    it). Returns (workspace, testbed, dataset, key)."""
+    ws = Workspace(name)
+    bed = tb.Testbed()
+    test.addCleanup(bed.close)
+    test.addCleanup(ws.close)
+    dataset = ws.generate("ds", dims, steps)
+    key = os.path.join(ws.dir, "sync.key")
+    test.assertEqual(ws.run(["keygen", key]).returncode, 0)
+    return ws, bed, dataset, key
 
 
 def start_senders(ws, bed, dataset, key, streams, depth, rate, wait_s, per_stream=lambda k: []):

@@ -2,6 +2,7 @@
 
 #include <isa-l/erasure_code.h>
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -24,6 +25,10 @@ ErasureCode::ErasureCode(int k, int m) : k_(k), m_(m) {
     rebuild_tables_.resize(tables_.size());
     sources_.resize(cols);
     targets_.resize(static_cast<std::size_t>(m));
+    weights_.resize(cols * static_cast<std::size_t>(m));
+    weight_tables_.resize(32 * static_cast<std::size_t>(m) * static_cast<std::size_t>(m));
+    chosen_.resize(static_cast<std::size_t>(m));
+    weights_out_.resize(static_cast<std::size_t>(m));
 }
 
 void ErasureCode::encode(const std::uint8_t* const* data, std::size_t length, std::uint8_t* const* parity) const {
@@ -76,22 +81,32 @@ bool ErasureCode::rebuild(const std::uint8_t* const* shards, std::size_t length,
     for (std::size_t r = 0; r < e; ++r) sources_[s++] = shards[k_ + parity_[r]];
     for (int i = 0; i < k_; ++i)
         if (shards[i]) sources_[s++] = shards[i];
+    // The data shards' weights, S^-1 C_sel over all k columns, are a matrix
+    // product in GF(2^8): ISA-L's own dot products do it, with the chosen
+    // parity rows of C as sources k bytes long (a scalar gf_mul for each of
+    // the e x e x k terms cost more than the rebuild of a small group).
+    for (std::size_t r = 0; r < e; ++r) chosen_[r] = const_cast<std::uint8_t*>(cauchy + static_cast<std::size_t>(parity_[r]) * cols);
+    for (std::size_t out = 0; out < e; ++out) weights_out_[out] = weights_.data() + out * cols;
+    ec_init_tables(lost, lost, inverse_.data(), weight_tables_.data());
+    ec_encode_data(k_, lost, lost, weight_tables_.data(), chosen_.data(), weights_out_.data());
     for (std::size_t out = 0; out < e; ++out) {
         std::uint8_t* row = rows_.data() + out * cols;
         for (std::size_t r = 0; r < e; ++r) row[r] = inverse_[out * e + r];
         std::size_t c = e;
-        for (int i = 0; i < k_; ++i) {
-            if (!shards[i]) continue;
-            std::uint8_t w = 0;
-            for (std::size_t r = 0; r < e; ++r)
-                w ^= gf_mul(inverse_[out * e + r], cauchy[static_cast<std::size_t>(parity_[r]) * cols + static_cast<std::size_t>(i)]);
-            row[c++] = w;
-        }
+        for (int i = 0; i < k_; ++i)
+            if (shards[i]) row[c++] = weights_[out * cols + static_cast<std::size_t>(i)];
         targets_[out] = shards_out[lost_[out]];
     }
     ec_init_tables(k_, lost, rows_.data(), rebuild_tables_.data());
-    ec_encode_data(static_cast<int>(length), k_, lost, rebuild_tables_.data(), const_cast<std::uint8_t**>(sources_.data()),
-                   targets_.data());
+    // One source at a time into every lost shard: each source is read once,
+    // front to back, while the e outputs stay in cache. A dot product over
+    // all k sources at once reads k streams side by side, and a receiver's
+    // shards have left the cache by the time a group is rebuilt: that ran at
+    // a third of the speed (bench_fec_receiver).
+    for (std::size_t out = 0; out < e; ++out) std::memset(targets_[out], 0, length);
+    for (int c = 0; c < k_; ++c)
+        ec_encode_data_update(static_cast<int>(length), k_, lost, c, rebuild_tables_.data(),
+                              const_cast<std::uint8_t*>(sources_[static_cast<std::size_t>(c)]), targets_.data());
     return true;
 }
 

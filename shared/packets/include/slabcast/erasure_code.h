@@ -62,10 +62,10 @@ private:
     std::vector<std::uint8_t> matrix_;  // (k + m) x k: identity, then the Cauchy rows
     std::vector<std::uint8_t> tables_;  // ISA-L's expanded tables for the m parity rows
     // rebuild()'s scratch, sized once
-    std::vector<std::uint8_t> square_, inverse_, rows_, rebuild_tables_;
+    std::vector<std::uint8_t> square_, inverse_, rows_, rebuild_tables_, weights_, weight_tables_;
     std::vector<int> lost_, parity_;
     std::vector<const std::uint8_t*> sources_;
-    std::vector<std::uint8_t*> targets_;
+    std::vector<std::uint8_t*> targets_, chosen_, weights_out_;
 };
 
 }  // namespace slabcast::fec
