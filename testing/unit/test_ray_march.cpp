@@ -114,14 +114,15 @@ TEST_CASE("the transfer table corrects opacity for the sample distance and drops
 TEST_CASE("each brick's range covers every point a sample in it interpolates between") {
     const std::int64_t nx = 21, ny = 17, nz = 10;  // bricks of 8 cells: 3 x 2 x 2, the last ones partial
     std::vector<float> v = random_volume(nx, ny, nz, 7);
-    v[5] = std::numeric_limits<float>::quiet_NaN();
+    v[5] = std::numeric_limits<float>::quiet_NaN();   // four at a time
+    v[20] = std::numeric_limits<float>::quiet_NaN();  // a line's last, one at a time
     BrickGrid grid;
-    grid.resize(nx, ny, nz);
+    grid.resize(nx, ny, nz, 2);
     REQUIRE(grid.bricks_x() == 3);
     REQUIRE(grid.bricks_y() == 2);
     REQUIRE(grid.bricks_z() == 2);
-    grid.measure(v.data(), 1, 2);  // layers in any order, as threads take them
-    grid.measure(v.data(), 0, 1);
+    grid.measure(v.data(), 1, 2, 1);  // layers in any order, as threads take them
+    grid.measure(v.data(), 0, 1, 0);
     for (std::int64_t bz = 0; bz < 2; ++bz)
         for (std::int64_t by = 0; by < 2; ++by)
             for (std::int64_t bx = 0; bx < 3; ++bx) {

@@ -58,10 +58,11 @@ private:
 }  // namespace
 
 bool RayMarcher::measure(const Piece& piece, WorkerPool& pool, const std::function<bool()>& stop) {
-    if (!bricks_.sized_for(piece.nx, piece.ny, piece.nz)) bricks_.resize(piece.nx, piece.ny, piece.nz);
+    if (!bricks_.sized_for(piece.nx, piece.ny, piece.nz, pool.threads()))
+        bricks_.resize(piece.nx, piece.ny, piece.nz, pool.threads());
     StopCheck check(stop);
     auto layer = [&](std::int64_t z, int thread) {
-        if (!check.now(thread)) bricks_.measure(piece.values, z, z + 1);
+        if (!check.now(thread)) bricks_.measure(piece.values, z, z + 1, thread);
     };
     if (!check.begin()) pool.run(bricks_.bricks_z(), layer);
     measured_ = !check.stopped();

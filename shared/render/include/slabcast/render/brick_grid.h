@@ -18,9 +18,13 @@ public:
     static constexpr int kShift = 3;
     static constexpr int kCells = 1 << kShift;
 
-    // Sizes the grid for a piece of nx x ny x nz points (at least 2 each).
-    void resize(std::int64_t nx, std::int64_t ny, std::int64_t nz);
-    bool sized_for(std::int64_t nx, std::int64_t ny, std::int64_t nz) const { return nx == nx_ && ny == ny_ && nz == nz_; }
+    // Sizes the grid for a piece of nx x ny x nz points (at least 2 each),
+    // measured by up to `threads` threads at once (each has its own scratch:
+    // two rows of ny / kCells lines, made and touched here).
+    void resize(std::int64_t nx, std::int64_t ny, std::int64_t nz, int threads = 1);
+    bool sized_for(std::int64_t nx, std::int64_t ny, std::int64_t nz, int threads = 1) const {
+        return nx == nx_ && ny == ny_ && nz == nz_ && threads <= threads_;
+    }
     std::int64_t bricks_x() const { return bx_; }
     std::int64_t bricks_y() const { return by_; }
     std::int64_t bricks_z() const { return bz_; }
@@ -28,8 +32,9 @@ public:
 
     // Fills the ranges of the bricks in layers [z_begin, z_end) of bricks
     // from `values` (x fastest, then y, then z): callers split the layers
-    // between threads. NaN values are left out of the ranges.
-    void measure(const float* values, std::int64_t z_begin, std::int64_t z_end);
+    // between threads, each passing its number (0..threads - 1 of resize).
+    // NaN values are left out of the ranges.
+    void measure(const float* values, std::int64_t z_begin, std::int64_t z_end, int thread = 0);
 
     // Marks each brick that has an opacity somewhere in its range under
     // `table` (once a frame: the transfer function may change).
@@ -43,7 +48,11 @@ public:
 
 private:
     std::int64_t nx_ = 0, ny_ = 0, nz_ = 0, bx_ = 0, by_ = 0, bz_ = 0;
+    int threads_ = 0;
     std::vector<float> least_, greatest_;
+    // measure()'s scratch, a thread after another: for each row of bricks
+    // along y, the least and the greatest of each x over the layer's lines.
+    std::vector<float> scratch_;
     std::vector<std::uint8_t> visible_;
 };
 
