@@ -11,13 +11,11 @@ bounded memory and threads (/proc/PID/status), has written nothing outside
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -529,16 +527,49 @@ class HostileTest(unittest.TestCase):
         for s in held:
             kind, why = read_frame(s)
             self.assertEqual(kind, ERROR, why)
-            self.assertIn("no manifest: the client sent nothing for 6 s after its Hello (serve --peer-timeout)",
-                          why.decode())
+            self.assertIn("no manifest: the client did not send it whole within 6 s of its Hello "
+                          "(serve --peer-timeout)", why.decode())
         print("the 8 held silent streams were let go %.1f s after their Hellos" % (time.monotonic() - t0),
               flush=True)
         text = self.server.text()
-        self.assertEqual(text.count(" from 127.0.0.2 stopped: no manifest: the client sent nothing for 6 s"), 8,
+        self.assertEqual(text.count(" from 127.0.0.2 stopped: no manifest: the client did not send it whole within 6 s"), 8,
                          text[-3000:])
         wait_for(lambda: proc_status(self.server.proc.pid)[1] <= self.baseline[1], timeout=WAIT_S,
                  what="serve's threads to end")
         self.assert_real_move_works("--key-file", key_file)
+
+    def test_a_manifest_trickled_a_byte_at_a_time_is_closed_at_the_peer_timeout(self):
+        # --peer-timeout bounds the whole manifest from the Hello: a byte
+        # every 0.2 s answers every recv long before any timeout on it, and
+        # would hold stream 0, a thread and its address's slot for ever.
+        self.start_serve("--peer-timeout", "3")
+        manifest = manifest_frames(0x9500, [entry("f", BLOCK)])
+        s = self.hello(0x9500)
+        sent = 0
+        answer = []
+
+        def trickle():
+            nonlocal sent
+            if select.select([s], [], [], 0.2)[0]:
+                answer.append(read_frame(s))
+                return True
+            if sent < len(manifest):
+                s.sendall(manifest[sent:sent + 1])
+                sent += 1
+            return False
+
+        wait_for(trickle, timeout=WAIT_S, what="serve to close a trickled manifest",
+                 seen=lambda: "%d of the manifest's %d bytes sent" % (sent, len(manifest)))
+        kind, why = answer[0]
+        self.assertEqual(kind, ERROR, why)
+        self.assertIn("no manifest: the client did not send it whole within 3 s of its Hello (serve --peer-timeout)",
+                      why.decode())
+        self.assertLess(sent, len(manifest), "the manifest was sent whole before serve answered")
+        print("a manifest trickled a byte every 0.2 s was closed after %d of its %d bytes" % (sent, len(manifest)),
+              flush=True)
+        wait_for(lambda: proc_status(self.server.proc.pid)[1] <= self.baseline[1], timeout=WAIT_S,
+                 what="serve's threads to end")
+        self.assert_real_move_works()
 
     def test_250_byte_names_arrive_and_a_stopped_transfer_of_one_resumes(self):
         self.start_serve()

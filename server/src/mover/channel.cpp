@@ -248,6 +248,14 @@ bool Channel::socket_read_full(void* buf, std::size_t n) {
             ahead_at_ = 0;
         }
     }
+    while (got < n && deadline_) {
+        // Straight into `buf`, as much as is there each time, the deadline
+        // asked before every wait (a manifest, which is small and read once).
+        await_deadline();
+        const std::size_t r = recv_some(fd_, p + got, n - got);
+        if (r == 0) break;
+        got += r;
+    }
     while (got < n) {
         if (n - got >= direct_read_) {
             if (mover::read_full(fd_, p + got, n - got)) return true;
@@ -278,6 +286,17 @@ std::optional<std::size_t> Channel::read_ahead(std::size_t most) {
     }
     if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
     return std::nullopt;  // closed or failed: the reads find out for themselves once the held bytes are taken
+}
+
+void Channel::await_deadline() const {
+    for (;;) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline_ - std::chrono::steady_clock::now()).count();
+        if (left <= 0) throw DeadlinePassed();
+        pollfd p{fd_, POLLIN, 0};
+        const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, std::numeric_limits<int>::max())));
+        if (r > 0) return;
+        if (r < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    }
 }
 
 bool Channel::readable(int wait_ms) const {

@@ -15,6 +15,7 @@
 #include "mover/wire.h"
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -70,6 +71,11 @@ public:
     std::optional<std::size_t> read_ahead(std::size_t most);
     // Whether the socket has something to read (or its end), waiting up to `wait_ms`.
     bool readable(int wait_ms) const;
+    // Until cleared (nullopt), every read from the socket waits for its bytes
+    // only until `deadline` and then throws DeadlinePassed: a whole exchange
+    // bounded, not each recv (SO_RCVTIMEO), which a peer sending a byte
+    // now and then would hold open for ever. Bytes held already are read.
+    void set_deadline(std::optional<std::chrono::steady_clock::time_point> deadline) { deadline_ = deadline; }
 
 private:
     class Seal;
@@ -79,8 +85,12 @@ private:
     // into `buf`).
     bool socket_read_full(void* buf, std::size_t n);
     std::size_t take_buffered(std::uint8_t* to, std::size_t n);
+    // With a deadline: waits for the socket to be readable, throwing
+    // DeadlinePassed once the deadline has passed.
+    void await_deadline() const;
 
     int fd_ = -1;
+    std::optional<std::chrono::steady_clock::time_point> deadline_;
     std::unique_ptr<Seal> out_, in_;
     std::vector<std::uint8_t> out_record_, in_record_, in_plain_;
     std::size_t in_at_ = 0;  // in_plain_ read so far

@@ -18,6 +18,7 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <stdexcept>
 #include <unordered_map>
@@ -62,25 +63,24 @@ constexpr std::size_t kManifestPiece = 1u << 20;
 
 }  // namespace
 
-// A client that says Hello and then nothing is let go after the manifest
-// timeout, not the idle timeout that a running transfer gets: until its
-// manifest is in, a transfer holds a thread and a connection for nothing.
+// The manifest must be whole within the manifest timeout (serve
+// --peer-timeout) of the Hello, however its bytes are paced: until it is in,
+// a transfer holds a thread, a connection and a slot of its address for
+// nothing, and a timeout on each recv alone would let a client sending a
+// byte a minute hold them for ever. A running transfer gets the idle
+// timeout instead.
 std::string ReceiveTransfer::take_manifest_in_time(Channel& c) {
     if (settings_.manifest_timeout_s <= 0) return take_manifest(c);
-    timeval before{};
-    socklen_t len = sizeof before;
-    ::getsockopt(c.fd(), SOL_SOCKET, SO_RCVTIMEO, &before, &len);
-    const timeval wait{settings_.manifest_timeout_s, 0};
-    ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    c.set_deadline(std::chrono::steady_clock::now() + std::chrono::seconds(settings_.manifest_timeout_s));
     std::string manifest;
     try {
         manifest = take_manifest(c);
-    } catch (const PeerSilent&) {
-        throw std::runtime_error(fmt::format("no manifest: the client sent nothing for {} s after its Hello "
-                                             "(serve --peer-timeout), connection closed",
+    } catch (const DeadlinePassed&) {
+        throw std::runtime_error(fmt::format("no manifest: the client did not send it whole within {} s of its "
+                                             "Hello (serve --peer-timeout), connection closed",
                                              settings_.manifest_timeout_s));
     }
-    ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVTIMEO, &before, sizeof before);
+    c.set_deadline(std::nullopt);
     return manifest;
 }
 

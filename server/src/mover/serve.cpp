@@ -28,7 +28,8 @@ void register_serve(CLI::App& root, RoleMain& run) {
                 "read each finished file back and check every block against its checksum before it goes into place");
     c->add_option("--peer-timeout", o->peer_timeout_s,
                   "seconds without an answer from a client (path cut, host down) before its transfer stops; "
-                  "also how long a transfer's manifest may keep the client's Hello waiting")
+                  "also the most a transfer's manifest may take from the client's Hello to its last byte, "
+                  "however the client paces it")
         ->check(CLI::Range(2, 3600))
         ->capture_default_str();
     c->add_flag("--allow-pull", o->allow_pull,

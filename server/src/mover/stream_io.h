@@ -43,6 +43,13 @@ public:
     PeerSilent() : std::runtime_error("the peer sent nothing for the idle timeout, connection dropped") {}
 };
 
+// What a channel's read throws once its deadline (Channel::set_deadline)
+// has passed: however the peer paced its bytes, it did not finish in time.
+class DeadlinePassed : public std::runtime_error {
+public:
+    DeadlinePassed() : std::runtime_error("the peer did not finish in time, connection dropped") {}
+};
+
 // false on an orderly EOF before the first byte; throws on an error, an EOF
 // in the middle, or (PeerSilent) nothing for the socket's SO_RCVTIMEO.
 bool read_full(int fd, void* buf, std::size_t n);
