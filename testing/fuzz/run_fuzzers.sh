@@ -31,7 +31,7 @@ while (($#)); do
   esac
 done
 ((${#harnesses[@]})) || harnesses=(quad_store run_decode sync_decode descriptor dataset plan manifest mover_receive mover_handshake fec_groups
-                                 slab_header slab_figures step_file)
+                                 packet_tag slab_header slab_figures step_file)
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DSLABCAST_BUILD_FUZZERS=ON -DSLABCAST_BUILD_PLUGIN=OFF -DSLABCAST_BUILD_TESTS=OFF >/dev/null
