@@ -9,6 +9,7 @@
 // the paper's 2.81 Gbit/s (Balman et al., 2012, section 4).
 //
 //   build/testing/bench_fec_codes [--benchmark_filter=...]
+#include "paper_rate.h"
 #include "slabcast/erasure_code.h"
 
 #include <benchmark/benchmark.h>
@@ -25,7 +26,6 @@
 namespace {
 
 constexpr std::size_t kShard = 8960;  // a multiple of 8 x 8 x 8 (jerasure's w x packet size x word)
-constexpr double kStreamBytesPerSecond = 2.81e9 / 8;
 
 struct Group {
     int k, m;
@@ -44,9 +44,7 @@ struct Group {
 void report(benchmark::State& state, int k) {
     const double bytes = static_cast<double>(state.iterations()) * k * kShard;
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
-    state.counters["data_GBps"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsRate);
-    state.counters["core_at_2.81G"] =
-        benchmark::Counter(bytes / kStreamBytesPerSecond, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    slabcast::bench::count_bytes(state, static_cast<double>(k) * kShard, "data_GBps");
 }
 
 // The data shards lost: `lost` of them, spread through the group.

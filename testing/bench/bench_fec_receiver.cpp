@@ -11,6 +11,7 @@
 // 2.81 Gbit/s: Balman et al., 2012, section 4).
 //
 //   build/testing/bench_fec_receiver [--benchmark_filter=...]
+#include "paper_rate.h"
 #include "slabcast/fec_receiver.h"
 #include "slabcast/fec_sender.h"
 #include "slabcast/run_packet.h"
@@ -24,7 +25,6 @@
 
 namespace {
 
-constexpr double kStreamBytesPerSecond = 2.81e9 / 8;
 constexpr std::size_t kSlabBytes = std::size_t{64} << 20;
 constexpr int kGroupsAStep = 64;
 
@@ -76,9 +76,7 @@ Step make_step(int k, int m, int depth, double loss) {
 void report(benchmark::State& state, double bytes_a_step) {
     const double bytes = static_cast<double>(state.iterations()) * bytes_a_step;
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
-    state.counters["data_GBps"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsRate);
-    state.counters["core_at_2.81G"] =
-        benchmark::Counter(bytes / kStreamBytesPerSecond, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    slabcast::bench::count_bytes(state, bytes_a_step, "data_GBps");
 }
 
 // Copies what is handed on into the slab, one place after another, as

@@ -8,6 +8,8 @@
 // core_at_2.81G, the share of one core a stream at that rate costs.
 //
 //   build/testing/bench_packet_tags
+#include "paper_rate.h"
+
 #include <benchmark/benchmark.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -20,7 +22,6 @@
 namespace {
 
 constexpr std::size_t kPayload = 8952;
-constexpr double kStreamBytesPerSecond = 2.81e9 / 8;
 
 struct Packet {
     std::vector<std::uint8_t> bytes = std::vector<std::uint8_t>(kPayload), out = std::vector<std::uint8_t>(kPayload + 64);
@@ -35,12 +36,7 @@ struct Packet {
     void next(std::uint64_t sequence) { std::memcpy(nonce, &sequence, 8); }
 };
 
-void report(benchmark::State& state) {
-    const double bytes = static_cast<double>(state.iterations()) * kPayload;
-    state.counters["GB_per_s"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsRate);
-    state.counters["core_at_2.81G"] =
-        benchmark::Counter(bytes / kStreamBytesPerSecond, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-}
+void report(benchmark::State& state) { slabcast::bench::count_bytes(state, kPayload, "GB_per_s"); }
 
 void BM_memcpy(benchmark::State& state) {
     Packet p;

@@ -187,6 +187,10 @@ def main():
     ap.add_argument("--runs", default="none,fixed,auto,peers",
                     help="what runs at each loss: none (no FEC), fixed (the code for it), auto, peers")
     args = ap.parse_args()
+    runs = args.runs.split(",")
+    unknown = set(runs) - {"none", "fixed", "auto", "peers"}
+    if unknown:
+        ap.error("--runs: %s is none of none, fixed, auto, peers" % ", ".join(sorted(unknown)))
     why = tb.available(delay=True)
     if why:
         sys.exit("fec_wan: " + why)
@@ -202,7 +206,6 @@ def main():
         fec = CODES.get((loss, burst), "200+%d/%d" % (max(1, round(2.2 * 200 * loss)), 8 if burst else 1))
         bed = tb.Testbed(delay_ms=DELAY_MS, loss=loss, burst=burst, seed=58)
         try:
-            runs = args.runs.split(",")
             for code in [c for c, name in (("none", "none"), (fec, "fixed"), ("auto", "auto")) if name in runs]:
                 r = run_stream(bed, data, args.steps, args.rate, code)
                 rows.append((loss_text(loss, burst), code, r))

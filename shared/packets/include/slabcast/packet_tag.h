@@ -89,7 +89,7 @@ private:
 };
 
 // A stream's receiving side. A datagram of a session newer than the one
-// being received costs a key derivation (keyed BLAKE2b of 40 bytes and
+// being received costs a key derivation (keyed BLAKE2b of 33 bytes and
 // AES's key schedule) on top of its tag: a forger offering a new session in
 // every datagram costs the receiver about twice what one sending bad tags
 // does, and is never let ahead of a real sender (no limit on derivations to
