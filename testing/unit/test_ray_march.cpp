@@ -159,7 +159,7 @@ TEST_CASE("a ray through a uniform volume composites to the opacity the sample c
     CHECK(centre[2] <= 1);
 }
 
-TEST_CASE("the picture does not depend on threads, empty-space skipping or how the volume is cut into pieces") {
+TEST_CASE("the picture does not depend on threads, empty-space skipping, prefetching or how the volume is cut into pieces") {
     const std::int64_t nx = 20, ny = 18, nz = 33;
     const TransferTable table = ramp(0, 1, 0.2f, 0.4f, 0.7, 2.0);
     March march;
@@ -186,6 +186,9 @@ TEST_CASE("the picture does not depend on threads, empty-space skipping or how t
         March every = march;
         every.skip_empty = false;
         CHECK(largest_difference(one, render(whole, table, rays, every, 2)) == 0);
+        March unfetched = march;  // asking for values ahead reads the same ones
+        unfetched.prefetch = false;
+        CHECK(largest_difference(one, render(whole, table, rays, unfetched, 2)) == 0);
         // Eight rays at once (where the CPU has AVX2) against one at a time:
         // float against double positions, the same samples.
         March single = march;

@@ -53,6 +53,9 @@ struct March {
     // full resolution measures.
     bool may_measure = true;
     bool vectorised = true;        // eight rays at once where the CPU has AVX2 (off: one at a time)
+    // Eight rays at once ask for the values their samples a few steps on
+    // will read (off: to measure what it saves; bench_ray_march).
+    bool prefetch = true;
     // Asked between tiles, by the calling thread, at most every kStopCheck:
     // true stops the frame (a live view's step was replaced by a newer one).
     std::function<bool()> stop;
