@@ -26,8 +26,9 @@ sys.path.insert(0, os.environ["SLABCAST_SCRIPT_DIR"] if "SLABCAST_SCRIPT_DIR" in
                 else os.path.dirname(os.path.abspath(__file__)))
 from slabcast_mappers import CPU_VOLUME, apply_stride, resolve, volume_dims  # noqa: E402
 from slabcast_mappers import show_volume as show_through  # noqa: E402
-from slabcast_render import (apply_cosmic_preset, drawn_level, frame_line, has_news, next_level,  # noqa: E402
+from slabcast_render import (apply_cosmic_preset, drawn_level, frame_line, has_news,  # noqa: E402
                              show_caption, step_caption, take_news, value_field)
+from slabcast_refinement import Refinement  # noqa: E402
 
 from paraview.simple import (AssignViewToLayout, CreateView, GetActiveViewOrCreate, GetLayout,  # noqa: E402
                              OpenDataFile, Render, Show, Text)
@@ -46,6 +47,7 @@ class LiveView:
         self.reader, self.view, self.display, self.caption, self.log = reader, view, display, caption, log
         # Progressive on the plugin's CPU ray marcher only (Slabcast Volume).
         self.coarsest = coarsest if display.Representation == CPU_VOLUME else None
+        self.refinement = Refinement(coarsest or 1)
         self.agreed = take_news(reader)
         self.level = None
         self.frame = 0
@@ -63,8 +65,10 @@ class LiveView:
 
     def draw(self, new):
         t0 = time.monotonic()
+        marches = False  # whether this frame marches (its level's first for the step)
         if self.coarsest is not None:
-            self.level = next_level(self.level, new, self.coarsest)
+            before, self.level = self.level, self.refinement.next(new)
+            marches = new or self.level != before
             self.display.SlabcastLevel = self.level
         text = ""
         if self.caption is not None:
@@ -76,6 +80,8 @@ class LiveView:
         shown = time.time()
         t1 = time.monotonic()
         self.frame_ms = 1000 * (t1 - t0)
+        if marches and not drawn_level(self.display)[1]:
+            self.refinement.marched(self.level, t1 - t_read)
         refining = self.level is not None and self.level > 1
         self.next_frame = t1 + (0.0 if refining else REDRAW_S)
         if self.log:

@@ -39,6 +39,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from slabcast_mappers import (CPU_VOLUME, add_mapper_option, apply_stride, resolve, show_volume, unavailable,  # noqa: E402
                               volume_dims)
+from slabcast_refinement import Refinement  # noqa: E402
 
 from paraview import servermanager  # noqa: E402
 from paraview.simple import (AssignViewToLayout, Connect, GetActiveViewOrCreate, GetColorTransferFunction, GetLayout,
@@ -266,12 +267,6 @@ def latency_text(timeline, shown):
     if picked is not None:
         text += " (picked after %.1f ms)" % (1000 * (picked - published))
     return "latency: " + text
-
-
-def next_level(level, new, coarsest):
-    """Progressive frames: a new step's first frame at the coarsest level,
-    each next frame of it at half the last, down to full resolution (1)."""
-    return coarsest if new or level is None else max(1, level // 2)
 
 
 def frame_line(frame, step, frame_ms, new, level, read_s, draw_s, reader, shown, caption, cut=False):
@@ -608,6 +603,7 @@ def main(argv):
     frame = 0
     frame_ms = None  # the last frame's time, shown in the next one's caption
     level = None     # the level of detail of the last frame (slabcast's progressive frames)
+    refinement = Refinement(args.coarsest)
     unsaved = False  # --save-new-only: this step has no saved frame yet
     new = True       # this frame shows a step for the first time
     while True:
@@ -620,8 +616,12 @@ def main(argv):
             else:
                 reader.MarkModified(reader)
         text = ""
+        marches = False  # whether this frame marches (its level's first for the step)
         if progressive:
-            level = next_level(level, new, args.coarsest)
+            before, level = level, refinement.next(new)
+            if wall:  # every rank draws rank 0's level
+                level = refinement.level = wall.decide(level, refinement.levels())
+            marches = new or level != before
             display.SlabcastLevel = level
         if caption is not None:
             reader.UpdatePipeline()
@@ -638,6 +638,8 @@ def main(argv):
         step = reader.GetPropertyValue("Step")
         t1 = time.monotonic()
         frame_ms = 1000 * (t1 - t0)
+        if marches and not cut:
+            refinement.marched(level, t1 - t_read)
         unsaved = unsaved or new
         # A frame cut for a newer step is not saved: the picture on screen is
         # the whole one before it, of another level than this frame's.

@@ -63,7 +63,7 @@ def check_files():
                 installed("doc", "plugin", "README.md")]
     expected += [installed("data", "slabcast", name) for name in
                  ("slabcast_plot.py", "slabcast_render.py", "slabcast_head_to_head.py", "slabcast_gui_open.py",
-                  "slabcast_mappers.py")]
+                  "slabcast_mappers.py", "slabcast_refinement.py")]
     expected += [installed("doc", "examples", role + ".conf") for role in ROLES]
     missing = [p for p in expected if not os.path.isfile(p)]
     t.check(not missing, "not installed: %s" % missing)
