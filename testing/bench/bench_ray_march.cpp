@@ -36,28 +36,6 @@ struct Scene {
     Rays rays;
 };
 
-// The inverse of a row-major 4x4 matrix (Gauss-Jordan; a camera's is well conditioned).
-void invert(const double m[16], double out[16]) {
-    double a[4][8];
-    for (int r = 0; r < 4; ++r)
-        for (int c = 0; c < 8; ++c) a[r][c] = c < 4 ? m[4 * r + c] : (c - 4 == r ? 1.0 : 0.0);
-    for (int c = 0; c < 4; ++c) {
-        int pivot = c;
-        for (int r = c + 1; r < 4; ++r)
-            if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
-        std::swap(a[c], a[pivot]);
-        const double d = a[c][c];
-        for (double& v : a[c]) v /= d;
-        for (int r = 0; r < 4; ++r) {
-            if (r == c) continue;
-            const double f = a[r][c];
-            for (int k = 0; k < 8; ++k) a[r][k] -= f * a[c][k];
-        }
-    }
-    for (int r = 0; r < 4; ++r)
-        for (int c = 0; c < 4; ++c) out[4 * r + c] = a[r][c + 4];
-}
-
 // ParaView's camera after ResetCamera, Azimuth(30), Elevation(20): the box's
 // bounding sphere fills a 30-degree view angle.
 Rays camera(double edge) {
@@ -71,21 +49,20 @@ Rays camera(double edge) {
     for (double& v : right) v /= length;
     const double up[3] = {back[1] * right[2] - back[2] * right[1], back[2] * right[0] - back[0] * right[2],
                           back[0] * right[1] - back[1] * right[0]};
-    const auto dot = [&](const double* a) { return a[0] * eye[0] + a[1] * eye[1] + a[2] * eye[2]; };
-    const double view[16] = {right[0], right[1], right[2], -dot(right), up[0], up[1], up[2], -dot(up),
-                             back[0],  back[1],  back[2],  -dot(back),  0,     0,     0,     1};
+    // Normalized device coordinates to world: the view's inverse (its
+    // rotation's transpose, then the eye) after the perspective's inverse.
     const double near = distance - radius, far = distance + radius, f = 1 / std::tan(15 * kPi / 180);
     const double aspect = static_cast<double>(kWidth) / kHeight;
-    const double projection[16] = {f / aspect, 0, 0, 0, 0, f, 0, 0, 0, 0, (far + near) / (near - far),
-                                   2 * far * near / (near - far), 0, 0, -1, 0};
-    double both[16];
+    const double a = (far + near) / (near - far), b = 2 * far * near / (near - far);
+    const double from_clip[16] = {aspect / f, 0, 0, 0, 0, 1 / f, 0, 0, 0, 0, 0, -1, 0, 0, 1 / b, a / b};
+    const double from_view[16] = {right[0], up[0], back[0], eye[0], right[1], up[1], back[1], eye[1],
+                                  right[2], up[2], back[2], eye[2], 0,        0,     0,       1};
+    Rays rays;
     for (int r = 0; r < 4; ++r)
         for (int c = 0; c < 4; ++c) {
-            both[4 * r + c] = 0;
-            for (int k = 0; k < 4; ++k) both[4 * r + c] += projection[4 * r + k] * view[4 * k + c];
+            rays.to_world[4 * r + c] = 0;
+            for (int k = 0; k < 4; ++k) rays.to_world[4 * r + c] += from_view[4 * r + k] * from_clip[4 * k + c];
         }
-    Rays rays;
-    invert(both, rays.to_world);
     return rays;
 }
 
