@@ -39,7 +39,7 @@ class Refinement:
         full = self.cost.get(1)
         while level > 1 and full is not None and full >= SKIP_FROM_S and self.cost.get(level, 0.0) > SKIP_SHARE * full:
             level //= 2
-        self.level = max(1, level)
+        self.level = level
         return self.level
 
     def levels(self):
